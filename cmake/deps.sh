@@ -1,0 +1,17 @@
+# deps.sh -- sourced by tests/run.sh, train/quickstart.sh and .ci/run: installs the
+# Debian packages dpgd needs when any is missing (as root, or through sudo).
+DPGD_DEBIAN_PACKAGES="build-essential cmake pkg-config libopenblas-dev libgsl-dev libpng-dev
+zlib1g-dev libinih-dev libcmocka-dev gnuplot-nox curl python3"
+
+dpgd_install_deps() {
+  local missing=() p
+  for p in $DPGD_DEBIAN_PACKAGES; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "dpgd: installing Debian packages: ${missing[*]}" >&2
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq &&
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+}

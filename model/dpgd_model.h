@@ -1,0 +1,71 @@
+/* dpgd_model.h -- models with fast per-example gradients: softmax regression and the
+ * MNIST CNN of seed 003 (the Opacus example network). One small vtable per model type
+ * (gsl_rng_type style); the fused per-example step computes every example's gradient
+ * in chunks, clips each to its own cap, and sums -- the whole-dataset gradient matrix
+ * is never formed. Errors go through dpgd_error.h. */
+#ifndef DPGD_MODEL_H
+#define DPGD_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dpgd_data.h"
+#include "dpgd_error.h"
+
+typedef enum { DPGD_ACT_RELU = 0, DPGD_ACT_TANH = 1 } dpgd_activation;
+
+typedef struct dpgd_model dpgd_model;
+typedef struct dpgd_model_type dpgd_model_type;
+
+extern const dpgd_model_type *dpgd_model_softmax; /* 784 -> 10, 7,850 parameters */
+extern const dpgd_model_type *dpgd_model_cnn;     /* 26,010 parameters */
+
+/* Looks a type up by name ("softmax", "cnn"); NULL if unknown. */
+const dpgd_model_type *dpgd_model_type_find(const char *name);
+const char *dpgd_model_type_name(const dpgd_model_type *t);
+
+/* A model for images of rows x cols with n_classes outputs. */
+dpgd_model *dpgd_model_alloc(const dpgd_model_type *t, dpgd_activation act,
+                             size_t rows, size_t cols, int n_classes);
+void dpgd_model_free(dpgd_model *m);
+
+size_t dpgd_model_n_params(const dpgd_model *m);
+float *dpgd_model_params(dpgd_model *m);                  /* (P) one contiguous slab */
+const float *dpgd_model_params_const(const dpgd_model *m); /* (P) */
+
+/* PyTorch-default initialisation: uniform(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weights
+ * and biases, from a generator seeded with seed (deterministic). */
+void dpgd_model_init(dpgd_model *m, uint64_t seed);
+
+/* Evaluation on examples [first, first + count): predicted class per example (pred may
+ * be NULL), number correct and summed cross-entropy loss (either may be NULL). */
+int dpgd_model_evaluate(const dpgd_model *m, const dpgd_dataset *ds, size_t first,
+                        size_t count, uint8_t *pred /* (count) or NULL */,
+                        size_t *n_correct, double *loss_sum);
+
+/* Workspace of the per-example engine: chunk buffers per thread, sized at alloc so
+ * the step does not allocate. chunk = 0 picks the measured default. threads = 0 uses
+ * the OpenMP default. */
+typedef struct dpgd_grad_ws dpgd_grad_ws;
+dpgd_grad_ws *dpgd_grad_ws_alloc(const dpgd_model *m, size_t chunk, int threads);
+void dpgd_grad_ws_free(dpgd_grad_ws *ws);
+
+/* The fused private step over all ds->n examples:
+ *   g_i = grad of loss at example i; if g_i is not finite its norm is +inf;
+ *   gbar_i = g_i * min(1, caps[i] / ||g_i||)   (gbar_i = 0 when caps[i] == 0 or
+ *                                               ||g_i|| is infinite)
+ *   sum = sum_i gbar_i (reduced in a fixed order: independent of thread count up to
+ *   the float rounding stated in the tests).
+ * Examples with caps[i] == 0 may be skipped: their sqnorm_pre is then NAN (not
+ * computed) and sqnorm_post 0. Outputs sqnorm_pre / sqnorm_post may be NULL. */
+int dpgd_model_clipped_grad_sum(dpgd_model *m, dpgd_grad_ws *ws, const dpgd_dataset *ds,
+                                const double *caps /* (n) */,
+                                double *sum /* (P) out */,
+                                double *sqnorm_pre /* (n) out or NULL */,
+                                double *sqnorm_post /* (n) out or NULL */);
+
+/* Model files: magic, format version, type, activation, shapes, parameters, CRC-32. */
+int dpgd_model_save(const dpgd_model *m, const char *path);
+int dpgd_model_load(dpgd_model **out, const char *path);
+
+#endif /* DPGD_MODEL_H */

@@ -1,0 +1,9 @@
+/* cmd_data.c -- placeholder until its issue lands: the command says so and exits non-zero. */
+#include "commands.h"
+
+int dpgd_cmd_data(int argc, char **argv)
+{
+  (void)argc;
+  (void)argv;
+  return dpgd_cli_not_landed("data", "the dataset readers (issue 2)");
+}

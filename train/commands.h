@@ -1,0 +1,17 @@
+/* commands.h -- the subcommands of the dpgd binary, one cmd_<file>.c each. */
+#ifndef DPGD_COMMANDS_H
+#define DPGD_COMMANDS_H
+
+#include "cli.h"
+
+dpgd_cmd_fn dpgd_cmd_train;     /* cmd_train.c   (issue: private training) */
+dpgd_cmd_fn dpgd_cmd_eval;      /* cmd_eval.c    */
+dpgd_cmd_fn dpgd_cmd_predict;   /* cmd_eval.c    */
+dpgd_cmd_fn dpgd_cmd_account;   /* cmd_account.c (issue: the accountant) */
+dpgd_cmd_fn dpgd_cmd_calibrate; /* cmd_account.c */
+dpgd_cmd_fn dpgd_cmd_plot;      /* cmd_plot.c    (issue: experiments and figures) */
+dpgd_cmd_fn dpgd_cmd_sweep;     /* cmd_plot.c    */
+dpgd_cmd_fn dpgd_cmd_data;      /* cmd_data.c    (issue: foundation) */
+dpgd_cmd_fn dpgd_cmd_bench;     /* cmd_bench.c   (issue: models) */
+
+#endif /* DPGD_COMMANDS_H */
