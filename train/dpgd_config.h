@@ -68,6 +68,9 @@ void dpgd_config_defaults(dpgd_config *c);
  * or keys and malformed or out-of-range values are errors naming file, line and key. */
 int dpgd_config_load(dpgd_config *c, const char *path);
 
+/* Same, from a buffer (fuzzing, tests); name is used in messages. */
+int dpgd_config_load_mem(dpgd_config *c, const void *buf, size_t len, const char *name);
+
 /* Applies one override "section.key=value". */
 int dpgd_config_set(dpgd_config *c, const char *assignment);
 

@@ -1,0 +1,218 @@
+/* test_config.c -- the configuration module: defaults, INI loading, overrides, every
+ * class of bad value rejected with a message naming the key, round trip of the
+ * resolved config, and the hash that checkpoints compare. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "dpgd_config.h"
+
+static char tmpdir[] = "/tmp/dpgd_test_config_XXXXXX";
+
+static const char *write_file(const char *name, const char *text)
+{
+  static char path[512];
+  snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs(text, f);
+  fclose(f);
+  return path;
+}
+
+static void test_defaults(void **state)
+{
+  (void)state;
+  dpgd_config c;
+  dpgd_config_defaults(&c);
+  assert_string_equal(c.model_type, "cnn");
+  assert_int_equal(c.model_activation, 0);
+  assert_true(c.privacy_delta == 1e-5);
+  assert_true(c.data_mean == 0.1307 && c.data_std == 0.3081);
+  assert_int_equal(c.stopping_every, 5);
+  assert_int_equal(c.filter_enabled, 0);
+  assert_true(c.privacy_sigma == 0); /* unset: validation asks for it */
+  assert_int_equal(dpgd_config_validate(&c), DPGD_EINVAL);
+  assert_non_null(strstr(dpgd_error_last(), "privacy.sigma"));
+}
+
+static void test_load_and_override(void **state)
+{
+  (void)state;
+  dpgd_config c;
+  dpgd_config_defaults(&c);
+  const char *p = write_file("ok.ini",
+                             "; the paper's eps = 0.3 setting\n"
+                             "[model]\ntype = softmax\nactivation = tanh\n"
+                             "[train]\nsteps = 112\nlr = 2.385\nseed = 18446744073709551615\n"
+                             "[filter]\nenabled = true\nk = 112\n"
+                             "[privacy]\nsigma = 170\nclip = 10\ndelta = 1e-5\n");
+  assert_int_equal(dpgd_config_load(&c, p), DPGD_OK);
+  assert_string_equal(c.model_type, "softmax");
+  assert_int_equal(c.model_activation, 1);
+  assert_int_equal(c.train_steps, 112);
+  assert_true(c.train_lr == 2.385);
+  assert_true(c.train_seed == UINT64_MAX);
+  assert_int_equal(c.filter_enabled, 1);
+  assert_true(c.filter_k == 112 && c.privacy_sigma == 170 && c.privacy_clip == 10);
+  assert_int_equal(dpgd_config_validate(&c), DPGD_OK);
+
+  assert_int_equal(dpgd_config_set(&c, "privacy.clip=15"), DPGD_OK);
+  assert_true(c.privacy_clip == 15);
+  assert_int_equal(dpgd_config_set(&c, "model.type=cnn"), DPGD_OK);
+  assert_string_equal(c.model_type, "cnn");
+  assert_int_equal(dpgd_config_set(&c, "output.dir=/tmp/a=b"), DPGD_OK);
+  assert_string_equal(c.output_dir, "/tmp/a=b");
+}
+
+/* Each bad value must be refused, and the message must name the key. */
+static void test_bad_values(void **state)
+{
+  (void)state;
+  static const struct { const char *set, *key; } bad[] = {
+    {"privacy.sigma=0", "privacy.sigma"},     {"privacy.sigma=-1", "privacy.sigma"},
+    {"privacy.sigma=nan", "privacy.sigma"},   {"privacy.sigma=inf", "privacy.sigma"},
+    {"privacy.sigma=1e999", "privacy.sigma"}, {"privacy.sigma=abc", "privacy.sigma"},
+    {"privacy.sigma=", "privacy.sigma"},      {"privacy.sigma=2x", "privacy.sigma"},
+    {"privacy.clip=0", "privacy.clip"},       {"privacy.clip=-3", "privacy.clip"},
+    {"privacy.delta=0", "privacy.delta"},     {"privacy.delta=1", "privacy.delta"},
+    {"privacy.delta=1.5", "privacy.delta"},   {"privacy.delta=-1e-5", "privacy.delta"},
+    {"privacy.epsilon=0", "privacy.epsilon"}, {"privacy.epsilon=-0.3", "privacy.epsilon"},
+    {"train.steps=-3", "train.steps"},        {"train.steps=1.5", "train.steps"},
+    {"train.lr=0", "train.lr"},               {"train.lr=NaN", "train.lr"},
+    {"train.seed=-1", "train.seed"},          {"stopping.every=0", "stopping.every"},
+    {"model.type=resnet", "model.type"},      {"model.activation=gelu", "model.activation"},
+    {"filter.enabled=maybe", "filter.enabled"}, {"filter.k=-2", "filter.k"},
+    {"privacy.method=magic", "privacy.method"}, {"model.threads=99999", "model.threads"},
+    {"data.std=0", "data.std"},               {"train.steps=99999999999999999999999", "train.steps"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    dpgd_config c;
+    dpgd_config_defaults(&c);
+    dpgd_error_clear();
+    int rc = dpgd_config_set(&c, bad[i].set);
+    if (rc != DPGD_EINVAL) fail_msg("accepted %s", bad[i].set);
+    if (!strstr(dpgd_error_last(), bad[i].key))
+      fail_msg("error for %s does not name the key: %s", bad[i].set, dpgd_error_last());
+  }
+  static const char *malformed[] = {"sigma=1", "privacy.sigma", "privacy=1", ".sigma=1",
+                                    "privacy.=1", "privacy.nokey=1", "nosection.sigma=1"};
+  for (size_t i = 0; i < sizeof malformed / sizeof malformed[0]; i++) {
+    dpgd_config c;
+    dpgd_config_defaults(&c);
+    if (dpgd_config_set(&c, malformed[i]) != DPGD_EINVAL) fail_msg("accepted %s", malformed[i]);
+  }
+}
+
+static void expect_load_error(const char *text, const char *needle)
+{
+  dpgd_config c;
+  dpgd_config_defaults(&c);
+  const char *p = write_file("bad.ini", text);
+  dpgd_error_clear();
+  assert_int_equal(dpgd_config_load(&c, p), DPGD_EINVAL);
+  if (!strstr(dpgd_error_last(), needle))
+    fail_msg("expected '%s' in: %s", needle, dpgd_error_last());
+}
+
+static void test_bad_files(void **state)
+{
+  (void)state;
+  expect_load_error("[privacy]\nsigma = 1\nsgima = 2\n", "unknown key privacy.sgima");
+  expect_load_error("[privacy]\nsigma = 1\nsgima = 2\n", ":3:"); /* the line */
+  expect_load_error("[privcy]\nsigma = 1\n", "unknown section [privcy]");
+  expect_load_error("sigma = 1\n", "outside any [section]");
+  expect_load_error("[privacy]\nsigma = 1\nsigma = 2\n", "given twice");
+  expect_load_error("[privacy]\ndelta = 2\n", "privacy.delta");
+  expect_load_error("[privacy\nsigma = 1\n", "syntax error");
+  expect_load_error("[train]\nsteps = -5\n", "train.steps");
+
+  dpgd_config c;
+  dpgd_config_defaults(&c);
+  assert_int_equal(dpgd_config_load(&c, "/nonexistent/dpgd.ini"), DPGD_EIO);
+  assert_non_null(strstr(dpgd_error_last(), "/nonexistent/dpgd.ini"));
+}
+
+static void test_cross_key_rules(void **state)
+{
+  (void)state;
+  static const struct { const char *const sets[4]; const char *needle; } cases[] = {
+    {{"privacy.sigma=2.5", NULL}, "train.steps"},
+    {{"privacy.sigma=2.5", "filter.enabled=true", NULL}, "filter.budget or filter.k"},
+    {{"privacy.sigma=2.5", "filter.enabled=true", "filter.k=3", "filter.budget=300"},
+     "not both"},
+    {{"privacy.calibrate=sigma", "train.steps=10", NULL}, "privacy.epsilon"},
+    {{"privacy.calibrate=budget", "privacy.sigma=3", "privacy.epsilon=1", "train.steps=4"},
+     "filter.enabled"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    dpgd_config c;
+    dpgd_config_defaults(&c);
+    for (int j = 0; j < 4 && cases[i].sets[j]; j++)
+      assert_int_equal(dpgd_config_set(&c, cases[i].sets[j]), DPGD_OK);
+    dpgd_error_clear();
+    assert_int_equal(dpgd_config_validate(&c), DPGD_EINVAL);
+    if (!strstr(dpgd_error_last(), cases[i].needle))
+      fail_msg("case %zu: expected '%s' in: %s", i, cases[i].needle, dpgd_error_last());
+  }
+  dpgd_config c;
+  dpgd_config_defaults(&c);
+  assert_int_equal(dpgd_config_set(&c, "privacy.calibrate=sigma"), DPGD_OK);
+  assert_int_equal(dpgd_config_set(&c, "privacy.epsilon=0.3"), DPGD_OK);
+  assert_int_equal(dpgd_config_set(&c, "train.steps=112"), DPGD_OK);
+  assert_int_equal(dpgd_config_validate(&c), DPGD_OK);
+}
+
+/* The written config reads back to the same struct, bit for bit (doubles as %.17g). */
+static void test_round_trip_and_hash(void **state)
+{
+  (void)state;
+  dpgd_config a, b;
+  dpgd_config_defaults(&a);
+  assert_int_equal(dpgd_config_set(&a, "train.lr=0.1234567890123456789"), DPGD_OK);
+  assert_int_equal(dpgd_config_set(&a, "privacy.sigma=170.00000000000003"), DPGD_OK);
+  assert_int_equal(dpgd_config_set(&a, "data.dir=/some/where"), DPGD_OK);
+  assert_int_equal(dpgd_config_set(&a, "filter.enabled=true"), DPGD_OK);
+  char path[512];
+  snprintf(path, sizeof path, "%s/rt.ini", tmpdir);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  assert_int_equal(dpgd_config_write(&a, f), DPGD_OK);
+  fclose(f);
+  dpgd_config_defaults(&b);
+  assert_int_equal(dpgd_config_load(&b, path), DPGD_OK);
+  assert_true(a.train_lr == b.train_lr && a.privacy_sigma == b.privacy_sigma);
+  assert_string_equal(a.data_dir, b.data_dir);
+  assert_int_equal(a.filter_enabled, b.filter_enabled);
+  assert_true(dpgd_config_hash(&a) == dpgd_config_hash(&b));
+
+  /* The hash follows keys that change the computation, not output-only keys. */
+  uint64_t h = dpgd_config_hash(&a);
+  assert_int_equal(dpgd_config_set(&b, "output.dir=/elsewhere"), DPGD_OK);
+  assert_int_equal(dpgd_config_set(&b, "output.progress=false"), DPGD_OK);
+  assert_true(dpgd_config_hash(&b) == h);
+  assert_int_equal(dpgd_config_set(&b, "privacy.clip=1.0000000000000002"), DPGD_OK);
+  assert_true(dpgd_config_hash(&b) != h);
+}
+
+int main(void)
+{
+  if (!mkdtemp(tmpdir)) return 1;
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_defaults),          cmocka_unit_test(test_load_and_override),
+    cmocka_unit_test(test_bad_values),        cmocka_unit_test(test_bad_files),
+    cmocka_unit_test(test_cross_key_rules),   cmocka_unit_test(test_round_trip_and_hash),
+  };
+  int rc = cmocka_run_group_tests(tests, NULL, NULL);
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+  if (system(cmd) != 0) return 1;
+  return rc;
+}

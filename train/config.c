@@ -1,0 +1,503 @@
+/* config.c -- the training configuration: one schema table (every key with its type,
+ * default, range and help), an inih handler that fills dpgd_config from it, overrides
+ * "section.key=value", cross-key validation, and the resolved config written as INI.
+ * Every error names the key (and the file and line when there is one). */
+#include "dpgd_config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ini.h>
+
+typedef enum { T_SIZE, T_INT, T_U64, T_DOUBLE, T_BOOL, T_ENUM, T_NAME, T_PATH } key_type;
+
+/* Range rules for numbers. A key whose default is 0 with ZERO_UNSET may be left at 0
+ * ("not given"), but a value the user writes must satisfy the range. */
+enum {
+  GT0 = 1 << 0,        /* > 0 */
+  LT1 = 1 << 1,        /* < 1 */
+  ZERO_UNSET = 1 << 2, /* 0 means "not given"; only the default may be 0 (doubles only) */
+  NOHASH = 1 << 3      /* does not change the computation: left out of the hash */
+};
+
+typedef struct {
+  const char *section, *key;
+  key_type type;
+  size_t offset;
+  const char *def;           /* default, as text (parsed like a user value) */
+  const char *const *names;  /* T_ENUM / T_NAME: allowed values, NULL-terminated */
+  unsigned flags;
+  const char *help;
+} key_spec;
+
+static const char *const activation_names[] = {"relu", "tanh", NULL};
+static const char *const model_names[] = {"cnn", "softmax", NULL};
+static const char *const schedule_names[] = {"constant", "cosine", NULL};
+static const char *const rng_names[] = {"research", "secure", NULL};
+static const char *const calibrate_names[] = {"none", "sigma", "budget", NULL};
+/* Same order as dpgd_acct_method in accounting/dpgd_accounting.h. */
+static const char *const method_names[] = {"exact", "zcdp", "rdp_classic", "rdp_balle",
+                                           "rdp_optimal", NULL};
+
+#define OFF(field) offsetof(dpgd_config, field)
+
+static const key_spec schema[] = {
+  {"data", "dir", T_PATH, OFF(data_dir), "", NULL, NOHASH,
+   "dataset directory (IDX or PNG tree); empty = $DPGD_DATA_DIR, data/mnist, ../shared/data/mnist"},
+  {"data", "n_train", T_SIZE, OFF(data_n_train), "0", NULL, 0,
+   "use the first n training examples (n is then the public dataset size); 0 = all"},
+  {"data", "n_test", T_SIZE, OFF(data_n_test), "0", NULL, 0,
+   "use the first n test examples; 0 = all"},
+  {"data", "mean", T_DOUBLE, OFF(data_mean), "0.1307", NULL, 0,
+   "normalisation: x = (pixel/255 - mean) / std"},
+  {"data", "std", T_DOUBLE, OFF(data_std), "0.3081", NULL, GT0, "normalisation std (> 0)"},
+
+  {"model", "type", T_NAME, OFF(model_type), "cnn", model_names, 0, "cnn | softmax"},
+  {"model", "activation", T_ENUM, OFF(model_activation), "relu", activation_names, 0,
+   "relu (the paper's) | tanh"},
+  {"model", "chunk", T_SIZE, OFF(model_chunk), "0", NULL, 0,
+   "examples per chunk of the per-example engine; 0 = measured default"},
+  {"model", "threads", T_INT, OFF(model_threads), "0", NULL, NOHASH,
+   "OpenMP threads; 0 = OpenMP's default (OMP_NUM_THREADS)"},
+
+  {"train", "steps", T_SIZE, OFF(train_steps), "0", NULL, 0,
+   "steps (Algorithm 7: k_max); 0 = floor(B_norm/C^2) + stopping.queries * stopping.every"},
+  {"train", "lr", T_DOUBLE, OFF(train_lr), "0.1", NULL, GT0, "learning rate (> 0)"},
+  {"train", "lr_schedule", T_ENUM, OFF(train_lr_schedule), "constant", schedule_names, 0,
+   "constant | cosine"},
+  {"train", "seed", T_U64, OFF(train_seed), "1", NULL, 0,
+   "master seed of the research RNG streams (init, step noise, query noise)"},
+  {"train", "eval_every", T_SIZE, OFF(train_eval_every), "10", NULL, NOHASH,
+   "test accuracy every N steps; 0 = only at the end"},
+  {"train", "rng", T_ENUM, OFF(train_rng), "research", rng_names, 0,
+   "research (seeded, reproducible) | secure (OS CSPRNG, for deployments)"},
+
+  {"filter", "enabled", T_BOOL, OFF(filter_enabled), "false", NULL, 0,
+   "true = Algorithm 7 (individual privacy filtering); false = Algorithm 6"},
+  {"filter", "budget", T_DOUBLE, OFF(filter_budget), "0", NULL, GT0 | ZERO_UNSET,
+   "squared-norm budget B_norm of every point; 0 = filter.k * clip^2 or calibrated"},
+  {"filter", "k", T_DOUBLE, OFF(filter_k), "0", NULL, GT0 | ZERO_UNSET,
+   "B_norm = k * clip^2 when filter.budget is not given"},
+
+  {"privacy", "sigma", T_DOUBLE, OFF(privacy_sigma), "0", NULL, GT0 | ZERO_UNSET,
+   "noise multiplier (> 0): noise std sigma * clip on the clipped sum"},
+  {"privacy", "clip", T_DOUBLE, OFF(privacy_clip), "1", NULL, GT0, "clip norm C (> 0)"},
+  {"privacy", "delta", T_DOUBLE, OFF(privacy_delta), "1e-5", NULL, GT0 | LT1,
+   "delta of the reported (eps, delta) guarantee, in (0, 1)"},
+  {"privacy", "epsilon", T_DOUBLE, OFF(privacy_epsilon), "0", NULL, GT0 | ZERO_UNSET,
+   "target epsilon for calibration (> 0)"},
+  {"privacy", "calibrate", T_ENUM, OFF(privacy_calibrate), "none", calibrate_names, 0,
+   "none | sigma (smallest sigma for epsilon in train.steps) | budget (largest B_norm)"},
+  {"privacy", "method", T_ENUM, OFF(privacy_method), "exact", method_names, 0,
+   "accounting method used to calibrate: exact | zcdp | rdp_classic | rdp_balle | rdp_optimal"},
+
+  {"stopping", "queries", T_SIZE, OFF(stopping_queries), "0", NULL, 0,
+   "m noisy training-accuracy queries after floor(B_norm/C^2) steps; 0 = keep the last iterate"},
+  {"stopping", "every", T_SIZE, OFF(stopping_every), "5", NULL, GT0,
+   "s steps between queries (> 0)"},
+  {"stopping", "tau_frac", T_DOUBLE, OFF(stopping_tau_frac), "0.01", NULL, GT0,
+   "query noise std tau = tau_frac * n (> 0); each query is a Gaussian with mu = 1/tau"},
+
+  {"output", "dir", T_PATH, OFF(output_dir), "runs/default", NULL, NOHASH,
+   "run directory (metrics.csv, summary.json, model.bin, points.csv, checkpoint.bin)"},
+  {"output", "checkpoint_every", T_SIZE, OFF(output_checkpoint_every), "50", NULL, NOHASH,
+   "checkpoint every N steps; 0 = only at the end"},
+  {"output", "diagnostics", T_BOOL, OFF(output_diagnostics), "false", NULL, NOHASH,
+   "write non-private diagnostic columns (exact train loss/accuracy, active count)"},
+  {"output", "progress", T_BOOL, OFF(output_progress), "true", NULL, NOHASH,
+   "progress line on stderr"},
+};
+
+#define N_KEYS (sizeof schema / sizeof schema[0])
+
+static const key_spec *find_key(const char *section, const char *key)
+{
+  for (size_t i = 0; i < N_KEYS; i++)
+    if (!strcmp(schema[i].section, section) && !strcmp(schema[i].key, key)) return &schema[i];
+  return NULL;
+}
+
+static int section_known(const char *section)
+{
+  for (size_t i = 0; i < N_KEYS; i++)
+    if (!strcmp(schema[i].section, section)) return 1;
+  return 0;
+}
+
+/* Parses text into the field of c described by k. On error writes a reason (without
+ * the key, which the caller adds) into why and returns DPGD_EINVAL. */
+static int parse_value(dpgd_config *c, const key_spec *k, const char *text, char *why,
+                       size_t whylen)
+{
+  char *field = (char *)c + k->offset;
+  char *end = NULL;
+  while (*text == ' ' || *text == '\t') text++;
+
+  switch (k->type) {
+  case T_SIZE:
+  case T_INT:
+  case T_U64: {
+    if (!*text || *text == '-' || *text == '+') {
+      snprintf(why, whylen, "'%s' is not a non-negative integer", text);
+      return DPGD_EINVAL;
+    }
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (end == text || *end || errno == ERANGE) {
+      snprintf(why, whylen, "'%s' is not a non-negative integer", text);
+      return DPGD_EINVAL;
+    }
+    if ((k->flags & GT0) && v == 0) {
+      snprintf(why, whylen, "must be > 0 (got %s)", text);
+      return DPGD_EINVAL;
+    }
+    if (k->type == T_U64) {
+      *(uint64_t *)field = (uint64_t)v;
+    } else if (k->type == T_INT) {
+      if (v > 4096) {
+        snprintf(why, whylen, "must be at most 4096 (got %s)", text);
+        return DPGD_EINVAL;
+      }
+      *(int *)field = (int)v;
+    } else {
+      *(size_t *)field = (size_t)v;
+    }
+    return DPGD_OK;
+  }
+  case T_DOUBLE: {
+    errno = 0;
+    double v = strtod(text, &end);
+    if (end == text || *end || errno == ERANGE) {
+      snprintf(why, whylen, "'%s' is not a number", text);
+      return DPGD_EINVAL;
+    }
+    if (!isfinite(v)) {
+      snprintf(why, whylen, "must be finite (got %s)", text);
+      return DPGD_EINVAL;
+    }
+    if ((k->flags & GT0) && !(v > 0)) {
+      snprintf(why, whylen, "must be > 0 (got %s)", text);
+      return DPGD_EINVAL;
+    }
+    if ((k->flags & LT1) && !(v < 1)) {
+      snprintf(why, whylen, "must be < 1 (got %s)", text);
+      return DPGD_EINVAL;
+    }
+    *(double *)field = v;
+    return DPGD_OK;
+  }
+  case T_BOOL:
+    if (!strcmp(text, "true") || !strcmp(text, "1") || !strcmp(text, "yes") ||
+        !strcmp(text, "on")) {
+      *(int *)field = 1;
+    } else if (!strcmp(text, "false") || !strcmp(text, "0") || !strcmp(text, "no") ||
+               !strcmp(text, "off")) {
+      *(int *)field = 0;
+    } else {
+      snprintf(why, whylen, "'%s' is not a boolean (true/false)", text);
+      return DPGD_EINVAL;
+    }
+    return DPGD_OK;
+  case T_ENUM:
+  case T_NAME:
+    for (int i = 0; k->names[i]; i++) {
+      if (!strcmp(text, k->names[i])) {
+        if (k->type == T_ENUM)
+          *(int *)field = i;
+        else
+          snprintf(field, sizeof c->model_type, "%s", k->names[i]);
+        return DPGD_OK;
+      }
+    }
+    {
+      size_t used = (size_t)snprintf(why, whylen, "'%s' is not one of", text);
+      for (int i = 0; k->names[i] && used < whylen; i++)
+        used += (size_t)snprintf(why + used, whylen - used, "%s %s", i ? "," : "",
+                                 k->names[i]);
+    }
+    return DPGD_EINVAL;
+  case T_PATH:
+    if (strlen(text) >= DPGD_CONFIG_PATH_MAX) {
+      snprintf(why, whylen, "path longer than %d characters", DPGD_CONFIG_PATH_MAX - 1);
+      return DPGD_EINVAL;
+    }
+    snprintf(field, DPGD_CONFIG_PATH_MAX, "%s", text);
+    return DPGD_OK;
+  }
+  snprintf(why, whylen, "internal error: unknown key type");
+  return DPGD_EINVAL;
+}
+
+void dpgd_config_defaults(dpgd_config *c)
+{
+  char why[256];
+  memset(c, 0, sizeof *c);
+  for (size_t i = 0; i < N_KEYS; i++) {
+    /* Defaults of ZERO_UNSET keys are 0, which parse_value would refuse. */
+    if ((schema[i].flags & ZERO_UNSET) && !strcmp(schema[i].def, "0")) continue;
+    int rc = parse_value(c, &schema[i], schema[i].def, why, sizeof why);
+    (void)rc; /* a default that does not parse is a bug caught by the config tests */
+  }
+}
+
+/* State of one parse: the reader counts lines so that the first error is reported at
+ * its own line, whether inih found it (syntax) or the handler did (keys and values). */
+typedef struct {
+  dpgd_config *c;
+  FILE *f;
+  char *line;            /* getline buffer: physical lines of any length */
+  size_t line_cap;
+  int lineno;            /* lines read so far */
+  int error_line;        /* line of the first error found here; 0 = none */
+  char error[512];
+  unsigned char seen[N_KEYS];
+} load_state;
+
+static void load_error(load_state *st, const char *fmt, const char *a, const char *b)
+{
+  if (st->error_line) return;
+  st->error_line = st->lineno;
+  snprintf(st->error, sizeof st->error, fmt, a, b);
+}
+
+/* inih's reader: whole-line comments are dropped here, so help comments of any length
+ * pass; a key line longer than inih's buffer is an error, never silently split. */
+static char *ini_reader_fn(char *str, int num, void *stream)
+{
+  load_state *st = stream;
+  ssize_t len = getline(&st->line, &st->line_cap, st->f);
+  if (len < 0) return NULL;
+  st->lineno++;
+  const char *p = st->line;
+  while (*p == ' ' || *p == '\t') p++;
+  if (*p == ';' || *p == '#' || *p == '\n' || *p == '\r' || *p == '\0') {
+    snprintf(str, (size_t)num, "\n");
+    return str;
+  }
+  if (len >= num - 1) {
+    char limit[32];
+    snprintf(limit, sizeof limit, "%d", num - 3);
+    load_error(st, "line longer than %s characters%s (use --set for long values)", limit, "");
+    snprintf(str, (size_t)num, "\n");
+    return str;
+  }
+  memcpy(str, st->line, (size_t)len + 1);
+  return str;
+}
+
+static int ini_handler_fn(void *user, const char *section, const char *name,
+                          const char *value)
+{
+  load_state *st = user;
+  char why[256];
+  if (st->error_line) return 0;
+  if (!section[0]) {
+    load_error(st, "key '%s' outside any [section]%s", name, "");
+    return 0;
+  }
+  if (!section_known(section)) {
+    load_error(st, "unknown section [%s]%s", section, "");
+    return 0;
+  }
+  const key_spec *k = find_key(section, name);
+  if (!k) {
+    char full[160];
+    snprintf(full, sizeof full, "%s.%s", section, name);
+    load_error(st, "unknown key %s%s", full, "");
+    return 0;
+  }
+  if (st->seen[k - schema]) {
+    load_error(st, "%s.%s is given twice", section, name);
+    return 0;
+  }
+  st->seen[k - schema] = 1;
+  if (parse_value(st->c, k, value, why, sizeof why)) {
+    char full[160];
+    snprintf(full, sizeof full, "%s.%s", section, name);
+    load_error(st, "%s: %s", full, why);
+    return 0;
+  }
+  return 1;
+}
+
+/* Parses an open stream; name is used in messages. */
+static int load_stream(dpgd_config *c, FILE *f, const char *name)
+{
+  load_state st = {.c = c, .f = f};
+  int rc = ini_parse_stream(ini_reader_fn, &st, ini_handler_fn, &st);
+  int read_error = ferror(f);
+  free(st.line);
+  if (read_error) return DPGD_FAIL(DPGD_EIO, "cannot read config %s", name);
+  if (rc == 0 && !st.error_line) return DPGD_OK;
+  if (rc < 0) return DPGD_FAIL(DPGD_ENOMEM, "cannot parse config %s: out of memory", name);
+  if (st.error_line && (rc == 0 || st.error_line <= rc))
+    return DPGD_FAIL(DPGD_EINVAL, "%s:%d: %s", name, st.error_line, st.error);
+  return DPGD_FAIL(DPGD_EINVAL, "%s:%d: syntax error (expected [section] or key = value)",
+                   name, rc);
+}
+
+int dpgd_config_load(dpgd_config *c, const char *path)
+{
+  FILE *f = fopen(path, "r");
+  if (!f) return DPGD_FAIL(DPGD_EIO, "cannot open config %s: %s", path, strerror(errno));
+  int rc = load_stream(c, f, path);
+  fclose(f);
+  return rc;
+}
+
+int dpgd_config_load_mem(dpgd_config *c, const void *buf, size_t len, const char *name)
+{
+  if (len == 0) return DPGD_OK; /* fmemopen refuses size 0; an empty file sets nothing */
+  FILE *f = fmemopen((void *)buf, len, "r");
+  if (!f) return DPGD_FAIL(DPGD_ENOMEM, "cannot parse config %s: out of memory", name);
+  int rc = load_stream(c, f, name);
+  fclose(f);
+  return rc;
+}
+
+int dpgd_config_set(dpgd_config *c, const char *assignment)
+{
+  char section[64], key[64], why[256];
+  const char *dot = strchr(assignment, '.');
+  const char *eq = strchr(assignment, '=');
+  if (!dot || !eq || dot > eq)
+    return DPGD_FAIL(DPGD_EINVAL, "override '%s' is not of the form section.key=value",
+                     assignment);
+  size_t ls = (size_t)(dot - assignment), lk = (size_t)(eq - dot - 1);
+  if (ls == 0 || lk == 0 || ls >= sizeof section || lk >= sizeof key)
+    return DPGD_FAIL(DPGD_EINVAL, "override '%s' is not of the form section.key=value",
+                     assignment);
+  memcpy(section, assignment, ls);
+  section[ls] = '\0';
+  memcpy(key, dot + 1, lk);
+  key[lk] = '\0';
+  const key_spec *k = find_key(section, key);
+  if (!k) return DPGD_FAIL(DPGD_EINVAL, "unknown key %s.%s in override", section, key);
+  if (parse_value(c, k, eq + 1, why, sizeof why))
+    return DPGD_FAIL(DPGD_EINVAL, "%s.%s: %s", section, key, why);
+  return DPGD_OK;
+}
+
+int dpgd_config_validate(const dpgd_config *c)
+{
+  /* Per-key ranges were checked when values were parsed; the struct may also have been
+   * filled by code, so check the privacy-critical ones again. */
+  if (!(c->privacy_delta > 0 && c->privacy_delta < 1))
+    return DPGD_FAIL(DPGD_EINVAL, "privacy.delta must be in (0, 1) (got %g)", c->privacy_delta);
+  if (!(c->privacy_clip > 0) || !isfinite(c->privacy_clip))
+    return DPGD_FAIL(DPGD_EINVAL, "privacy.clip must be > 0 (got %g)", c->privacy_clip);
+  if (!(c->privacy_sigma >= 0) || !isfinite(c->privacy_sigma))
+    return DPGD_FAIL(DPGD_EINVAL, "privacy.sigma must be > 0 (got %g)", c->privacy_sigma);
+  if (!(c->train_lr > 0) || !isfinite(c->train_lr))
+    return DPGD_FAIL(DPGD_EINVAL, "train.lr must be > 0 (got %g)", c->train_lr);
+  if (!(c->data_std > 0) || !isfinite(c->data_std))
+    return DPGD_FAIL(DPGD_EINVAL, "data.std must be > 0 (got %g)", c->data_std);
+
+  int need_eps = c->privacy_calibrate != DPGD_CALIBRATE_NONE;
+  if (need_eps && !(c->privacy_epsilon > 0))
+    return DPGD_FAIL(DPGD_EINVAL, "privacy.calibrate = %s needs privacy.epsilon > 0",
+                     calibrate_names[c->privacy_calibrate]);
+  if (c->privacy_calibrate != DPGD_CALIBRATE_SIGMA && c->privacy_sigma == 0)
+    return DPGD_FAIL(DPGD_EINVAL,
+                     "privacy.sigma is not set (give it, or privacy.calibrate = sigma "
+                     "with privacy.epsilon)");
+  if (c->privacy_calibrate == DPGD_CALIBRATE_SIGMA && c->train_steps == 0 &&
+      !c->filter_enabled)
+    return DPGD_FAIL(DPGD_EINVAL, "privacy.calibrate = sigma needs train.steps > 0");
+  if (c->privacy_calibrate == DPGD_CALIBRATE_BUDGET && !c->filter_enabled)
+    return DPGD_FAIL(DPGD_EINVAL,
+                     "privacy.calibrate = budget needs filter.enabled = true (B_norm is "
+                     "the filter's budget)");
+  if (c->filter_enabled) {
+    if (c->privacy_calibrate != DPGD_CALIBRATE_BUDGET && c->filter_budget == 0 &&
+        c->filter_k == 0)
+      return DPGD_FAIL(DPGD_EINVAL,
+                       "filter.enabled needs filter.budget or filter.k (or "
+                       "privacy.calibrate = budget)");
+    if (c->filter_budget > 0 && c->filter_k > 0)
+      return DPGD_FAIL(DPGD_EINVAL, "give filter.budget or filter.k, not both");
+  } else if (c->train_steps == 0) {
+    return DPGD_FAIL(DPGD_EINVAL, "train.steps must be > 0 without filtering");
+  }
+  if (c->privacy_calibrate == DPGD_CALIBRATE_SIGMA && c->filter_enabled &&
+      c->filter_budget == 0 && c->filter_k == 0)
+    return DPGD_FAIL(DPGD_EINVAL,
+                     "privacy.calibrate = sigma with filtering needs filter.k or filter.budget");
+  return DPGD_OK;
+}
+
+static void write_value(const dpgd_config *c, const key_spec *k, FILE *f)
+{
+  const char *field = (const char *)c + k->offset;
+  switch (k->type) {
+  case T_SIZE: fprintf(f, "%zu", *(const size_t *)field); break;
+  case T_INT: fprintf(f, "%d", *(const int *)field); break;
+  case T_U64: fprintf(f, "%" PRIu64, *(const uint64_t *)field); break;
+  case T_DOUBLE: fprintf(f, "%.17g", *(const double *)field); break;
+  case T_BOOL: fputs(*(const int *)field ? "true" : "false", f); break;
+  case T_ENUM: fputs(k->names[*(const int *)field], f); break;
+  case T_NAME:
+  case T_PATH: fputs(field, f); break;
+  }
+}
+
+/* Writes every key; with hash_only, only the keys that change the computation and no
+ * comments (the text that dpgd_config_hash digests). */
+static int write_config(const dpgd_config *c, FILE *f, int hash_only)
+{
+  const char *section = "";
+  for (size_t i = 0; i < N_KEYS; i++) {
+    const key_spec *k = &schema[i];
+    if (hash_only && (k->flags & NOHASH)) continue;
+    if (strcmp(section, k->section)) {
+      fprintf(f, "%s[%s]\n", section[0] ? "\n" : "", k->section);
+      section = k->section;
+    }
+    if (!hash_only) fprintf(f, "; %s\n", k->help);
+    /* An unset key is written as a comment: reading "0" back would be refused. */
+    if ((k->flags & ZERO_UNSET) && *(const double *)((const char *)c + k->offset) == 0) {
+      fprintf(f, "; %s = (not set)\n", k->key);
+      continue;
+    }
+    fprintf(f, "%s = ", k->key);
+    write_value(c, k, f);
+    fputc('\n', f);
+  }
+  return ferror(f) ? DPGD_FAIL(DPGD_EIO, "cannot write the configuration") : DPGD_OK;
+}
+
+int dpgd_config_write(const dpgd_config *c, FILE *f) { return write_config(c, f, 0); }
+
+uint64_t dpgd_config_hash(const dpgd_config *c)
+{
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  uint64_t h = 14695981039346656037ULL; /* FNV-1a 64 */
+  if (!f) return 0;
+  write_config(c, f, 1);
+  fclose(f);
+  for (size_t i = 0; i < len; i++) {
+    h ^= (unsigned char)buf[i];
+    h *= 1099511628211ULL;
+  }
+  free(buf);
+  return h;
+}
+
+void dpgd_config_print_schema(FILE *f)
+{
+  const char *section = "";
+  for (size_t i = 0; i < N_KEYS; i++) {
+    const key_spec *k = &schema[i];
+    if (strcmp(section, k->section)) {
+      fprintf(f, "  [%s]\n", k->section);
+      section = k->section;
+    }
+    fprintf(f, "    %-17s default %-13s %s\n", k->key, k->def[0] ? k->def : "\"\"", k->help);
+  }
+}
