@@ -133,6 +133,23 @@ static void test_bad_files(void **state)
   expect_load_error("[privacy]\ndelta = 2\n", "privacy.delta");
   expect_load_error("[privacy\nsigma = 1\n", "syntax error");
   expect_load_error("[train]\nsteps = -5\n", "train.steps");
+  /* a syntax error before a bad key is reported at its own line */
+  expect_load_error("[privacy\nsigma = 1\n", ":1:");
+  /* an over-long key line is refused, not split into two lines by the parser */
+  char longline[1200];
+  int n = snprintf(longline, sizeof longline, "[data]\ndir = /");
+  memset(longline + n, 'a', 1000);
+  snprintf(longline + n + 1000, sizeof longline - (size_t)n - 1000, "\n");
+  expect_load_error(longline, ":2: line longer than");
+  /* comments of any length are fine, and so is an empty file */
+  memset(longline, 'c', 1000);
+  longline[0] = ';';
+  snprintf(longline + 1000, 100, "\n[privacy]\nsigma = 2.385\n");
+  dpgd_config ok;
+  dpgd_config_defaults(&ok);
+  assert_int_equal(dpgd_config_load(&ok, write_file("long_comment.ini", longline)), DPGD_OK);
+  assert_true(ok.privacy_sigma == 2.385);
+  assert_int_equal(dpgd_config_load(&ok, write_file("empty.ini", "")), DPGD_OK);
 
   dpgd_config c;
   dpgd_config_defaults(&c);
