@@ -24,11 +24,14 @@ serve() {
 }
 
 # MD5s of a DEST against the MD5SUMS file shipped with the shared data.
+SUMS=$MNIST/MD5SUMS
+[ -f "$SUMS" ] || SUMS=${DPGD_MNIST_DIR_DEFAULT:-}/MD5SUMS
+[ -f "$SUMS" ] || { fail "no MD5SUMS beside $MNIST or in DPGD_MNIST_DIR_DEFAULT"; finish; }
 check_md5s() {
   local name=$1 dest=$2 f want got
   checks=$((checks + 1))
   for f in train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; do
-    want=$(awk -v f="$f" '$2 == f { print $1 }' "$MNIST/MD5SUMS")
+    want=$(awk -v f="$f" '$2 == f { print $1 }' "$SUMS")
     got=$(gzip -dcf <"$(ls "$dest/$f" "$dest/$f.gz" 2>/dev/null | head -1)" | md5sum | cut -d' ' -f1)
     [ -n "$want" ] && [ "$want" = "$got" ] || { fail "$name: $f has MD5 $got, expected $want"; return; }
   done
@@ -86,7 +89,7 @@ nothing_left offline "$TMP/p1" "$TMP/p1/mnist"
 
 # Dead, then corrupt, then good: each file ends up verified from the good mirror.
 for tool in curl wget; do
-  command -v $tool >/dev/null || continue
+  command -v $tool >/dev/null || { echo "note: $tool not installed, its download path not tested"; continue; }
   dest=$TMP/p-$tool/mnist
   DPGD_FETCH_TOOL=$tool DPGD_MNIST_MIRRORS="$DEAD $BAD $GOOD" expect_ok "fallback-$tool" bash "$FETCH" "$dest"
   grep -q "train-labels-idx1-ubyte.gz: MD5 check failed" "$TMP/err" || fail "fallback-$tool: corrupt mirror not reported: $(cat "$TMP/err")"
