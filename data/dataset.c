@@ -1,9 +1,72 @@
-/* dataset.c -- the in-memory dataset: normalised unpacking of chunks, truncation, free.
- * Pixels stay uint8; a chunk becomes floats only when a model asks for it. */
+/* dataset.c -- the in-memory dataset: allocation, normalised unpacking of chunks,
+ * truncation, summary statistics, free. Pixels stay uint8; a chunk becomes floats only
+ * when a model asks for it. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "dpgd_data.h"
+#include "data_internal.h"
+
+int dpgd_data_check_classes(int n_classes)
+{
+  if (n_classes < 1 || n_classes > 256)
+    return DPGD_FAIL(DPGD_EINVAL, "number of classes %d is outside 1..256", n_classes);
+  return DPGD_OK;
+}
+
+dpgd_dataset *dpgd_data_wrap(uint8_t *pixels, uint8_t *labels, size_t n, size_t rows,
+                             size_t cols, int n_classes)
+{
+  dpgd_dataset *ds = pixels && labels ? calloc(1, sizeof *ds) : NULL;
+  if (!ds) {
+    free(pixels);
+    free(labels);
+    return NULL;
+  }
+  ds->n = n;
+  ds->rows = rows;
+  ds->cols = cols;
+  ds->d = rows * cols;
+  ds->n_classes = n_classes;
+  ds->pixels = pixels;
+  ds->labels = labels;
+  ds->mean = DPGD_DATA_MNIST_MEAN;
+  ds->std = DPGD_DATA_MNIST_STD;
+  return ds;
+}
+
+dpgd_dataset *dpgd_data_alloc(size_t n, size_t rows, size_t cols, int n_classes)
+{
+  size_t d, bytes;
+  if (n == 0 || dpgd_data_check_classes(n_classes) ||
+      __builtin_mul_overflow(rows, cols, &d) || d == 0 ||
+      __builtin_mul_overflow(n, d, &bytes))
+    return NULL;
+  return dpgd_data_wrap(malloc(bytes), malloc(n), n, rows, cols, n_classes);
+}
+
+void dpgd_data_class_counts(size_t *counts, const dpgd_dataset *ds)
+{
+  memset(counts, 0, (size_t)ds->n_classes * sizeof *counts);
+  for (size_t i = 0; i < ds->n; i++)
+    if (ds->labels[i] < ds->n_classes) counts[ds->labels[i]]++;
+}
+
+void dpgd_data_pixel_moments(double *mean, double *std, const uint8_t *px, size_t len)
+{
+  /* Integer histogram first: exact, and independent of the order of the pixels. */
+  size_t hist[256] = {0};
+  for (size_t i = 0; i < len; i++) hist[px[i]]++;
+  double m = 0.0, v = 0.0;
+  if (len) {
+    for (int k = 0; k < 256; k++) m += (double)hist[k] * (k / 255.0);
+    m /= (double)len;
+    for (int k = 0; k < 256; k++) v += (double)hist[k] * (k / 255.0 - m) * (k / 255.0 - m);
+    v /= (double)len;
+  }
+  *mean = m;
+  *std = sqrt(v);
+}
 
 void dpgd_data_unpack(float *out, const dpgd_dataset *ds, size_t first, size_t count)
 {
