@@ -1,0 +1,103 @@
+/* dpgd_accounting.h -- the accountant library (MATH.md sections 2-5; seed 000).
+ * Depends on GSL and nothing else of ours but dpgd_error.h.
+ *
+ * An accountant keeps a composition symbolically as a list of (mechanism, count) and
+ * answers eps(delta) / delta(eps) on demand under each method:
+ *   exact       characteristic-function accounting (closed form for pure-Gaussian
+ *               compositions, MATH.md section 2; inversion formula B, A as fallback);
+ *   zcdp        rho-zCDP with rho = sum of Gaussian mu^2/2 (Gaussian-only; seed 003);
+ *   rdp_*       RDP curves composed over an order grid, converted by the classic,
+ *               Balle et al. 2020 or Asoodeh et al. (optimal) conversion.
+ * Every reported value is an upper bound in the private direction: the numerical error
+ * bound has been added (eps, delta rounded up; sigma up and budgets down in
+ * calibration). Functions return a dpgd status (dpgd_error.h) and report through the
+ * error handler. */
+#ifndef DPGD_ACCOUNTING_H
+#define DPGD_ACCOUNTING_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dpgd_error.h"
+
+typedef enum {
+  DPGD_ACCT_EXACT = 0,
+  DPGD_ACCT_ZCDP = 1,
+  DPGD_ACCT_RDP_CLASSIC = 2,
+  DPGD_ACCT_RDP_BALLE = 3,
+  DPGD_ACCT_RDP_OPTIMAL = 4,
+  DPGD_ACCT_N_METHODS = 5
+} dpgd_acct_method;
+
+/* "exact", "zcdp", "rdp_classic", "rdp_balle", "rdp_optimal" (the metrics.csv column
+ * suffixes and summary.json keys); dpgd_acct_method_find returns -1 if unknown. */
+const char *dpgd_acct_method_name(dpgd_acct_method m);
+int dpgd_acct_method_find(const char *name);
+
+/* A reported number: value already includes err (it is the private-side bound). */
+typedef struct {
+  double value;
+  double err; /* bound on the numerical error that was added to value (>= 0) */
+} dpgd_acct_value;
+
+/* ---- The Gaussian curve (MATH.md section 2), mu-GDP ---- */
+/* delta(eps) for mu-GDP, log-space second term; rounded up by a few ulps. */
+double dpgd_gdp_delta(double mu, double eps);
+/* Smallest eps >= 0 with delta(eps) <= delta (rounded up). */
+int dpgd_gdp_epsilon(double mu, double delta, double *eps);
+/* Largest mu whose curve gives eps(delta) <= eps (rounded down). */
+int dpgd_gdp_mu(double eps, double delta, double *mu);
+/* Trade-off curve beta(alpha) = Phi(Phi^{-1}(1 - alpha) - mu). */
+double dpgd_gdp_tradeoff(double mu, double alpha);
+
+/* ---- The accountant ---- */
+typedef struct dpgd_accountant dpgd_accountant;
+
+dpgd_accountant *dpgd_acct_alloc(void);
+void dpgd_acct_free(dpgd_accountant *a);
+dpgd_accountant *dpgd_acct_clone(const dpgd_accountant *a);
+
+/* Adds count (>= 1) compositions of a mechanism. Consecutive additions of the same
+ * mechanism with the same parameters merge into one entry (counts add). */
+int dpgd_acct_add_gaussian(dpgd_accountant *a, double mu, uint64_t count);
+int dpgd_acct_add_laplace(dpgd_accountant *a, double a0 /* sensitivity/scale */,
+                          uint64_t count);
+int dpgd_acct_add_rr(dpgd_accountant *a, double eps0, uint64_t count);
+int dpgd_acct_add_discrete(dpgd_accountant *a, const double *p, const double *q,
+                           size_t k, uint64_t count);
+int dpgd_acct_add_subsampled_gaussian(dpgd_accountant *a, double q, double sigma,
+                                      uint64_t count);
+
+/* Total GDP parameter sqrt(sum mu_j^2) when every entry is Gaussian; NAN otherwise. */
+double dpgd_acct_gdp_mu(const dpgd_accountant *a);
+/* Number of entries / total count of releases composed. */
+size_t dpgd_acct_n_entries(const dpgd_accountant *a);
+uint64_t dpgd_acct_n_releases(const dpgd_accountant *a);
+
+/* eps for a given delta in (0, 1), and delta for a given eps >= 0, under method m.
+ * DPGD_EINVAL if m does not apply to the composition (zcdp for non-Gaussian entries),
+ * DPGD_ERANGE if the method cannot answer within its numerical range. An empty
+ * accountant gives eps 0 / delta 0. */
+int dpgd_acct_epsilon(const dpgd_accountant *a, dpgd_acct_method m, double delta,
+                      dpgd_acct_value *out);
+int dpgd_acct_delta(const dpgd_accountant *a, dpgd_acct_method m, double eps,
+                    dpgd_acct_value *out);
+
+/* Serialisation for checkpoints: a versioned, checksummed byte string.
+ * dpgd_acct_serialize allocates *buf (free with free()). */
+int dpgd_acct_serialize(const dpgd_accountant *a, void **buf, size_t *len);
+int dpgd_acct_deserialize(dpgd_accountant **out, const void *buf, size_t len);
+
+/* ---- Calibration (MATH.md section 5), rounded in the private direction ---- */
+/* Smallest noise multiplier sigma such that `steps` Gaussian releases of sensitivity 1
+ * and noise std sigma (mu = 1/sigma each), composed with the releases in `extra`
+ * (may be NULL: e.g. stopping queries), give eps(delta) <= eps under method m. */
+int dpgd_calibrate_sigma(dpgd_acct_method m, double eps, double delta, uint64_t steps,
+                         const dpgd_accountant *extra, double *sigma);
+/* Largest squared-norm budget B_norm such that a filtered run at (sigma, clip),
+ * mu = sqrt(B_norm)/(sigma clip), composed with `extra` (may be NULL, Gaussian only),
+ * gives eps(delta) <= eps under method m (exact or zcdp or rdp_*). */
+int dpgd_calibrate_budget(dpgd_acct_method m, double eps, double delta, double sigma,
+                          double clip, const dpgd_accountant *extra, double *budget);
+
+#endif /* DPGD_ACCOUNTING_H */
