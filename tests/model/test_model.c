@@ -95,71 +95,18 @@ static void test_sgemm_is_openblas(void **state)
 
 /* ---- the reference model against finite differences ----------------------------- */
 
-/* The parameters finite differences are taken in: all of them for small models; for
- * the CNN (26,010, each difference a full double forward) a spread of 600 that hits
- * every tensor, first and last elements included. */
-static size_t *fd_indices(const dpgd_model *m, size_t *count)
-{
-  size_t P = dpgd_model_n_params(m), n = P <= 8000 ? P : 600, k = 0;
-  size_t *idx = malloc((n + 2 * MODEL_MAX_TENSORS) * sizeof *idx);
-  assert_non_null(idx);
-  if (n == P) {
-    for (size_t j = 0; j < P; j++) idx[k++] = j;
-  } else {
-    size_t off = 0;
-    for (size_t t = 0; t < m->n_tensors; t++) {
-      idx[k++] = off;
-      idx[k++] = off + m->tensors[t].size - 1;
-      off += m->tensors[t].size;
-    }
-    for (size_t j = 0; j < n; j++) idx[k++] = (j * 7919u + 13) % P;
-  }
-  *count = k;
-  return idx;
-}
-
-/* Central differences of the summed reference loss over examples [0, nx) in the
- * parameters idx, step h: fd[j] for j in idx. */
-static void fd_loss_sum(double *fd, const dpgd_model *m, double *th, const float *x,
-                        const uint8_t *y, size_t nx, const size_t *idx, size_t ni, double h)
-{
-  size_t d = m->d;
-  for (size_t q = 0; q < ni; q++) {
-    size_t j = idx[q];
-    double t0 = th[j], lp = 0.0, lm = 0.0;
-    th[j] = t0 + h;
-    for (size_t i = 0; i < nx; i++) lp += ref_loss(m, th, x + i * d, y[i]);
-    th[j] = t0 - h;
-    for (size_t i = 0; i < nx; i++) lm += ref_loss(m, th, x + i * d, y[i]);
-    th[j] = t0;
-    fd[j] = (lp - lm) / (2 * h);
-  }
-}
-
-/* ||a - b|| / ||b|| over the entries idx. */
-static double sub_rel_err(const double *a, const double *b, const size_t *idx, size_t ni)
-{
-  double e = 0.0, nb = 0.0;
-  for (size_t q = 0; q < ni; q++) {
-    double t = a[idx[q]] - b[idx[q]];
-    e += t * t;
-    nb += b[idx[q]] * b[idx[q]];
-  }
-  return sqrt(e) / (sqrt(nb) > 1e-12 ? sqrt(nb) : 1e-12);
-}
-
 static void check_ref_fd(const dpgd_model_type *t, dpgd_activation act, size_t rows,
                          size_t cols, int K)
 {
   fixture *f = fixture_make(t, act, rows, cols, K, 3, 0, 1);
   double *th = mt_params_d(f->m);
   double *g = malloc(f->P * sizeof *g), *fd = malloc(f->P * sizeof *fd);
-  size_t ni, *idx = fd_indices(f->m, &ni);
+  size_t ni, *idx = mt_fd_indices(f->m, &ni);
   for (size_t i = 0; i < f->n; i++) {
     float *x = unpack1(f->ds, i);
     ref_grad(f->m, th, x, f->ds->labels[i], g);
-    fd_loss_sum(fd, f->m, th, x, &f->ds->labels[i], 1, idx, ni, 1e-6);
-    double e = sub_rel_err(g, fd, idx, ni);
+    mt_fd_loss_sum(fd, f->m, th, x, &f->ds->labels[i], 1, idx, ni, 1e-6);
+    double e = mt_sub_rel_err(g, fd, idx, ni);
     if (e > 1e-6) fail_msg("%s: reference gradient vs finite differences: %g", t->name, e);
     free(x);
   }
@@ -215,12 +162,12 @@ static void check_batch(fixture *f)
   double *sum = malloc(f->P * sizeof *sum), *fd = calloc(f->P, sizeof *fd);
   double *caps = malloc(f->n * sizeof *caps);
   float *x = malloc(f->n * f->ds->d * sizeof *x);
-  size_t ni, *idx = fd_indices(f->m, &ni);
+  size_t ni, *idx = mt_fd_indices(f->m, &ni);
   dpgd_data_unpack(x, f->ds, 0, f->n);
   for (size_t i = 0; i < f->n; i++) caps[i] = INFINITY;
   assert_int_equal(dpgd_model_clipped_grad_sum(f->m, f->ws, f->ds, caps, sum, NULL, NULL), 0);
-  fd_loss_sum(fd, f->m, th, x, f->ds->labels, f->n, idx, ni, 1e-6);
-  double e = sub_rel_err(sum, fd, idx, ni);
+  mt_fd_loss_sum(fd, f->m, th, x, f->ds->labels, f->n, idx, ni, 1e-6);
+  double e = mt_sub_rel_err(sum, fd, idx, ni);
   if (e > TOL_GRAD) fail_msg("%s: sum of per-example gradients vs batch FD: %g", f->type->name, e);
   free(idx);
   free(th);
