@@ -164,6 +164,21 @@ static void conv_grad_example(float *dW, float *db, const float *dy /* (n, cout)
     for (size_t o = 0; o < cout; o++) db[o] += dy[q * cout + o];
 }
 
+/* Per example: the two convolutions forward (2 n K cout each), conv2's input gradient
+ * (same; conv1's is never needed), both convs' weight gradients (same again); the
+ * linear layers forward, backward to their inputs and their clipped sums (2 in out
+ * each, three times); norms 2 per term. */
+static double cnn_flops(const dpgd_model *m)
+{
+  cnn_bufs b;
+  carve(&b, NULL, 1, (size_t)m->n_classes);
+  double K = m->n_classes;
+  double conv1 = 2.0 * (double)b.n1 * K1 * K1 * C1, conv2 = 2.0 * (double)b.n2 * C1 * K2 * K2 * C2;
+  double lin = 2.0 * FLAT * HID + 2.0 * HID * K;
+  double norms = 2.0 * (PCONV + FLAT + HID + HID + K);
+  return 2.0 * conv1 + 3.0 * conv2 + 3.0 * lin + norms;
+}
+
 static void cnn_chunk_step(const dpgd_model *m, float *scratch, double *acc, double *pre,
                            double *post, float *x, const uint8_t *y, const double *caps,
                            size_t B)
@@ -214,6 +229,7 @@ static const dpgd_model_type cnn_type = {
     .file_id = 2,
     .default_chunk = 16,
     .layout = cnn_layout,
+    .flops = cnn_flops,
     .scratch_floats = cnn_scratch,
     .logits = cnn_logits,
     .chunk_step = cnn_chunk_step,

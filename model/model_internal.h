@@ -41,6 +41,8 @@ struct dpgd_model_type {
    * after DPGD_FAIL). */
   size_t (*layout)(tensor_spec *t /* (MODEL_MAX_TENSORS) */, size_t rows, size_t cols,
                    int n_classes);
+  /* Floating-point operations of one example's fused step (dpgd_model.h). */
+  double (*flops)(const dpgd_model *m);
   /* Floats of scratch one thread needs for chunks of up to `chunk` examples. */
   size_t (*scratch_floats)(const dpgd_model *m, size_t chunk);
   /* Logits of B examples: out (B, K). */

@@ -19,6 +19,13 @@ static size_t softmax_layout(tensor_spec *t, size_t rows, size_t cols, int n_cla
   return 2;
 }
 
+/* Logits 2Kd, clipped sum 2Kd (one sgemm), norms 2(d + K). */
+static double softmax_flops(const dpgd_model *m)
+{
+  double d = (double)m->d, K = m->n_classes;
+  return 4.0 * K * d + 2.0 * (d + K);
+}
+
 /* Scratch: residuals (B, K), their scaled copy (B, K), factors (B), gradient (K*d). */
 static size_t softmax_scratch(const dpgd_model *m, size_t chunk)
 {
@@ -55,6 +62,7 @@ static const dpgd_model_type softmax_type = {
     .file_id = 1,
     .default_chunk = 64,
     .layout = softmax_layout,
+    .flops = softmax_flops,
     .scratch_floats = softmax_scratch,
     .logits = softmax_logits,
     .chunk_step = softmax_chunk_step,

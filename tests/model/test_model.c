@@ -673,6 +673,25 @@ static void check_failalloc(const dpgd_model_type *t)
   assert_int_equal(system(cmd), 0);
 }
 
+/* The FLOP counts, recounted by hand from the architectures (dpgd_model.h). */
+static void test_flops(void **state)
+{
+  (void)state;
+  dpgd_model *s = dpgd_model_alloc(dpgd_model_softmax, DPGD_ACT_RELU, 28, 28, 10);
+  dpgd_model *c = dpgd_model_alloc(dpgd_model_cnn, DPGD_ACT_RELU, 28, 28, 10);
+  assert_true(s && c);
+  /* logits + clipped sum 2 * 2 * 10 * 784, norms 2 * (784 + 10) */
+  assert_true(dpgd_model_flops_per_example(s) == 31360.0 + 1588.0);
+  /* conv1 14x14 positions x 64 x 16, twice (forward, weight gradient); conv2 5x5 x 256
+   * x 32, three times (forward, input gradient, weight gradient); fc1 512 x 32 and fc2
+   * 32 x 10, three times; norms over 9264 conv parameters and 512 + 32 + 32 + 10. */
+  double conv1 = 2.0 * 196 * 64 * 16, conv2 = 2.0 * 25 * 256 * 32;
+  double lin = 2.0 * (512 * 32 + 32 * 10), norms = 2.0 * (9264 + 512 + 32 + 32 + 10);
+  assert_true(dpgd_model_flops_per_example(c) == 2 * conv1 + 3 * conv2 + 3 * lin + norms);
+  dpgd_model_free(s);
+  dpgd_model_free(c);
+}
+
 static void test_failalloc(void **state)
 {
   (void)state;
@@ -694,6 +713,7 @@ int main(void)
       cmocka_unit_test(test_evaluate),
       cmocka_unit_test(test_files),
       cmocka_unit_test(test_bad_args),
+      cmocka_unit_test(test_flops),
       cmocka_unit_test(test_failalloc),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
