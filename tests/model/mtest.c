@@ -69,11 +69,11 @@ double *mt_params_d(const dpgd_model *m)
 }
 
 /* The parameters finite differences are taken in: all of them for small models; for
- * the CNN (26,010, each difference a full double forward) a spread of 600 that hits
+ * the CNN (26,010, each difference a full double forward) a spread of 200 that hits
  * every tensor, first and last elements included. */
 size_t *mt_fd_indices(const dpgd_model *m, size_t *count)
 {
-  size_t P = dpgd_model_n_params(m), n = P <= 8000 ? P : 600, k = 0;
+  size_t P = dpgd_model_n_params(m), n = P <= 8000 ? P : 200, k = 0;
   size_t *idx = malloc((n + 2 * MODEL_MAX_TENSORS) * sizeof *idx);
   assert_non_null(idx);
   if (n == P) {

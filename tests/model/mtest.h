@@ -29,7 +29,7 @@ void ref_grad(const dpgd_model *m, const double *theta, const float *x, int y,
               double *g /* (P) out */);
 
 /* The parameters finite differences are taken in (malloc'ed, *count of them): all of
- * them for small models; for the CNN a spread of 600 plus each tensor's first and
+ * them for small models; for the CNN a spread of 200 plus each tensor's first and
  * last element. */
 size_t *mt_fd_indices(const dpgd_model *m, size_t *count);
 
