@@ -133,9 +133,15 @@ static int setup(dpgd_run *r)
   if (rc) return rc;
   const dpgd_model_type *t = dpgd_model_type_find(c->model_type);
   if (!t) return DPGD_FAIL(DPGD_EINVAL, "model.type '%s' is not built", c->model_type);
+  dpgd_error_clear();
   r->model = dpgd_model_alloc(t, (dpgd_activation)c->model_activation, r->train->rows,
                               r->train->cols, r->train->n_classes);
-  if (!r->model) return DPGD_FAIL(DPGD_ENOMEM, "cannot allocate the %s model", c->model_type);
+  if (!r->model) {
+    /* The model says why (no memory, or a model type not built yet). */
+    char why[256];
+    snprintf(why, sizeof why, "%s", dpgd_error_last()[0] ? dpgd_error_last() : "no memory");
+    return DPGD_FAIL(DPGD_EINVAL, "model.type = %s: %s", c->model_type, why);
+  }
   r->ws = dpgd_grad_ws_alloc(r->model, c->model_chunk, c->model_threads);
   r->P = dpgd_model_n_params(r->model);
   size_t n = r->train->n;
