@@ -70,21 +70,20 @@ static int file_exists(const char *p)
   return stat(p, &st) == 0;
 }
 
-/* mkdir -p */
+/* mkdir -p: each prefix ending at a '/' and then the whole path. */
 static int make_dirs(const char *dir)
 {
   char tmp[DPGD_CONFIG_PATH_MAX];
   snprintf(tmp, sizeof tmp, "%s", dir);
-  for (char *p = tmp + 1; *p; p++) {
-    if (*p != '/') continue;
+  for (char *p = tmp + 1;; p++) {
+    if (*p != '/' && *p != '\0') continue;
+    char end = *p;
     *p = '\0';
     if (mkdir(tmp, 0755) && errno != EEXIST)
       return DPGD_FAIL(DPGD_EIO, "cannot create directory %s: %s", tmp, strerror(errno));
-    *p = '/';
+    *p = end;
+    if (!end) return DPGD_OK;
   }
-  if (mkdir(tmp, 0755) && errno != EEXIST)
-    return DPGD_FAIL(DPGD_EIO, "cannot create directory %s: %s", tmp, strerror(errno));
-  return DPGD_OK;
 }
 
 void dpgd_run_free(dpgd_run *r)

@@ -13,22 +13,11 @@
 #include <cmocka.h>
 
 #include "dpgd_train.h"
+#include "data/testutil.h"
+#include "ttest.h"
 
-static char dir[] = "/tmp/dpgd_test_ckpt_XXXXXX";
+static char *dir;
 static char path[256];
-
-static unsigned char *slurp(const char *p, size_t *len)
-{
-  FILE *f = fopen(p, "rb");
-  assert_non_null(f);
-  fseek(f, 0, SEEK_END);
-  *len = (size_t)ftell(f);
-  rewind(f);
-  unsigned char *b = malloc(*len);
-  assert_int_equal(fread(b, 1, *len, f), *len);
-  fclose(f);
-  return b;
-}
 
 static void spit(const char *p, const void *b, size_t len)
 {
@@ -79,7 +68,7 @@ static void test_every_flip_refused(void **state)
   (void)state;
   write_sample(7);
   size_t len;
-  unsigned char *good = slurp(path, &len);
+  unsigned char *good = tt_slurp(path, &len);
   for (size_t i = 0; i < len; i++) {
     for (int bit = 0; bit < 8; bit += 3) {
       good[i] ^= (unsigned char)(1u << bit);
@@ -134,7 +123,7 @@ static void test_wrong_hash_and_missing(void **state)
 
 int main(void)
 {
-  if (!mkdtemp(dir)) return 1;
+  dir = tu_tmpdir();
   snprintf(path, sizeof path, "%s/checkpoint.bin", dir);
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_round_trip),
@@ -142,8 +131,7 @@ int main(void)
     cmocka_unit_test(test_wrong_hash_and_missing),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
-  char cmd[300];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-  if (system(cmd)) rc = rc ? rc : 1;
+  tu_rmtree(dir);
+  free(dir);
   return rc;
 }

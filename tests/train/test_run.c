@@ -20,49 +20,40 @@
 
 #include "dpgd_accounting.h"
 #include "dpgd_train.h"
+#include "data/testutil.h"
+#include "ttest.h"
 
-static char dir[] = "/tmp/dpgd_test_run_XXXXXX";
+static char *dir;
 enum { N_TRAIN = 240, N_TEST = 120, SIDE = 28 };
-
-static void put_be32(FILE *f, uint32_t v)
-{
-  unsigned char b[4] = {(unsigned char)(v >> 24), (unsigned char)(v >> 16),
-                        (unsigned char)(v >> 8), (unsigned char)v};
-  fwrite(b, 1, 4, f);
-}
 
 /* Class k: a bright horizontal band at rows 2k+3..2k+5 over low random background. */
 static void write_split(const char *prefix, size_t n, uint64_t seed)
 {
-  char p[512];
-  uint64_t x = seed;
-  snprintf(p, sizeof p, "%s/%s-images-idx3-ubyte", dir, prefix);
-  FILE *fi = fopen(p, "wb");
-  snprintf(p, sizeof p, "%s/%s-labels-idx1-ubyte", dir, prefix);
-  FILE *fl = fopen(p, "wb");
-  assert_non_null(fi);
-  assert_non_null(fl);
-  put_be32(fi, 0x803);
-  put_be32(fi, (uint32_t)n);
-  put_be32(fi, SIDE);
-  put_be32(fi, SIDE);
-  put_be32(fl, 0x801);
-  put_be32(fl, (uint32_t)n);
+  uint8_t *img = malloc(n * SIDE * SIDE), *lab = malloc(n);
+  assert_non_null(img);
+  assert_non_null(lab);
+  tu_bytes(img, n * SIDE * SIDE, seed);
   for (size_t i = 0; i < n; i++) {
-    unsigned char label = (unsigned char)((i * 7 + seed) % 10), img[SIDE * SIDE];
+    lab[i] = (uint8_t)((i * 7 + seed) % 10);
     for (int j = 0; j < SIDE * SIDE; j++) {
-      x ^= x << 13;
-      x ^= x >> 7;
-      x ^= x << 17;
-      int row = j / SIDE;
-      int bright = row >= 2 * label + 3 && row <= 2 * label + 5;
-      img[j] = (unsigned char)(bright ? 160 + x % 96 : x % 70);
+      int row = j / SIDE, bright = row >= 2 * lab[i] + 3 && row <= 2 * lab[i] + 5;
+      uint8_t *px = img + i * SIDE * SIDE + j;
+      *px = (uint8_t)(bright ? 160 + *px % 96 : *px % 70);
     }
-    fwrite(img, 1, sizeof img, fi);
-    fwrite(&label, 1, 1, fl);
   }
-  fclose(fi);
-  fclose(fl);
+  uint32_t di[3] = {(uint32_t)n, SIDE, SIDE}, dl[1] = {(uint32_t)n};
+  size_t len;
+  char p[512];
+  uint8_t *f = tu_idx(&len, 3, di, img, n * SIDE * SIDE);
+  snprintf(p, sizeof p, "%s/%s-images-idx3-ubyte", dir, prefix);
+  tu_write(p, f, len);
+  free(f);
+  f = tu_idx(&len, 1, dl, lab, n);
+  snprintf(p, sizeof p, "%s/%s-labels-idx1-ubyte", dir, prefix);
+  tu_write(p, f, len);
+  free(f);
+  free(img);
+  free(lab);
 }
 
 static void base_config(dpgd_config *c, const char *run)
@@ -103,16 +94,7 @@ static unsigned char *slurp(const char *run, const char *name, size_t *len)
 {
   char p[600];
   snprintf(p, sizeof p, "%s/%s/%s", dir, run, name);
-  FILE *f = fopen(p, "rb");
-  assert_non_null(f);
-  fseek(f, 0, SEEK_END);
-  *len = (size_t)ftell(f);
-  rewind(f);
-  unsigned char *b = malloc(*len + 1);
-  assert_int_equal(fread(b, 1, *len, f), *len);
-  b[*len] = 0;
-  fclose(f);
-  return b;
+  return tt_slurp(p, len);
 }
 
 static void assert_same_file(const char *run_a, const char *run_b, const char *name)
@@ -201,6 +183,16 @@ static void test_ledger_and_zero_active(void **state)
       double scale = c.train_lr / (double)N_TRAIN;
       for (size_t j = 0; j < P; j++)
         assert_true(theta[j] == (float)((double)before[j] - scale * noise[j]));
+      /* The applied noise, (before - after) n / lr, has std sigma C: its sample std over
+       * P coordinates is within 5 standard errors (about sigma C / sqrt(2P) each; false
+       * alarm below 1e-6) of sigma C. Float rounding of theta is far below that. */
+      double ss = 0;
+      for (size_t j = 0; j < P; j++) {
+        double z = ((double)before[j] - (double)theta[j]) / scale;
+        ss += z * z;
+      }
+      double sd = sqrt(ss / (double)P), want = p->sigma * p->clip;
+      assert_true(fabs(sd / want - 1) < 5 / sqrt(2.0 * (double)P));
     }
   }
   assert_true(saw_zero);
@@ -412,7 +404,7 @@ static void test_bad_plans(void **state)
 
 int main(void)
 {
-  if (!mkdtemp(dir)) return 1;
+  dir = tu_tmpdir();
   write_split("train", N_TRAIN, 11);
   write_split("t10k", N_TEST, 12);
   const struct CMUnitTest tests[] = {
@@ -426,8 +418,7 @@ int main(void)
     cmocka_unit_test(test_bad_plans),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
-  char cmd[300];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-  if (rc == 0 && system(cmd)) rc = 1;
+  if (rc == 0) tu_rmtree(dir); /* kept for inspection when a test failed */
+  free(dir);
   return rc;
 }
