@@ -1,11 +1,161 @@
-/* cmd_plot.c -- placeholder until its issue lands: the command says so and exits non-zero. */
+/* cmd_plot.c -- 'dpgd plot RUN_DIR...' (the five figures, drawn by gnuplot) and
+ * 'dpgd sweep' (seeds x grid of overrides, parallel workers, resumable, tables). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
 #include "commands.h"
+#include "plot.h"
+
+static void plot_usage(FILE *f)
+{
+  fprintf(f,
+          "usage: dpgd plot [--out DIR] [--only NAME,...] RUN_DIR [RUN_DIR ...]\n\n"
+          "Draws PNG figures (%d px wide, gnuplot pngcairo) from finished run directories\n"
+          "(summary.json and metrics.csv; see train/RUN_FORMAT.md):\n"
+          "  accuracy.png  test accuracy vs step, runs overlaid\n"
+          "  active.png    active points vs step with B_norm/C^2 marked: diagnostic (not\n"
+          "                private); needs output.diagnostics = true (column diag_active)\n"
+          "  eps.png       eps vs step under each accounting method\n"
+          "  spend.png     histogram of s(i)/B_norm from points.csv: SENSITIVE, local only\n"
+          "  tradeoff.png  type I vs type II error of the final mu-GDP guarantee, against\n"
+          "                random guessing\n"
+          "A figure whose data no run has is skipped with a note.\n\n"
+          "  --out DIR       output folder (default: RUN_DIR/figures of the first run)\n"
+          "  --only LIST     draw only these figures (comma-separated names above)\n\n"
+          "Needs gnuplot (Debian package gnuplot-nox); DPGD_GNUPLOT names another binary.\n",
+          DPGD_FIG_WIDTH);
+}
+
+/* mkdir -p */
+static int make_dirs(const char *path)
+{
+  char buf[1024];
+  int k = snprintf(buf, sizeof buf, "%s", path);
+  if (k < 0 || (size_t)k >= sizeof buf) return dpgd_cli_error("path too long: %s", path);
+  for (char *p = buf + 1;; p++) {
+    if (*p == '/' || *p == '\0') {
+      char c = *p;
+      *p = '\0';
+      if (mkdir(buf, 0777) && errno != EEXIST)
+        return dpgd_cli_error("cannot create directory %s: %s", buf, strerror(errno));
+      *p = c;
+      if (!c) break;
+    }
+  }
+  struct stat sb;
+  if (stat(path, &sb) || !S_ISDIR(sb.st_mode))
+    return dpgd_cli_error("%s exists and is not a directory", path);
+  return 0;
+}
+
+static int parse_only(int *want, const char *list)
+{
+  for (int f = 0; f < DPGD_FIG_N; f++) want[f] = 0;
+  const char *p = list;
+  while (*p) {
+    size_t k = strcspn(p, ",");
+    int found = 0;
+    for (int f = 0; f < DPGD_FIG_N; f++) {
+      const char *name = dpgd_fig_name((dpgd_fig)f);
+      if (strlen(name) == k && !strncmp(p, name, k)) want[f] = found = 1;
+    }
+    if (!found) {
+      dpgd_cli_usage_error("plot", "--only: unknown figure '%.*s' (accuracy, active, eps, "
+                           "spend, tradeoff)", (int)k, p);
+      return 1;
+    }
+    p += k + (p[k] == ',');
+  }
+  return 0;
+}
+
+/* Draws one figure; returns 0 drawn, 1 skipped (no data), -1 error (printed). */
+static int draw(const char *gnuplot, dpgd_fig f, const dpgd_run *runs, size_t n,
+                const char *out)
+{
+  char png[1200];
+  snprintf(png, sizeof png, "%s/%s.png", out, dpgd_fig_name(f));
+  char *script = NULL;
+  size_t len = 0;
+  FILE *ms = open_memstream(&script, &len);
+  if (!ms) return dpgd_cli_error("out of memory"), -1;
+  dpgd_error_clear();
+  int st = dpgd_fig_script(ms, f, runs, n, png);
+  fclose(ms);
+  if (st == DPGD_EINVAL || st == DPGD_ENOTIMPL) {
+    fprintf(stderr, "dpgd: note: skipped %s.png: %s\n", dpgd_fig_name(f), dpgd_error_last());
+    free(script);
+    return 1;
+  }
+  if (!st) st = dpgd_gnuplot_run(gnuplot, script, len, png);
+  free(script);
+  if (st) return dpgd_cli_status_error(st, ""), -1;
+  printf("%s\n", png);
+  return 0;
+}
 
 int dpgd_cmd_plot(int argc, char **argv)
 {
-  (void)argc;
-  (void)argv;
-  return dpgd_cli_not_landed("plot", "experiments and figures (issue 6)");
+  if (dpgd_cli_wants_help(argc, argv)) {
+    plot_usage(stdout);
+    return DPGD_EXIT_OK;
+  }
+  const char *out = NULL;
+  int want[DPGD_FIG_N];
+  for (int f = 0; f < DPGD_FIG_N; f++) want[f] = 1;
+  int n_dirs = 0;
+  char **dirs = calloc((size_t)argc, sizeof *dirs);
+  if (!dirs) return dpgd_cli_error("out of memory");
+  int rc = DPGD_EXIT_OK;
+  for (int i = 1; i < argc && rc == DPGD_EXIT_OK; i++) {
+    if (!strcmp(argv[i], "--out") || !strcmp(argv[i], "--only")) {
+      if (i + 1 >= argc) {
+        rc = dpgd_cli_usage_error("plot", "%s needs a value", argv[i]);
+      } else if (!strcmp(argv[i], "--out")) {
+        out = argv[++i];
+      } else if (parse_only(want, argv[++i])) {
+        rc = DPGD_EXIT_USAGE;
+      }
+    } else if (argv[i][0] == '-' && argv[i][1]) {
+      rc = dpgd_cli_usage_error("plot", "unknown option '%s'", argv[i]);
+    } else {
+      dirs[n_dirs++] = argv[i];
+    }
+  }
+  if (rc == DPGD_EXIT_OK && !n_dirs) rc = dpgd_cli_usage_error("plot", "no RUN_DIR given");
+  char gnuplot[1024];
+  if (rc == DPGD_EXIT_OK) {
+    int st = dpgd_gnuplot_find(gnuplot, sizeof gnuplot);
+    if (st) rc = dpgd_cli_status_error(st, "");
+  }
+  dpgd_run *runs = rc == DPGD_EXIT_OK ? calloc((size_t)n_dirs, sizeof *runs) : NULL;
+  if (rc == DPGD_EXIT_OK && !runs) rc = dpgd_cli_error("out of memory");
+  int n_read = 0;
+  for (int i = 0; i < n_dirs && rc == DPGD_EXIT_OK; i++, n_read++) {
+    int st = dpgd_run_read(&runs[i], dirs[i]);
+    if (st) rc = dpgd_cli_status_error(st, "");
+  }
+  char outbuf[1100];
+  if (rc == DPGD_EXIT_OK && !out) {
+    snprintf(outbuf, sizeof outbuf, "%s/figures", runs[0].dir);
+    out = outbuf;
+  }
+  if (rc == DPGD_EXIT_OK && make_dirs(out)) rc = DPGD_EXIT_ERROR;
+  int drawn = 0;
+  for (int f = 0; f < DPGD_FIG_N && rc == DPGD_EXIT_OK; f++) {
+    if (!want[f]) continue;
+    int r = draw(gnuplot, (dpgd_fig)f, runs, (size_t)n_dirs, out);
+    if (r < 0) rc = DPGD_EXIT_ERROR;
+    drawn += r == 0;
+  }
+  if (rc == DPGD_EXIT_OK && !drawn) rc = dpgd_cli_error("no figure drawn (see the notes above)");
+  for (int i = 0; i < n_read; i++) dpgd_run_clear(&runs[i]);
+  free(runs);
+  free(dirs);
+  return rc;
 }
 
 int dpgd_cmd_sweep(int argc, char **argv)
