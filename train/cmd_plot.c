@@ -72,9 +72,10 @@ static int parse_only(int *want, const char *list)
   return 0;
 }
 
-/* Draws one figure; returns 0 drawn, 1 skipped (no data), -1 error (printed). */
+/* Draws one figure; returns 0 drawn, 1 skipped (no data: the reason goes into note),
+ * -1 error (printed). */
 static int draw(const char *gnuplot, dpgd_fig f, const dpgd_run *runs, size_t n,
-                const char *out)
+                const char *out, char *note, size_t note_len)
 {
   char png[1200];
   snprintf(png, sizeof png, "%s/%s.png", out, dpgd_fig_name(f));
@@ -86,7 +87,7 @@ static int draw(const char *gnuplot, dpgd_fig f, const dpgd_run *runs, size_t n,
   int st = dpgd_fig_script(ms, f, runs, n, png);
   fclose(ms);
   if (st == DPGD_EINVAL || st == DPGD_ENOTIMPL) {
-    fprintf(stderr, "dpgd: note: skipped %s.png: %s\n", dpgd_fig_name(f), dpgd_error_last());
+    snprintf(note, note_len, "%s.png: %s", dpgd_fig_name(f), dpgd_error_last());
     free(script);
     return 1;
   }
@@ -144,14 +145,22 @@ int dpgd_cmd_plot(int argc, char **argv)
     out = outbuf;
   }
   if (rc == DPGD_EXIT_OK && make_dirs(out)) rc = DPGD_EXIT_ERROR;
+  /* Notes on skipped figures are printed after the others are drawn; with nothing drawn
+   * the first one becomes the (one-line) error. */
   int drawn = 0;
+  char notes[DPGD_FIG_N][400];
+  int n_notes = 0;
   for (int f = 0; f < DPGD_FIG_N && rc == DPGD_EXIT_OK; f++) {
     if (!want[f]) continue;
-    int r = draw(gnuplot, (dpgd_fig)f, runs, (size_t)n_dirs, out);
+    int r = draw(gnuplot, (dpgd_fig)f, runs, (size_t)n_dirs, out, notes[n_notes],
+                 sizeof notes[0]);
     if (r < 0) rc = DPGD_EXIT_ERROR;
     drawn += r == 0;
+    n_notes += r == 1;
   }
-  if (rc == DPGD_EXIT_OK && !drawn) rc = dpgd_cli_error("no figure drawn (see the notes above)");
+  if (rc == DPGD_EXIT_OK && !drawn) rc = dpgd_cli_error("no figure drawn: %s", notes[0]);
+  else if (rc == DPGD_EXIT_OK)
+    for (int i = 0; i < n_notes; i++) fprintf(stderr, "dpgd: note: skipped %s\n", notes[i]);
   for (int i = 0; i < n_read; i++) dpgd_run_clear(&runs[i]);
   free(runs);
   free(dirs);

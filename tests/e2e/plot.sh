@@ -1,0 +1,79 @@
+# plot.sh -- 'dpgd plot' end to end with gnuplot: the figures of two run directories
+# are real 800-px PNG files; a figure whose data is missing is skipped with a note;
+# missing gnuplot and corrupt run files give one-line errors. The run directories are
+# synthetic (written here in the RUN_FORMAT.md layout): this tests drawing, not training.
+. "$(dirname "$0")/lib.sh"
+
+# synth_run DIR ALGORITHM [nodiag]: a finished run of 150 steps
+synth_run() {
+  mkdir -p "$1"
+  awk -v diag="${3:-diag}" 'BEGIN {
+    h = "step,eps_exact,eps_zcdp,eps_rdp_classic,eps_rdp_balle,eps_rdp_optimal,mu,test_acc,query_acc_noisy,lr"
+    if (diag == "diag") h = h ",diag_train_loss,diag_train_acc,diag_active"
+    print h
+    for (s = 1; s <= 150; s++) {
+      mu = sqrt(s) / 17; acc = (s % 10 == 0) ? sprintf("%.4f", 0.9 - 0.5 * exp(-s / 30)) : ""
+      act = (s <= 112) ? 600 : int(600 * exp(-(s - 112) / 20))
+      row = sprintf("%d,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%s,,0.2", s, mu * 1.2, mu * 1.5, mu * 2,
+                    mu * 1.8, mu * 1.7, mu, acc)
+      if (diag == "diag") row = row sprintf(",%.4f,%.4f,%d", 1 / s, 0.8, act)
+      print row
+    } }' >"$1/metrics.csv"
+  printf '{"dpgd_version": "0.1.0", "model": "softmax", "algorithm": "%s", "steps": 150, "sigma": 17, "clip": 1, "budget": 112, "delta": 1e-5, "mu": 0.72, "eps": {"exact": 0.2, "zcdp": 0.3, "rdp_classic": 0.4, "rdp_balle": 0.35, "rdp_optimal": 0.33}, "test_acc": 0.9, "wall_s": 1.5, "seed": 1, "rng": "research"}\n' "$2" >"$1/summary.json"
+  awk 'BEGIN { print "# SENSITIVE: per-point privacy report"; print "index,label,spend,spend_frac,active,mu_i,eps_i"
+    for (i = 0; i < 600; i++) { u = (i % 7) / 7; if (i % 3 == 0) u = 1
+      printf "%d,%d,%.4f,%.6f,%d,0.1,0.1\n", i, i % 10, u * 112, u, (u < 1) } }' >"$1/points.csv"
+}
+
+# png_width FILE: the width in the IHDR chunk
+png_width() { od -An -tu1 -j16 -N4 "$1" | awk '{ print $1 * 16777216 + $2 * 65536 + $3 * 256 + $4 }'; }
+
+synth_run "$TMP/runA" filtered
+synth_run "$TMP/runB" plain nodiag
+
+if command -v gnuplot >/dev/null 2>&1; then
+  expect_ok plot-two-runs "$DPGD" plot "$TMP/runA" "$TMP/runB"
+  for f in accuracy active eps spend; do
+    checks=$((checks + 1))
+    png="$TMP/runA/figures/$f.png"
+    if [ ! -s "$png" ]; then fail "$f.png not written"; continue; fi
+    [ "$(head -c 4 "$png" | od -An -c | tr -d ' ')" = '211PNG' ] || fail "$f.png is not a PNG"
+    [ "$(png_width "$png")" = 800 ] || fail "$f.png is $(png_width "$png") px wide, expected 800"
+    grep -q "/$f.png\$" "$TMP/out" || fail "$f.png not listed on stdout"
+  done
+  # the trade-off figure is drawn once the accountant is linked in, else a note says why
+  checks=$((checks + 1))
+  [ -s "$TMP/runA/figures/tradeoff.png" ] || grep -q 'skipped tradeoff.png' "$TMP/err" ||
+    fail "tradeoff.png neither drawn nor explained"
+
+  # --out and --only; a run without diagnostics gets a note for active.png, not a crash
+  expect_ok plot-only "$DPGD" plot --out "$TMP/figs" --only active,accuracy "$TMP/runB"
+  expect_out plot-only 'figs/accuracy.png'
+  checks=$((checks + 1))
+  grep -q 'skipped active.png: no diag_active column' "$TMP/err" || fail "no note for active.png"
+  [ ! -e "$TMP/figs/eps.png" ] || fail "--only drew eps.png"
+  expect_fail only-unknown "unknown figure 'loss'" "$DPGD" plot --only loss "$TMP/runA"
+  expect_fail nothing-drawn 'no figure drawn' "$DPGD" plot --only active --out "$TMP/f2" "$TMP/runB"
+fi
+
+expect_fail no-gnuplot 'gnuplot-nox' env DPGD_GNUPLOT=/nonexistent/gnuplot "$DPGD" plot "$TMP/runA"
+expect_fail no-run-dir 'no RUN_DIR' "$DPGD" plot
+expect_fail not-a-run 'summary.json.*finished run' "$DPGD" plot "$TMP/nothing"
+
+# corrupt files: one line naming the file and the problem
+cp -r "$TMP/runA" "$TMP/bad"
+printf 'step,test_acc\n1,0.5\n2,0.5,9\n' >"$TMP/bad/metrics.csv"
+expect_fail ragged-metrics 'metrics.csv:3: 3 fields' "$DPGD" plot "$TMP/bad"
+printf 'step,test_acc\n1,0.5\n2,abc\n' >"$TMP/bad/metrics.csv"
+expect_fail text-in-metrics "metrics.csv:3: column 'test_acc'" "$DPGD" plot "$TMP/bad"
+rm "$TMP/bad/metrics.csv"
+expect_fail missing-metrics 'metrics.csv' "$DPGD" plot "$TMP/bad"
+cp "$TMP/runA/metrics.csv" "$TMP/bad/"
+head -c 100 "$TMP/runA/summary.json" >"$TMP/bad/summary.json"
+expect_fail truncated-summary 'summary.json: invalid JSON' "$DPGD" plot "$TMP/bad"
+printf '' >"$TMP/bad/summary.json"
+expect_fail empty-summary 'summary.json: invalid JSON' "$DPGD" plot "$TMP/bad"
+head -c 200 /dev/urandom >"$TMP/bad/summary.json"
+expect_fail binary-summary 'summary.json' "$DPGD" plot "$TMP/bad"
+
+finish
