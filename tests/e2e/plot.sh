@@ -76,4 +76,46 @@ expect_fail empty-summary 'summary.json: invalid JSON' "$DPGD" plot "$TMP/bad"
 head -c 200 /dev/urandom >"$TMP/bad/summary.json"
 expect_fail binary-summary 'summary.json' "$DPGD" plot "$TMP/bad"
 
+# ---- dpgd sweep without training: the plan (--dry-run), tables of a synthetic sweep,
+# and bad input. (sweep.sh runs real trials when MNIST is available.)
+printf '[model]\ntype = softmax\n[train]\nsteps = 4\n[privacy]\nsigma = 10\nclip = 1\n' >"$TMP/q-plain.ini"
+cp "$TMP/q-plain.ini" "$TMP/q-filtered.ini"
+printf '[filter]\nenabled = true\nk = 4\n' >>"$TMP/q-filtered.ini"
+expect_ok dry-run "$DPGD" sweep --config "$TMP/q-plain.ini" --config "$TMP/q-filtered.ini" \
+  --grid train.lr=0.1,0.2 --seeds 1-2 --out "$TMP/sw" --dry-run
+checks=$((checks + 1))
+[ "$(grep -c 'to run' "$TMP/out")" = 8 ] || fail "dry-run: expected 8 trials: $(cat "$TMP/out")"
+expect_out dry-run "sw/q-filtered\+train.lr=0.2/seed2  to run  config=.*q-filtered.ini train.lr=0.2 train.seed=2"
+checks=$((checks + 1))
+[ ! -e "$TMP/sw" ] || fail "dry-run created the sweep directory"
+printf '[sweep]\nconfig = q-plain.ini q-filtered.ini\nseeds = 3-4\nout = %s/sw2\n' "$TMP" >"$TMP/q.sweep"
+expect_ok sweep-file-dry-run "$DPGD" sweep "$TMP/q.sweep" --dry-run --seeds 7
+expect_out sweep-file-dry-run 'sw2/q-plain/seed7  to run'
+expect_fail sweep-bad-key "cell q-plain\+train.lrr=0.1: .*train.lrr" \
+  "$DPGD" sweep --config "$TMP/q-plain.ini" --grid train.lrr=0.1 --dry-run
+expect_fail sweep-bad-seeds "--seeds '3-1'" "$DPGD" sweep --config "$TMP/q-plain.ini" --seeds 3-1
+expect_fail sweep-no-config 'no config' "$DPGD" sweep --seeds 1
+expect_fail sweep-missing-file 'cannot open .*none.sweep' "$DPGD" sweep "$TMP/none.sweep"
+expect_fail sweep-bad-jobs "--jobs" "$DPGD" sweep --config "$TMP/q-plain.ini" --jobs 0
+
+# tables of a synthetic sweep directory (two cells, a plain/filtered pair)
+for cell in eps03-plain eps03-filtered; do
+  for k in 1 2 3; do
+    mkdir -p "$TMP/tab/$cell/seed$k"
+    alg=${cell#eps03-}
+    printf '{"algorithm": "%s", "steps": 112, "delta": 1e-5, "mu": 0.66, "eps": {"exact": 0.2033, "zcdp": 0.3007}, "test_acc": 0.9%d, "wall_s": %d}\n' \
+      "$alg" "$k" "$((10 * k))" >"$TMP/tab/$cell/seed$k/summary.json"
+  done
+done
+expect_ok table "$DPGD" sweep --table "$TMP/tab"
+expect_out table 'tab/summary.md'
+checks=$((checks + 1))
+grep -q '^| eps03 | 0.2033 | 0.3007 | (92.00 ± 1.00)% | (92.00 ± 1.00)% | 3 / 3 |$' "$TMP/tab/summary.md" ||
+  fail "summary.md: no paired row: $(cat "$TMP/tab/summary.md")"
+grep -q '^eps03-plain,plain,3,0,0.920000,0.010000,0.2033,0.3007,,,,1e-05,20.000,60.000$' "$TMP/tab/summary.csv" ||
+  fail "summary.csv: $(cat "$TMP/tab/summary.csv")"
+printf '{"algorithm": ' >"$TMP/tab/eps03-plain/seed2/summary.json"
+expect_fail table-corrupt 'eps03-plain/seed2/summary.json: invalid JSON' "$DPGD" sweep --table "$TMP/tab"
+expect_fail table-missing 'not a sweep directory' "$DPGD" sweep --table "$TMP/nothing"
+
 finish
