@@ -32,6 +32,10 @@ find_package(GSL)
 if(NOT GSL_FOUND)
   dpgd_missing("GSL" "libgsl-dev")
 endif()
+# GSL::gsl's imported target links libgslcblas, which defines cblas_sgemm too; linked
+# before OpenBLAS it shadows OpenBLAS's sgemm (about 20x slower). GSL uses OpenBLAS's
+# CBLAS instead (tests/model test_sgemm_is_openblas checks which sgemm is called).
+set_property(TARGET GSL::gsl PROPERTY INTERFACE_LINK_LIBRARIES dpgd_openblas)
 
 find_package(PNG)
 if(NOT PNG_FOUND)

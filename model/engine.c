@@ -1,0 +1,238 @@
+/* engine.c -- the fused per-example step (dpgd_model_clipped_grad_sum): chunks of B
+ * examples, OpenMP threads over chunks with single-threaded OpenBLAS inside (measured
+ * faster than threaded BLAS for these small matrices; see cmd_bench.c), each thread
+ * with its own workspace and double running sum, sums reduced in thread order. Also
+ * the clipping rule and the row accumulation the model types share. */
+#include <math.h>
+#include <stdlib.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cblas.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "model_internal.h"
+
+#define MAX_CHUNK 65536
+#define MAX_THREADS 1024
+#define ALIGN 64
+
+/* 2^-20: the shrink of a clipped gradient's factor. Scaling a float vector by s in
+ * float changes its norm by a relative 2^-24 at most, far below this margin. */
+#define CLIP_SHRINK (1.0 - 0x1p-20)
+
+float clip_scale(double sq, double cap, double *pre_out, double *post)
+{
+  if (!isfinite(sq)) {
+    *pre_out = INFINITY;
+    *post = 0.0;
+    return 0.0f;
+  }
+  *pre_out = sq;
+  if (sq <= cap * cap) {
+    *post = sq;
+    return 1.0f;
+  }
+  /* sq > cap^2 >= 0 here, so sqrt(sq) > 0. */
+  double s = cap / sqrt(sq) * CLIP_SHRINK;
+  *post = cap * cap;
+  return (float)s;
+}
+
+void accumulate_rows(double *acc, float *tmp, float *G, const float *scale, size_t B,
+                     size_t P)
+{
+  size_t used = 0;
+  for (size_t i = 0; i < B; i++) {
+    if (scale[i] == 0.0f)
+      memset(G + i * P, 0, P * sizeof(float)); /* 0 * NaN would be NaN */
+    else
+      used++;
+  }
+  if (used == 0) return;
+  cblas_sgemv(CblasRowMajor, CblasTrans, (int)B, (int)P, 1.0f, G, (int)P, scale, 1, 0.0f,
+              tmp, 1);
+  for (size_t p = 0; p < P; p++) acc[p] += tmp[p];
+}
+
+static size_t round_up(size_t bytes) { return (bytes + ALIGN - 1) / ALIGN * ALIGN; }
+
+/* Bytes of one thread's block and, when base is non-NULL, the pointers carved from it. */
+static size_t carve(chunk_ws *w, char *base, size_t scratch, size_t chunk, size_t d,
+                    size_t P)
+{
+  size_t off = 0;
+#define CARVE(field, type, count)                                   \
+  do {                                                              \
+    if (base) w->field = (type *)(base + off);                      \
+    off += round_up((count) * sizeof(type));                        \
+  } while (0)
+  CARVE(scratch, float, scratch);
+  CARVE(x, float, chunk * d);
+  CARVE(acc, double, P);
+  CARVE(caps, double, chunk);
+  CARVE(pre, double, chunk);
+  CARVE(post, double, chunk);
+  CARVE(idx, size_t, chunk);
+  CARVE(y, uint8_t, chunk);
+#undef CARVE
+  return off;
+}
+
+dpgd_grad_ws *dpgd_grad_ws_alloc(const dpgd_model *m, size_t chunk, int threads)
+{
+  if (!m) {
+    DPGD_FAIL(DPGD_EINVAL, "no model given");
+    return NULL;
+  }
+  if (chunk == 0) chunk = m->type->default_chunk;
+  if (chunk > MAX_CHUNK) {
+    DPGD_FAIL(DPGD_EINVAL, "chunk size %zu is above %d", chunk, MAX_CHUNK);
+    return NULL;
+  }
+  if (threads < 0 || threads > MAX_THREADS) {
+    DPGD_FAIL(DPGD_EINVAL, "thread count %d is outside 0..%d", threads, MAX_THREADS);
+    return NULL;
+  }
+#ifdef _OPENMP
+  if (threads == 0) threads = omp_get_max_threads();
+#else
+  threads = 1; /* built without OpenMP: one thread whatever was asked */
+#endif
+  dpgd_grad_ws *ws = calloc(1, sizeof *ws);
+  chunk_ws *pt = calloc((size_t)threads, sizeof *pt);
+  size_t scratch = m->type->scratch_floats(m, chunk);
+  size_t block = carve(&(chunk_ws){0}, NULL, scratch, chunk, m->d, m->n_params);
+  /* malloc plus manual alignment (not posix_memalign), so the tests' wrapped
+   * allocator sees and can fail this allocation like every other. */
+  void *slab = ws && pt ? malloc(block * (size_t)threads + ALIGN) : NULL;
+  if (!slab) {
+    free(ws);
+    free(pt);
+    DPGD_FAIL(DPGD_ENOMEM, "out of memory for the gradient workspace (%d x %zu bytes)",
+              threads, block);
+    return NULL;
+  }
+  char *base = (char *)slab + (ALIGN - (uintptr_t)slab % ALIGN) % ALIGN;
+  for (int t = 0; t < threads; t++)
+    carve(&pt[t], base + (size_t)t * block, scratch, chunk, m->d, m->n_params);
+  ws->type = m->type;
+  ws->n_params = m->n_params;
+  ws->d = m->d;
+  ws->chunk = chunk;
+  ws->threads = threads;
+  ws->per_thread = pt;
+  ws->slab = slab;
+  return ws;
+}
+
+void dpgd_grad_ws_free(dpgd_grad_ws *ws)
+{
+  if (!ws) return;
+  free(ws->slab);
+  free(ws->per_thread);
+  free(ws);
+}
+
+static int check_ws(const dpgd_model *m, const dpgd_grad_ws *ws)
+{
+  if (!m || !ws) return DPGD_FAIL(DPGD_EINVAL, "no model or workspace given");
+  if (ws->type != m->type || ws->n_params != m->n_params || ws->d != m->d)
+    return DPGD_FAIL(DPGD_EINVAL, "the workspace was allocated for another model");
+  return DPGD_OK;
+}
+
+int model_chunk_step_x(dpgd_model *m, dpgd_grad_ws *ws, double *acc, double *pre,
+                       double *post, float *x, const uint8_t *y, const double *caps,
+                       size_t B)
+{
+  int st = check_ws(m, ws);
+  if (st) return st;
+  if (B > ws->chunk) return DPGD_FAIL(DPGD_EINVAL, "%zu rows exceed the chunk size %zu", B, ws->chunk);
+  int saved = openblas_get_num_threads();
+  openblas_set_num_threads(1);
+  m->type->chunk_step(m, ws->per_thread[0].scratch, acc, pre, post, x, y, caps, B);
+  openblas_set_num_threads(saved);
+  return DPGD_OK;
+}
+
+/* Chunk c of the dataset: gathers the examples with a positive cap (the others are
+ * skipped: pre NAN, post 0), unpacks them, runs the model's chunk step. */
+static void run_chunk(const dpgd_model *m, chunk_ws *w, const dpgd_dataset *ds,
+                      const double *caps, size_t lo, size_t hi, double *pre, double *post)
+{
+  size_t B = 0;
+  for (size_t i = lo; i < hi; i++) {
+    if (caps[i] > 0.0) {
+      w->idx[B] = i;
+      w->y[B] = ds->labels[i];
+      w->caps[B] = caps[i];
+      B++;
+    } else {
+      if (pre) pre[i] = NAN;
+      if (post) post[i] = 0.0;
+    }
+  }
+  if (B == 0) return;
+  if (B == hi - lo)
+    dpgd_data_unpack(w->x, ds, lo, B);
+  else
+    dpgd_data_unpack_idx(w->x, ds, w->idx, B);
+  m->type->chunk_step(m, w->scratch, w->acc, w->pre, w->post, w->x, w->y, w->caps, B);
+  for (size_t b = 0; b < B; b++) {
+    if (pre) pre[w->idx[b]] = w->pre[b];
+    if (post) post[w->idx[b]] = w->post[b];
+  }
+}
+
+int dpgd_model_clipped_grad_sum(dpgd_model *m, dpgd_grad_ws *ws, const dpgd_dataset *ds,
+                                const double *caps, double *sum, double *sqnorm_pre,
+                                double *sqnorm_post)
+{
+  int st = check_ws(m, ws);
+  if (!st) st = model_check_dataset(m, ds);
+  if (st) return st;
+  if (!caps || !sum) return DPGD_FAIL(DPGD_EINVAL, "no caps or output sum given");
+  for (size_t i = 0; i < ds->n; i++)
+    if (!(caps[i] >= 0.0)) /* also catches NaN */
+      return DPGD_FAIL(DPGD_EINVAL, "cap of example %zu is %g; caps must be >= 0", i, caps[i]);
+  for (size_t i = 0; i < ds->n; i++)
+    if (ds->labels[i] >= m->n_classes)
+      return DPGD_FAIL(DPGD_EINVAL, "label %u of example %zu is outside 0..%d",
+                       ds->labels[i], i, m->n_classes - 1);
+
+  const size_t n = ds->n, chunk = ws->chunk, P = m->n_params;
+  const size_t n_chunks = (n + chunk - 1) / chunk;
+  int used = 1;
+  int saved = openblas_get_num_threads();
+  openblas_set_num_threads(1);
+#ifdef _OPENMP
+#pragma omp parallel num_threads(ws->threads)
+#endif
+  {
+    int t = 0, nt = 1;
+#ifdef _OPENMP
+    t = omp_get_thread_num();
+    nt = omp_get_num_threads();
+    if (t == 0) used = nt;
+#endif
+    chunk_ws *w = &ws->per_thread[t];
+    memset(w->acc, 0, P * sizeof(double));
+    /* Contiguous blocks of chunks per thread (static): the chunk boundaries do not
+     * depend on the thread count, so neither does any float rounding. */
+    size_t c0 = n_chunks * (size_t)t / (size_t)nt, c1 = n_chunks * (size_t)(t + 1) / (size_t)nt;
+    for (size_t c = c0; c < c1; c++) {
+      size_t lo = c * chunk, hi = lo + chunk < n ? lo + chunk : n;
+      run_chunk(m, w, ds, caps, lo, hi, sqnorm_pre, sqnorm_post);
+    }
+  }
+  openblas_set_num_threads(saved);
+  memset(sum, 0, P * sizeof(double));
+  for (int t = 0; t < used; t++) {
+    const double *a = ws->per_thread[t].acc;
+    for (size_t p = 0; p < P; p++) sum[p] += a[p];
+  }
+  return DPGD_OK;
+}

@@ -1,0 +1,156 @@
+/* model.c -- the model object: type lookup, allocation of the parameter slab,
+ * PyTorch-default initialisation, and evaluation (predictions, accuracy, loss). The
+ * model types themselves (softmax.c, cnn.c) only supply a vtable. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model_internal.h"
+
+/* Evaluation works in chunks of this many examples (a buffer of chunk * d floats). */
+#define EVAL_CHUNK 256
+
+const dpgd_model_type *dpgd_model_type_find(const char *name)
+{
+  const dpgd_model_type *types[] = {dpgd_model_softmax, dpgd_model_cnn};
+  if (!name) return NULL;
+  for (size_t k = 0; k < sizeof types / sizeof types[0]; k++)
+    if (strcmp(types[k]->name, name) == 0) return types[k];
+  return NULL;
+}
+
+const char *dpgd_model_type_name(const dpgd_model_type *t) { return t ? t->name : "(none)"; }
+
+dpgd_model *dpgd_model_alloc(const dpgd_model_type *t, dpgd_activation act, size_t rows,
+                             size_t cols, int n_classes)
+{
+  if (!t) {
+    DPGD_FAIL(DPGD_EINVAL, "no model type given");
+    return NULL;
+  }
+  if (act != DPGD_ACT_RELU && act != DPGD_ACT_TANH) {
+    DPGD_FAIL(DPGD_EINVAL, "unknown activation %d (relu = 0, tanh = 1)", (int)act);
+    return NULL;
+  }
+  if (n_classes < 2 || n_classes > 256) {
+    DPGD_FAIL(DPGD_EINVAL, "number of classes %d is outside 2..256", n_classes);
+    return NULL;
+  }
+  if (rows == 0 || cols == 0 || rows > DPGD_DATA_MAX_SIDE || cols > DPGD_DATA_MAX_SIDE) {
+    DPGD_FAIL(DPGD_EINVAL, "image size %zu x %zu is outside 1..%d per side", rows, cols,
+              DPGD_DATA_MAX_SIDE);
+    return NULL;
+  }
+  tensor_spec spec[MODEL_MAX_TENSORS];
+  size_t nt = t->layout(spec, rows, cols, n_classes);
+  if (nt == 0) return NULL;
+  dpgd_model *m = calloc(1, sizeof *m);
+  if (!m) {
+    DPGD_FAIL(DPGD_ENOMEM, "out of memory allocating a %s model", t->name);
+    return NULL;
+  }
+  m->type = t;
+  m->act = act;
+  m->rows = rows;
+  m->cols = cols;
+  m->d = rows * cols;
+  m->n_classes = n_classes;
+  m->n_tensors = nt;
+  memcpy(m->tensors, spec, nt * sizeof spec[0]);
+  for (size_t k = 0; k < nt; k++) m->n_params += spec[k].size;
+  m->params = calloc(m->n_params, sizeof(float));
+  if (!m->params) {
+    DPGD_FAIL(DPGD_ENOMEM, "out of memory allocating %zu parameters", m->n_params);
+    free(m);
+    return NULL;
+  }
+  return m;
+}
+
+void dpgd_model_free(dpgd_model *m)
+{
+  if (!m) return;
+  free(m->params);
+  free(m);
+}
+
+size_t dpgd_model_n_params(const dpgd_model *m) { return m->n_params; }
+float *dpgd_model_params(dpgd_model *m) { return m->params; }
+const float *dpgd_model_params_const(const dpgd_model *m) { return m->params; }
+
+/* splitmix64 (Steele, Lea & Flood 2014): a tiny generator with no allocation, so
+ * initialisation cannot fail; every 64-bit seed gives its own stream. */
+static uint64_t splitmix64(uint64_t *state)
+{
+  uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+/* Tensors in slab order, elements in order: weights and biases alike
+ * uniform(-1/sqrt(fan_in), 1/sqrt(fan_in)) (torch.nn.Linear / Conv2d
+ * reset_parameters: kaiming_uniform(a = sqrt(5)) gives exactly this bound). */
+void dpgd_model_init(dpgd_model *m, uint64_t seed)
+{
+  uint64_t state = seed;
+  float *p = m->params;
+  for (size_t k = 0; k < m->n_tensors; k++) {
+    double bound = 1.0 / sqrt((double)m->tensors[k].fan_in);
+    for (size_t j = 0; j < m->tensors[k].size; j++) {
+      double u = (double)(splitmix64(&state) >> 11) * 0x1p-53; /* [0, 1) */
+      *p++ = (float)((2.0 * u - 1.0) * bound);
+    }
+  }
+}
+
+int model_check_dataset(const dpgd_model *m, const dpgd_dataset *ds)
+{
+  if (!ds) return DPGD_FAIL(DPGD_EINVAL, "no dataset given");
+  if (ds->rows != m->rows || ds->cols != m->cols)
+    return DPGD_FAIL(DPGD_EINVAL, "dataset images are %zu x %zu, the model expects %zu x %zu",
+                     ds->rows, ds->cols, m->rows, m->cols);
+  if (ds->n_classes > m->n_classes)
+    return DPGD_FAIL(DPGD_EINVAL, "dataset has %d classes, the model only %d", ds->n_classes,
+                     m->n_classes);
+  return DPGD_OK;
+}
+
+int dpgd_model_evaluate(const dpgd_model *m, const dpgd_dataset *ds, size_t first,
+                        size_t count, uint8_t *pred, size_t *n_correct, double *loss_sum)
+{
+  int st = model_check_dataset(m, ds);
+  if (st) return st;
+  if (first > ds->n || count > ds->n - first)
+    return DPGD_FAIL(DPGD_EINVAL, "examples %zu..%zu are outside the dataset of %zu", first,
+                     first + count, ds->n);
+  size_t K = (size_t)m->n_classes, chunk = EVAL_CHUNK;
+  size_t sf = m->type->scratch_floats(m, chunk);
+  float *buf = malloc((chunk * m->d + chunk * K + sf) * sizeof(float));
+  if (!buf) return DPGD_FAIL(DPGD_ENOMEM, "out of memory for evaluation buffers");
+  float *x = buf, *z = buf + chunk * m->d, *scratch = z + chunk * K;
+  size_t correct = 0;
+  double loss = 0.0;
+  for (size_t c = 0; c < count; c += chunk) {
+    size_t B = count - c < chunk ? count - c : chunk;
+    dpgd_data_unpack(x, ds, first + c, B);
+    m->type->logits(m, scratch, z, x, B);
+    for (size_t i = 0; i < B; i++) {
+      const float *zi = z + i * K;
+      size_t best = 0;
+      for (size_t k = 1; k < K; k++)
+        if (zi[k] > zi[best]) best = k;
+      double zmax = zi[best];
+      double se = 0.0;
+      for (size_t k = 0; k < K; k++) se += exp((double)zi[k] - zmax);
+      uint8_t y = ds->labels[first + c + i];
+      loss += log(se) + zmax - (double)zi[y];
+      if (pred) pred[c + i] = (uint8_t)best;
+      correct += best == y;
+    }
+  }
+  free(buf);
+  if (n_correct) *n_correct = correct;
+  if (loss_sum) *loss_sum = loss;
+  return DPGD_OK;
+}
