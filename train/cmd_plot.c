@@ -87,7 +87,7 @@ static int draw(const char *gnuplot, dpgd_fig f, const dpgd_run *runs, size_t n,
   dpgd_error_clear();
   int st = dpgd_fig_script(ms, f, runs, n, png);
   fclose(ms);
-  if (st == DPGD_EINVAL || st == DPGD_ENOTIMPL) {
+  if (st == DPGD_EINVAL) {
     snprintf(note, note_len, "%s.png: %s", dpgd_fig_name(f), dpgd_error_last());
     free(script);
     return 1;

@@ -36,10 +36,8 @@ int dpgd_csv_col(const dpgd_csv *t, const char *name);
 /* Value of row r, column c (c may be -1: NAN). */
 double dpgd_csv_at(const dpgd_csv *t, size_t r, int c);
 
-/* The method names of metrics.csv columns eps_<name> and summary.json "eps" keys
- * (RUN_FORMAT.md; the same as dpgd_acct_method_name), and the reverse (-1 if unknown). */
-const char *dpgd_run_method_name(int m);
-int dpgd_run_method_find(const char *name);
+/* metrics.csv columns eps_<name> and summary.json "eps" keys use the accountant's
+ * method names (dpgd_acct_method_name, RUN_FORMAT.md). */
 
 /* ---- summary.json (plot_run.c) --------------------------------------------------- */
 

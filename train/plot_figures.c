@@ -11,10 +11,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* Until the accountant (issue 5) is linked in, its trade-off function may be missing:
- * the figure is then refused with a message instead of failing the whole link. */
-#pragma weak dpgd_gdp_tradeoff
-
 static const char *const fig_names[DPGD_FIG_N] = {"accuracy", "active", "eps", "spend",
                                                   "tradeoff"};
 
@@ -153,7 +149,7 @@ static int fig_eps(FILE *f, const dpgd_run *runs, size_t n, const char *png)
   for (size_t i = 0; i < n; i++)
     for (int m = 0; m < DPGD_ACCT_N_METHODS; m++) {
       char col[48], name[32];
-      snprintf(col, sizeof col, "eps_%s", dpgd_run_method_name(m));
+      snprintf(col, sizeof col, "eps_%s", dpgd_acct_method_name((dpgd_acct_method)m));
       if (!count_values(runs[i].metrics, col)) continue;
       snprintf(name, sizeof name, "r%zum%d", i, m);
       datablock(f, name, runs[i].metrics, col, 1.0);
@@ -173,7 +169,7 @@ static int fig_eps(FILE *f, const dpgd_run *runs, size_t n, const char *png)
   for (size_t i = 0; i < n; i++)
     for (int m = 0; m < DPGD_ACCT_N_METHODS; m++) {
       char col[48], lab[240];
-      const char *mn = dpgd_run_method_name(m);
+      const char *mn = dpgd_acct_method_name((dpgd_acct_method)m);
       snprintf(col, sizeof col, "eps_%s", mn);
       if (!count_values(runs[i].metrics, col)) continue;
       snprintf(lab, sizeof lab, "%s: %s", runs[i].label, mn);
@@ -234,9 +230,6 @@ static int fig_spend(FILE *f, const dpgd_run *runs, size_t n, const char *png)
 
 static int fig_tradeoff(FILE *f, const dpgd_run *runs, size_t n, const char *png)
 {
-  if (!dpgd_gdp_tradeoff)
-    return DPGD_FAIL(DPGD_ENOTIMPL, "the accountant library (issue 5) is not built in: "
-                     "no trade-off curve");
   /* Distinct guarantees only: seeds of one configuration share mu. */
   int *show = calloc(n ? n : 1, sizeof *show);
   if (!show) return DPGD_FAIL(DPGD_ENOMEM, "out of memory");

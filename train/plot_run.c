@@ -93,6 +93,16 @@ static int parse_field(double *v, const char *s, size_t len)
   return 0;
 }
 
+/* Copies the first n bytes of s (n < 48) into buf with control and non-ASCII bytes as
+ * '?', so that an error message quoting file content stays one printable line. */
+static const char *shown(char buf[48], const char *s, size_t n)
+{
+  size_t i = 0;
+  for (; i < n && i < 47; i++) buf[i] = s[i] >= 0x20 && s[i] < 0x7f ? s[i] : '?';
+  buf[i] = '\0';
+  return buf;
+}
+
 static int csv_header(dpgd_csv *t, const char *line, size_t len, const char *name)
 {
   size_t n = 1;
@@ -107,6 +117,12 @@ static int csv_header(dpgd_csv *t, const char *line, size_t len, const char *nam
     while (k && (p[k - 1] == ' ' || p[k - 1] == '\r')) k--;
     while (k && *p == ' ') p++, k--;
     if (k == 0) return DPGD_FAIL(DPGD_EFORMAT, "%s: empty column name in the header", name);
+    for (size_t i = 0; i < k; i++)
+      if (!(p[i] >= 0x20 && p[i] < 0x7f)) {
+        char b[48];
+        return DPGD_FAIL(DPGD_EFORMAT, "%s: column %zu of the header ('%s') has a byte that "
+                         "is not printable ASCII", name, c + 1, shown(b, p, k > 40 ? 40 : k));
+      }
     t->names[c] = strndup(p, k);
     if (!t->names[c]) return DPGD_FAIL(DPGD_ENOMEM, "out of memory reading %s", name);
     t->n_cols = c + 1;
@@ -163,8 +179,9 @@ int dpgd_csv_parse(dpgd_csv **out, const char *buf, size_t len, const char *name
         const char *q = memchr(f, ',', (size_t)(le - f));
         if (!q) q = le;
         if (parse_field(&t->v[t->n_rows * t->n_cols + c], f, (size_t)(q - f))) {
-          st = DPGD_FAIL(DPGD_EFORMAT, "%s:%zu: column '%s': '%.*s' is not a finite number",
-                         name, lineno, t->names[c], (int)((q - f) > 40 ? 40 : (q - f)), f);
+          char b[48];
+          st = DPGD_FAIL(DPGD_EFORMAT, "%s:%zu: column '%s': '%s' is not a finite number",
+                         name, lineno, t->names[c], shown(b, f, (q - f) > 40 ? 40 : (size_t)(q - f)));
           break;
         }
         f = q + 1;
@@ -194,23 +211,6 @@ int dpgd_csv_read(dpgd_csv **out, const char *path)
   return st;
 }
 
-/* Until the accountant library lands on main its names are not linkable here; this is
- * the file-format list of RUN_FORMAT.md, in dpgd_acct_method order. */
-static const char *const method_names[DPGD_ACCT_N_METHODS] = {
-  "exact", "zcdp", "rdp_classic", "rdp_balle", "rdp_optimal"};
-
-const char *dpgd_run_method_name(int m)
-{
-  return m >= 0 && m < DPGD_ACCT_N_METHODS ? method_names[m] : "?";
-}
-
-int dpgd_run_method_find(const char *name)
-{
-  for (int m = 0; m < DPGD_ACCT_N_METHODS; m++)
-    if (!strcmp(name, method_names[m])) return m;
-  return -1;
-}
-
 /* ---- summary.json ------------------------------------------------------------------ */
 
 typedef struct jp {
@@ -226,8 +226,9 @@ static int jfail(const jp *j, const char *what)
   if (k > 20) k = 20;
   if (j->p >= j->end)
     return DPGD_FAIL(DPGD_EFORMAT, "%s: invalid JSON: %s at end of file", j->name, what);
-  return DPGD_FAIL(DPGD_EFORMAT, "%s: invalid JSON: %s near '%.*s'", j->name, what, (int)k,
-                   start);
+  char b[48];
+  return DPGD_FAIL(DPGD_EFORMAT, "%s: invalid JSON: %s near '%s'", j->name, what,
+                   shown(b, start, k));
 }
 
 static void jws(jp *j)
@@ -366,7 +367,7 @@ static int jobject(jp *j, member_fn *member, void *user)
 static int eps_member(jp *j, const char *key, void *user)
 {
   dpgd_run_summary *s = user;
-  int m = dpgd_run_method_find(key);
+  int m = dpgd_acct_method_find(key);
   if (m < 0) return jskip(j, 1);
   double v;
   int st = jnumber(j, &v);
@@ -487,7 +488,7 @@ static int check_metrics(const dpgd_csv *t, const char *file)
   if (!st) st = check_col(t, "mu", 0, INFINITY, file);
   for (int m = 0; m < DPGD_ACCT_N_METHODS && !st; m++) {
     char col[48];
-    snprintf(col, sizeof col, "eps_%s", dpgd_run_method_name(m));
+    snprintf(col, sizeof col, "eps_%s", dpgd_acct_method_name((dpgd_acct_method)m));
     st = check_col(t, col, 0, INFINITY, file);
   }
   return st;

@@ -219,7 +219,7 @@ static void write_markdown(FILE *f, const char *dir, const cell_stats *cells, si
     fputs("\n", f);
   }
   fputs("| cell | algorithm | seeds | test accuracy | delta |", f);
-  for (int m = 0; m < DPGD_ACCT_N_METHODS; m++) fprintf(f, " eps %s |", dpgd_run_method_name(m));
+  for (int m = 0; m < DPGD_ACCT_N_METHODS; m++) fprintf(f, " eps %s |", dpgd_acct_method_name((dpgd_acct_method)m));
   fputs(" wall time per trial |\n| --- | --- | --- | --- | --- |", f);
   for (int m = 0; m < DPGD_ACCT_N_METHODS; m++) fputs(" --- |", f);
   fputs(" --- |\n", f);
@@ -271,7 +271,7 @@ int dpgd_sweep_tables(const char *dir, size_t *n_cells, size_t *n_trials)
   if (!trials) st = DPGD_FAIL(DPGD_EIO, "cannot write %s: %s", path, strerror(errno));
   if (!st) {
     fputs("cell,seed,algorithm,test_acc", trials);
-    for (int m = 0; m < DPGD_ACCT_N_METHODS; m++) fprintf(trials, ",eps_%s", dpgd_run_method_name(m));
+    for (int m = 0; m < DPGD_ACCT_N_METHODS; m++) fprintf(trials, ",eps_%s", dpgd_acct_method_name((dpgd_acct_method)m));
     fputs(",delta,mu,steps,wall_s\n", trials);
   }
   size_t nc = 0;
@@ -296,7 +296,7 @@ int dpgd_sweep_tables(const char *dir, size_t *n_cells, size_t *n_trials)
     if (!f) st = DPGD_FAIL(DPGD_EIO, "cannot write %s: %s", path, strerror(errno));
     if (f) {
       fputs("cell,algorithm,n_seeds,n_unfinished,test_acc_mean,test_acc_std", f);
-      for (int m = 0; m < DPGD_ACCT_N_METHODS; m++) fprintf(f, ",eps_%s", dpgd_run_method_name(m));
+      for (int m = 0; m < DPGD_ACCT_N_METHODS; m++) fprintf(f, ",eps_%s", dpgd_acct_method_name((dpgd_acct_method)m));
       fputs(",delta,wall_s_mean,wall_s_total\n", f);
       for (size_t c = 0; c < nc; c++) {
         const cell_stats *a = &cells[c];

@@ -19,8 +19,6 @@
 
 #include "plot.h"
 
-#pragma weak dpgd_gdp_tradeoff
-
 static char tmpdir[] = "/tmp/dpgd_test_plot_XXXXXX";
 
 static void write_file(const char *dir, const char *name, const char *text)
@@ -96,6 +94,14 @@ static void expect_csv_error(const char *text, const char *needle)
     fail_msg("message '%s' lacks '%s'", dpgd_error_last(), needle);
 }
 
+/* The last error message is one line of printable ASCII (it may quote file content). */
+static void assert_printable_error(void)
+{
+  for (const char *m = dpgd_error_last(); *m; m++)
+    if (!(*m >= 0x20 && *m < 0x7f)) fail_msg("byte 0x%02x in message '%s'", (unsigned char)*m,
+                                             dpgd_error_last());
+}
+
 static void test_csv_bad(void **state)
 {
   (void)state;
@@ -112,6 +118,11 @@ static void test_csv_bad(void **state)
   expect_csv_error("step,,a\n", "empty column name");
   expect_csv_error("step,a,a\n", "'a' appears twice");
   expect_csv_error("step,a\n1,2\n\n2,3\n", "empty line");
+  /* file content quoted in a message is shown printable */
+  expect_csv_error("step,a\n1,\x1b[2J\r\xff\n", "'?[2J?\?' is not a finite number");
+  assert_printable_error();
+  expect_csv_error("step,a\x01\x1b\n1,2\n", "column 2 of the header ('a?\?') has a byte");
+  assert_printable_error();
   const char bin[] = "step\n1\0\n";
   dpgd_csv *t;
   assert_int_equal(dpgd_csv_parse(&t, bin, sizeof bin - 1, "b.csv"), DPGD_EFORMAT);
@@ -180,6 +191,10 @@ static void test_summary_bad(void **state)
   expect_summary_error("{\"algorithm\":\"plain\",\"mu\":1e999}", "bad number");
   expect_summary_error("{\"algorithm\":\"plain\",\"mu\":\"1\"}", "expected a number");
   expect_summary_error("{\"algorithm\":\"plain\" \"mu\":1}", "expected ','");
+  expect_summary_error("\x89PNG\r\n\x1a\n", "expected an object near '?PNG?\??\?'");
+  assert_printable_error();
+  expect_summary_error("{\"algorithm\":\"pl\nain\"}", "invalid JSON");
+  assert_printable_error();
   /* deep nesting is refused, not a stack overflow */
   char deep[200] = "{\"x\":";
   for (int i = 0; i < 60; i++) strcat(deep, "[");
@@ -396,7 +411,6 @@ static void test_fig_spend_histogram(void **state)
 static void test_fig_tradeoff(void **state)
 {
   (void)state;
-  if (!dpgd_gdp_tradeoff) skip(); /* the accountant library is not linked in yet */
   dpgd_run r[3];
   load_good(&r[0], "t0", NULL);
   load_good(&r[1], "t1", NULL); /* same mu: drawn once */
