@@ -91,17 +91,25 @@ static void plot_runs(FILE *f, const dpgd_run *runs, size_t n, const char *col,
   fputc('\n', f);
 }
 
-static int fig_accuracy(FILE *f, const dpgd_run *runs, size_t n, const char *png)
+/* Datablock $r<i> of column col (times scale) for every run that has values in it;
+ * returns how many runs have. */
+static size_t run_blocks(FILE *f, const dpgd_run *runs, size_t n, const char *col,
+                         double scale)
 {
   size_t have = 0;
   for (size_t i = 0; i < n; i++) {
-    if (!count_values(runs[i].metrics, "test_acc")) continue;
+    if (!count_values(runs[i].metrics, col)) continue;
     char name[32];
     snprintf(name, sizeof name, "r%zu", i);
-    datablock(f, name, runs[i].metrics, "test_acc", 100.0);
+    datablock(f, name, runs[i].metrics, col, scale);
     have++;
   }
-  if (!have)
+  return have;
+}
+
+static int fig_accuracy(FILE *f, const dpgd_run *runs, size_t n, const char *png)
+{
+  if (!run_blocks(f, runs, n, "test_acc", 100.0))
     return DPGD_FAIL(DPGD_EINVAL, "no test_acc values in metrics.csv of any run "
                      "(train.eval_every = 0 measures only at the end)");
   preamble(f, png, "Test accuracy during training", "step (full-batch gradient steps)",
@@ -113,15 +121,7 @@ static int fig_accuracy(FILE *f, const dpgd_run *runs, size_t n, const char *png
 
 static int fig_active(FILE *f, const dpgd_run *runs, size_t n, const char *png)
 {
-  size_t have = 0;
-  for (size_t i = 0; i < n; i++) {
-    if (!count_values(runs[i].metrics, "diag_active")) continue;
-    char name[32];
-    snprintf(name, sizeof name, "r%zu", i);
-    datablock(f, name, runs[i].metrics, "diag_active", 1.0);
-    have++;
-  }
-  if (!have)
+  if (!run_blocks(f, runs, n, "diag_active", 1.0))
     return DPGD_FAIL(DPGD_EINVAL, "no diag_active column in metrics.csv of any run "
                      "(train with output.diagnostics = true to record active points)");
   preamble(f, png, "Active points vs step -- diagnostic (not private)",
