@@ -6,8 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "commands.h"
+#include "dpgd_config.h"
 #include "dpgd_data.h"
 #include "dpgd_model.h"
 
@@ -25,17 +27,24 @@ static void eval_usage(FILE *f)
           "  --split S          test (default) or train\n"
           "  --n N              only the first N examples of the split\n"
           "  --predictions CSV  also write index,label,pred per example (index: the PNG\n"
-          "                     file-name index, or the position in an IDX file)\n");
+          "                     file-name index, or the position in an IDX file)\n"
+          "  --mean M --std S   pixel normalisation (p/255 - M)/S; default: data.mean and\n"
+          "                     data.std of config.ini beside the model file (a run\n"
+          "                     directory), else MNIST's %g and %g\n",
+          DPGD_DATA_MNIST_MEAN, DPGD_DATA_MNIST_STD);
 }
 
 static void predict_usage(FILE *f)
 {
   fprintf(f,
-          "usage: dpgd predict --model FILE IMAGE.png...\n\n"
+          "usage: dpgd predict --model FILE [--mean M --std S] IMAGE.png...\n\n"
           "Classifies 8-bit grayscale PNG images of the model's input size (28 x 28 for\n"
           "MNIST) with a saved model (RUN_DIR/model.bin). One line per image:\n"
           "  IMAGE.png: class K  p 0:P0 1:P1 ...\n"
-          "with the model's softmax probability of every class.\n");
+          "with the model's softmax probability of every class. Pixels are normalised as\n"
+          "in training: --mean/--std, else data.mean and data.std of config.ini beside the\n"
+          "model file, else MNIST's %g and %g.\n",
+          DPGD_DATA_MNIST_MEAN, DPGD_DATA_MNIST_STD);
 }
 
 /* Takes the value of option argv[*i] into *val; non-zero (printed) if there is none. */
@@ -50,6 +59,51 @@ static int load_model(dpgd_model **m, const char *path)
 {
   int st = dpgd_model_load(m, path);
   return st ? dpgd_cli_status_error(st, "") : 0;
+}
+
+/* The pixel normalisation training used: --mean/--std if given (both or neither),
+ * else data.mean/data.std of config.ini in the model file's folder (the run directory
+ * 'dpgd train' wrote), else the MNIST defaults. Writes where it came from into from. */
+typedef struct norm {
+  const char *mean_text, *std_text; /* the options, or NULL */
+  float mean, std;
+  char from[4200];
+} norm;
+
+static int resolve_norm(norm *nm, const char *cmd, const char *model_path)
+{
+  nm->mean = DPGD_DATA_MNIST_MEAN;
+  nm->std = DPGD_DATA_MNIST_STD;
+  snprintf(nm->from, sizeof nm->from, "MNIST default");
+  if (!nm->mean_text != !nm->std_text)
+    return dpgd_cli_usage_error(cmd, "give both --mean and --std, or neither");
+  if (nm->mean_text) {
+    double m, sd;
+    if (dpgd_cli_parse_double("--mean", nm->mean_text, &m) ||
+        dpgd_cli_parse_double("--std", nm->std_text, &sd))
+      return DPGD_EXIT_USAGE;
+    if (!(sd > 0)) return dpgd_cli_usage_error(cmd, "--std must be positive");
+    nm->mean = (float)m;
+    nm->std = (float)sd;
+    snprintf(nm->from, sizeof nm->from, "--mean/--std");
+    return 0;
+  }
+  const char *slash = strrchr(model_path, '/');
+  int k = slash ? snprintf(nm->from, sizeof nm->from, "%.*s/config.ini",
+                           (int)(slash - model_path), model_path)
+                : snprintf(nm->from, sizeof nm->from, "config.ini");
+  if (k < 0 || (size_t)k >= sizeof nm->from) return dpgd_cli_error("path too long: %s", model_path);
+  if (access(nm->from, F_OK)) {
+    snprintf(nm->from, sizeof nm->from, "MNIST default");
+    return 0;
+  }
+  dpgd_config c;
+  dpgd_config_defaults(&c);
+  int st = dpgd_config_load(&c, nm->from);
+  if (st) return dpgd_cli_status_error(st, "");
+  nm->mean = (float)c.data_mean;
+  nm->std = (float)c.data_std;
+  return 0;
 }
 
 static int write_predictions(const char *path, const dpgd_dataset *ds,
@@ -72,6 +126,7 @@ int dpgd_cmd_eval(int argc, char **argv)
   }
   const char *model_path = NULL, *data = NULL, *split = "test", *pred_path = NULL;
   const char *n_text = NULL;
+  norm nm = {0};
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     int rc = 0;
@@ -80,6 +135,8 @@ int dpgd_cmd_eval(int argc, char **argv)
     else if (!strcmp(a, "--split")) rc = option_value("eval", argc, argv, &i, &split);
     else if (!strcmp(a, "--n")) rc = option_value("eval", argc, argv, &i, &n_text);
     else if (!strcmp(a, "--predictions")) rc = option_value("eval", argc, argv, &i, &pred_path);
+    else if (!strcmp(a, "--mean")) rc = option_value("eval", argc, argv, &i, &nm.mean_text);
+    else if (!strcmp(a, "--std")) rc = option_value("eval", argc, argv, &i, &nm.std_text);
     else rc = dpgd_cli_usage_error("eval", "unexpected argument '%s'", a);
     if (rc) return rc;
   }
@@ -89,6 +146,8 @@ int dpgd_cmd_eval(int argc, char **argv)
   size_t n_max = 0;
   if (n_text && dpgd_cli_parse_size("--n", n_text, &n_max)) return DPGD_EXIT_USAGE;
   if (n_text && n_max == 0) return dpgd_cli_usage_error("eval", "--n must be at least 1");
+  int nrc = resolve_norm(&nm, "eval", model_path);
+  if (nrc) return nrc;
 
   dpgd_model *m = NULL;
   if (load_model(&m, model_path)) return DPGD_EXIT_ERROR;
@@ -104,6 +163,10 @@ int dpgd_cmd_eval(int argc, char **argv)
                         dir, ds->n);
   if (!rc && n_text && (st = dpgd_data_truncate(ds, n_max)))
     rc = dpgd_cli_status_error(st, "");
+  if (!rc) {
+    ds->mean = nm.mean;
+    ds->std = nm.std;
+  }
   if (!rc && !(pred = malloc(ds->n))) rc = dpgd_cli_error("out of memory");
   size_t correct = 0;
   double loss = 0;
@@ -114,6 +177,7 @@ int dpgd_cmd_eval(int argc, char **argv)
     printf("model     %s (%zu parameters, %d classes)\n", model_path, dpgd_model_n_params(m),
            dpgd_model_n_classes(m));
     printf("data      %s, %s split: %zu examples\n", dir, split, ds->n);
+    printf("pixels    (p/255 - %g) / %g (%s)\n", ds->mean, ds->std, nm.from);
     printf("accuracy  %.4f (%zu of %zu correct)\n", (double)correct / (double)ds->n, correct,
            ds->n);
     printf("loss      %.6f (mean cross-entropy)\n", loss / (double)ds->n);
@@ -151,18 +215,22 @@ int dpgd_cmd_predict(int argc, char **argv)
     return DPGD_EXIT_OK;
   }
   const char *model_path = NULL;
+  norm nm = {0};
   const char **images = calloc((size_t)argc, sizeof *images);
   if (!images) return dpgd_cli_error("out of memory");
   size_t n = 0;
   int rc = DPGD_EXIT_OK;
   for (int i = 1; i < argc && !rc; i++) {
     if (!strcmp(argv[i], "--model")) rc = option_value("predict", argc, argv, &i, &model_path);
+    else if (!strcmp(argv[i], "--mean")) rc = option_value("predict", argc, argv, &i, &nm.mean_text);
+    else if (!strcmp(argv[i], "--std")) rc = option_value("predict", argc, argv, &i, &nm.std_text);
     else if (argv[i][0] == '-' && argv[i][1])
       rc = dpgd_cli_usage_error("predict", "unknown option '%s'", argv[i]);
     else images[n++] = argv[i];
   }
   if (!rc && !model_path) rc = dpgd_cli_usage_error("predict", "no --model FILE given");
   if (!rc && !n) rc = dpgd_cli_usage_error("predict", "no IMAGE.png given");
+  if (!rc) rc = resolve_norm(&nm, "predict", model_path);
   dpgd_model *m = NULL;
   dpgd_dataset *ds = NULL;
   if (!rc) rc = load_model(&m, model_path);
@@ -170,6 +238,10 @@ int dpgd_cmd_predict(int argc, char **argv)
   int st;
   if (!rc && (st = dpgd_data_png_read_files(&ds, images, n, K)))
     rc = dpgd_cli_status_error(st, "");
+  if (!rc) {
+    ds->mean = nm.mean;
+    ds->std = nm.std;
+  }
   /* All images are classified before anything is printed: an error stays one line. */
   double *p = !rc ? malloc(n * (size_t)K * sizeof *p) : NULL;
   uint8_t *cls = !rc ? malloc(n) : NULL;

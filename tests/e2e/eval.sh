@@ -54,6 +54,29 @@ checks=$((checks + 1))
 awk '{ print $1 }' "$TMP/out" | tr '\n' ' ' | grep -qx "${imgs[3]}: ${imgs[0]}: ${imgs[3]}: " ||
   fail "predict did not keep the order: $(awk '{ print $1 }' "$TMP/out" | tr '\n' ' ')"
 
+# normalisation as in training: config.ini beside the model (a run directory), or
+# --mean/--std; predict follows the same rule as eval
+mkdir -p "$TMP/run"
+cp "$TMP/m.bin" "$TMP/run/model.bin"
+printf '[data]\nmean = 0.5\nstd = 0.2\n' >"$TMP/run/config.ini"
+expect_ok eval-run "$DPGD" eval --model "$TMP/run/model.bin" --data "$TMP/ds" --predictions "$TMP/p2.csv"
+expect_out eval-run-norm '\(p/255 - 0\.5\) / 0\.2 \(.*run/config\.ini\)'
+checks=$((checks + 1))
+cmp -s "$TMP/p.csv" "$TMP/p2.csv" && fail "config.ini normalisation changed no prediction"
+expect_ok eval-flags "$DPGD" eval --model "$TMP/m.bin" --data "$TMP/ds" --mean 0.5 --std 0.2 \
+  --predictions "$TMP/p3.csv"
+expect_out eval-flags-norm '\(--mean/--std\)'
+checks=$((checks + 1))
+cmp -s "$TMP/p2.csv" "$TMP/p3.csv" || fail "--mean/--std and config.ini disagree"
+expect_ok predict-run "$DPGD" predict --model "$TMP/run/model.bin" "${imgs[@]:0:12}"
+checks=$((checks + 1))
+[ "$(awk '{ print $3 }' "$TMP/out" | tr '\n' ' ')" = "$(sed -n 2,13p "$TMP/p2.csv" | cut -d, -f3 | tr '\n' ' ')" ] ||
+  fail "predict with config.ini disagrees with eval"
+printf '[data]\nmean = x\n' >"$TMP/run/config.ini"
+expect_fail bad-config 'config.ini:2' "$DPGD" predict --model "$TMP/run/model.bin" "${imgs[0]}"
+expect_fail half-norm 'both --mean and --std' "$DPGD" predict --model "$TMP/m.bin" --mean 0.2 "${imgs[0]}"
+expect_fail bad-std '--std must be positive' "$DPGD" eval --model "$TMP/m.bin" --mean 0.2 --std 0
+
 # bad options
 expect_fail eval-no-model 'no --model' "$DPGD" eval --data "$TMP/ds"
 expect_fail eval-split "split 'dev'" "$DPGD" eval --model "$TMP/m.bin" --split dev
