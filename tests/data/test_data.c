@@ -627,7 +627,11 @@ static void test_find_dir(void **state)
   char *dir = tu_tmpdir();
   char cwd[1024], buf[1024], p[700];
   assert_non_null(getcwd(cwd, sizeof cwd));
-  assert_int_equal(chdir(dir), 0);
+  /* Work one level down, so that the ../shared default lands inside the temp folder
+   * (a /tmp/shared on the machine would otherwise be found). */
+  snprintf(p, sizeof p, "%s/work", dir);
+  assert_int_equal(mkdir(p, 0755), 0);
+  assert_int_equal(chdir(p), 0);
   unsetenv("DPGD_DATA_DIR");
   expect_error(dpgd_data_find_dir(buf, sizeof buf, NULL), DPGD_EIO, "no dataset found",
                "../shared/data/mnist");
