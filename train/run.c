@@ -119,14 +119,29 @@ static int load_split(dpgd_dataset **out, const char *dir, const char *split, si
   return rc;
 }
 
+static int find_and_load(dpgd_dataset **train, dpgd_dataset **test, const dpgd_config *c)
+{
+  char dir[DPGD_CONFIG_PATH_MAX];
+  int rc = dpgd_data_find_dir(dir, sizeof dir, c->data_dir[0] ? c->data_dir : NULL);
+  if (!rc) rc = load_split(train, dir, "train", c->data_n_train, c);
+  if (!rc && test) rc = load_split(test, dir, "test", c->data_n_test, c);
+  return rc;
+}
+
+int dpgd_run_dry(dpgd_plan *p, const dpgd_config *c)
+{
+  dpgd_dataset *train = NULL;
+  int rc = find_and_load(&train, NULL, c);
+  if (!rc) rc = dpgd_plan_make(p, c, train->n);
+  dpgd_data_free(train);
+  return rc;
+}
+
 /* Everything shared by open and resume: data, plan, model, buffers, streams. */
 static int setup(dpgd_run *r)
 {
   const dpgd_config *c = &r->cfg;
-  char dir[DPGD_CONFIG_PATH_MAX];
-  int rc = dpgd_data_find_dir(dir, sizeof dir, c->data_dir[0] ? c->data_dir : NULL);
-  if (!rc) rc = load_split(&r->train, dir, "train", c->data_n_train, c);
-  if (!rc) rc = load_split(&r->test, dir, "test", c->data_n_test, c);
+  int rc = find_and_load(&r->train, &r->test, c);
   if (rc) return rc;
   rc = dpgd_plan_make(&r->plan, c, r->train->n);
   if (rc) return rc;
