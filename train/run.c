@@ -289,7 +289,13 @@ static int write_checkpoint(dpgd_run *r)
   };
   char p[PATHLEN];
   path_in(p, r, "checkpoint.bin");
-  if (r->metrics) fflush(r->metrics);
+  /* The metrics rows up to this step reach the disk before the checkpoint does. */
+  if (r->metrics && (fflush(r->metrics) || fsync(fileno(r->metrics)))) {
+    free(sst);
+    free(sq);
+    free(acct_buf);
+    return DPGD_FAIL(DPGD_EIO, "cannot write %s/metrics.csv: %s", r->dir, strerror(errno));
+  }
   rc = dpgd_ckpt_write(p, r->config_hash, s, sizeof s / sizeof s[0]);
   free(sst);
   free(sq);
@@ -446,7 +452,15 @@ int dpgd_run_step(dpgd_run *r)
   r->m.noise_draws++;
   double lr = lr_at(r, t), scale = lr / (double)n;
   float *theta = dpgd_model_params(r->model);
-  for (size_t j = 0; j < r->P; j++) theta[j] = (float)((double)theta[j] - scale * r->sum[j]);
+  int finite = 1;
+  for (size_t j = 0; j < r->P; j++) {
+    theta[j] = (float)((double)theta[j] - scale * r->sum[j]);
+    finite &= isfinite(theta[j]);
+  }
+  if (!finite)
+    return DPGD_FAIL(DPGD_ERANGE,
+                     "training diverged: parameters not finite after step %zu (lower train.lr)",
+                     t);
   rc = dpgd_plan_add_step(r->acct, p, t);
   if (rc) return rc;
 

@@ -402,6 +402,35 @@ static void test_bad_plans(void **state)
   assert_null(r);
 }
 
+/* Secure mode: the OS generator, so the same seed gives different models; the summary
+ * says which mode ran. A diverging learning rate is an error naming the step. */
+static void test_secure_and_diverged(void **state)
+{
+  (void)state;
+  dpgd_config c;
+  base_config(&c, "secA");
+  c.train_steps = 3;
+  c.train_rng = DPGD_RNG_SECURE;
+  dpgd_run *a = open_run(&c);
+  snprintf(c.output_dir, sizeof c.output_dir, "%s/secB", dir);
+  dpgd_run *b = open_run(&c);
+  finish_run(a);
+  finish_run(b);
+  size_t P, len;
+  assert_memory_not_equal(dpgd_run_params(a, &P), dpgd_run_params(b, NULL), P * sizeof(float));
+  char *sum = (char *)slurp("secA", "summary.json", &len);
+  assert_non_null(strstr(sum, "\"rng\": \"secure\""));
+  free(sum);
+  dpgd_run_free(a);
+  dpgd_run_free(b);
+  base_config(&c, "diverge");
+  c.train_lr = 1e300;
+  dpgd_run *r = open_run(&c);
+  assert_int_equal(dpgd_run_step(r), DPGD_ERANGE);
+  assert_non_null(strstr(dpgd_error_last(), "diverged"));
+  dpgd_run_free(r);
+}
+
 /* Plans every shipped config (configs/ and configs/paper/) at n = 60000 without
  * data. The paper configs against seed 003 Appendix A: the tuned (sigma, C, k) of each
  * eps; filtering keeps sigma and C with B_norm = k C^2; the suboptimal variants never
@@ -487,6 +516,7 @@ int main(void)
     cmocka_unit_test(test_checkpoint_refused),
     cmocka_unit_test(test_bad_plans),
     cmocka_unit_test(test_configs),
+    cmocka_unit_test(test_secure_and_diverged),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   if (rc == 0) tu_rmtree(dir); /* kept for inspection when a test failed */
