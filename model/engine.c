@@ -57,6 +57,32 @@ void accumulate_rows(double *acc, float *tmp, float *G, const float *scale, size
   for (size_t p = 0; p < P; p++) acc[p] += tmp[p];
 }
 
+void accumulate_linear(double *accW, double *accb, float *tmp, float *rs, const float *r,
+                       float *x, const float *scale, size_t B, size_t K, size_t d)
+{
+  for (size_t i = 0; i < B; i++) {
+    if (scale[i] == 0.0f) {
+      memset(rs + i * K, 0, K * sizeof(float));
+      memset(x + i * d, 0, d * sizeof(float));
+      continue;
+    }
+    for (size_t k = 0; k < K; k++) rs[i * K + k] = scale[i] * r[i * K + k];
+  }
+  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)K, (int)d, (int)B, 1.0f, rs,
+              (int)K, x, (int)d, 0.0f, tmp, (int)d);
+  for (size_t p = 0; p < K * d; p++) accW[p] += tmp[p];
+  for (size_t i = 0; i < B; i++)
+    for (size_t k = 0; k < K; k++) accb[k] += rs[i * K + k];
+}
+
+double linear_sqnorm(const float *r, const float *x, size_t K, size_t d)
+{
+  double xx = 0.0, rr = 0.0;
+  for (size_t j = 0; j < d; j++) xx += (double)x[j] * x[j];
+  for (size_t k = 0; k < K; k++) rr += (double)r[k] * r[k];
+  return (xx + 1.0) * rr;
+}
+
 static size_t round_up(size_t bytes) { return (bytes + ALIGN - 1) / ALIGN * ALIGN; }
 
 /* Bytes of one thread's block and, when base is non-NULL, the pointers carved from it. */
