@@ -27,7 +27,8 @@ static void usage(FILE *f)
           "  --set S.K=V      override one key (repeatable)\n"
           "  --out DIR        run directory (overrides output.dir)\n"
           "  --resume DIR     continue the unfinished run in DIR from its checkpoint\n"
-          "  --quiet          no progress line\n\n"
+          "  --quiet          no progress line\n"
+          "  --dry-run        print the plan and its guarantee under every method; no training\n\n"
           "configuration keys:\n");
   dpgd_config_print_schema(f);
 }
@@ -71,12 +72,14 @@ int dpgd_cmd_train(int argc, char **argv)
   }
   const char *config = NULL, *out = NULL, *resume = NULL;
   const char *sets[MAX_SETS];
-  int n_sets = 0, quiet = 0;
+  int n_sets = 0, quiet = 0, dry = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     int has_val = i + 1 < argc;
     if (!strcmp(a, "--quiet")) {
       quiet = 1;
+    } else if (!strcmp(a, "--dry-run")) {
+      dry = 1;
     } else if (!strcmp(a, "--config") || !strcmp(a, "--set") || !strcmp(a, "--out") ||
                !strcmp(a, "--resume")) {
       if (!has_val) return dpgd_cli_usage_error("train", "%s needs a value", a);
@@ -90,8 +93,8 @@ int dpgd_cmd_train(int argc, char **argv)
       return dpgd_cli_usage_error("train", "unknown argument '%s'", a);
     }
   }
-  if (resume && (config || n_sets || out))
-    return dpgd_cli_usage_error("train", "--resume takes no --config, --set or --out");
+  if (resume && (config || n_sets || out || dry))
+    return dpgd_cli_usage_error("train", "--resume takes no --config, --set, --out or --dry-run");
   if (!resume && !config)
     return dpgd_cli_usage_error("train", "--config FILE (or --resume RUN_DIR) is required");
 
@@ -107,6 +110,13 @@ int dpgd_cmd_train(int argc, char **argv)
     for (int i = 0; !rc && i < n_sets; i++) rc = dpgd_config_set(&c, sets[i]);
     if (!rc) rc = dpgd_config_validate(&c);
     if (rc) return dpgd_cli_status_error(rc, "");
+    if (dry) {
+      dpgd_plan p;
+      rc = dpgd_run_dry(&p, &c);
+      if (rc) return dpgd_cli_status_error(rc, "");
+      print_plan(&p, &c);
+      return DPGD_EXIT_OK;
+    }
     rc = dpgd_run_open(&r, &c, out);
     if (rc) return dpgd_cli_status_error(rc, "");
   }

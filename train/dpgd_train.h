@@ -177,6 +177,10 @@ int dpgd_run_done(const dpgd_run *r);
 int dpgd_run_finish(dpgd_run *r);
 void dpgd_run_free(dpgd_run *r);
 
+/* The plan of c without training (dpgd train --dry-run): loads the training split only
+ * to learn n (data.n_train applied). */
+int dpgd_run_dry(dpgd_plan *p, const dpgd_config *c);
+
 /* dpgd_run_open (or resume when resume is not 0: c is then ignored) + steps + finish. */
 int dpgd_run_train(const dpgd_config *c, const char *run_dir, int resume);
 

@@ -119,14 +119,29 @@ static int load_split(dpgd_dataset **out, const char *dir, const char *split, si
   return rc;
 }
 
+static int find_and_load(dpgd_dataset **train, dpgd_dataset **test, const dpgd_config *c)
+{
+  char dir[DPGD_CONFIG_PATH_MAX];
+  int rc = dpgd_data_find_dir(dir, sizeof dir, c->data_dir[0] ? c->data_dir : NULL);
+  if (!rc) rc = load_split(train, dir, "train", c->data_n_train, c);
+  if (!rc && test) rc = load_split(test, dir, "test", c->data_n_test, c);
+  return rc;
+}
+
+int dpgd_run_dry(dpgd_plan *p, const dpgd_config *c)
+{
+  dpgd_dataset *train = NULL;
+  int rc = find_and_load(&train, NULL, c);
+  if (!rc) rc = dpgd_plan_make(p, c, train->n);
+  dpgd_data_free(train);
+  return rc;
+}
+
 /* Everything shared by open and resume: data, plan, model, buffers, streams. */
 static int setup(dpgd_run *r)
 {
   const dpgd_config *c = &r->cfg;
-  char dir[DPGD_CONFIG_PATH_MAX];
-  int rc = dpgd_data_find_dir(dir, sizeof dir, c->data_dir[0] ? c->data_dir : NULL);
-  if (!rc) rc = load_split(&r->train, dir, "train", c->data_n_train, c);
-  if (!rc) rc = load_split(&r->test, dir, "test", c->data_n_test, c);
+  int rc = find_and_load(&r->train, &r->test, c);
   if (rc) return rc;
   rc = dpgd_plan_make(&r->plan, c, r->train->n);
   if (rc) return rc;
@@ -274,7 +289,13 @@ static int write_checkpoint(dpgd_run *r)
   };
   char p[PATHLEN];
   path_in(p, r, "checkpoint.bin");
-  if (r->metrics) fflush(r->metrics);
+  /* The metrics rows up to this step reach the disk before the checkpoint does. */
+  if (r->metrics && (fflush(r->metrics) || fsync(fileno(r->metrics)))) {
+    free(sst);
+    free(sq);
+    free(acct_buf);
+    return DPGD_FAIL(DPGD_EIO, "cannot write %s/metrics.csv: %s", r->dir, strerror(errno));
+  }
   rc = dpgd_ckpt_write(p, r->config_hash, s, sizeof s / sizeof s[0]);
   free(sst);
   free(sq);
@@ -431,7 +452,15 @@ int dpgd_run_step(dpgd_run *r)
   r->m.noise_draws++;
   double lr = lr_at(r, t), scale = lr / (double)n;
   float *theta = dpgd_model_params(r->model);
-  for (size_t j = 0; j < r->P; j++) theta[j] = (float)((double)theta[j] - scale * r->sum[j]);
+  int finite = 1;
+  for (size_t j = 0; j < r->P; j++) {
+    theta[j] = (float)((double)theta[j] - scale * r->sum[j]);
+    finite &= isfinite(theta[j]);
+  }
+  if (!finite)
+    return DPGD_FAIL(DPGD_ERANGE,
+                     "training diverged: parameters not finite after step %zu (lower train.lr)",
+                     t);
   rc = dpgd_plan_add_step(r->acct, p, t);
   if (rc) return rc;
 

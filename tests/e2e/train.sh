@@ -9,6 +9,15 @@ export OMP_NUM_THREADS=2
 SUB=(--set data.dir="$MNIST" --set data.n_train=3000 --set data.n_test=2000
      --set model.threads=2 --set output.progress=false)
 
+# 0. --dry-run prints the plan (MATH.md's worked example: eps 0.2033 exact, 0.3007 zCDP)
+# and trains nothing.
+PAPER=$(dirname "$CFG")/paper/eps03-plain.ini
+expect_ok dry-run "$DPGD" train --config "$PAPER" --set data.dir="$MNIST" --dry-run \
+  --out "$TMP/dry"
+expect_out dry-run-exact '^  exact +0\.2032[0-9]*$'
+expect_out dry-run-zcdp '^  zcdp +0\.3006[0-9]*$'
+checks=$((checks + 1)); [ ! -e "$TMP/dry" ] || fail "dry-run: created the run directory"
+
 # 1. A short filtered run with private stopping learns; the run directory is complete.
 R=$TMP/learn
 expect_ok learn "$DPGD" train --config "$CFG" "${SUB[@]}" --set filter.enabled=true \

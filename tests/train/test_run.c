@@ -402,6 +402,105 @@ static void test_bad_plans(void **state)
   assert_null(r);
 }
 
+/* Secure mode: the OS generator, so the same seed gives different models; the summary
+ * says which mode ran. A diverging learning rate is an error naming the step. */
+static void test_secure_and_diverged(void **state)
+{
+  (void)state;
+  dpgd_config c;
+  base_config(&c, "secA");
+  c.train_steps = 3;
+  c.train_rng = DPGD_RNG_SECURE;
+  dpgd_run *a = open_run(&c);
+  snprintf(c.output_dir, sizeof c.output_dir, "%s/secB", dir);
+  dpgd_run *b = open_run(&c);
+  finish_run(a);
+  finish_run(b);
+  size_t P, len;
+  assert_memory_not_equal(dpgd_run_params(a, &P), dpgd_run_params(b, NULL), P * sizeof(float));
+  char *sum = (char *)slurp("secA", "summary.json", &len);
+  assert_non_null(strstr(sum, "\"rng\": \"secure\""));
+  free(sum);
+  dpgd_run_free(a);
+  dpgd_run_free(b);
+  base_config(&c, "diverge");
+  c.train_lr = 1e300;
+  dpgd_run *r = open_run(&c);
+  assert_int_equal(dpgd_run_step(r), DPGD_ERANGE);
+  assert_non_null(strstr(dpgd_error_last(), "diverged"));
+  dpgd_run_free(r);
+}
+
+/* Plans every shipped config (configs/ and configs/paper/) at n = 60000 without
+ * data. The paper configs against seed 003 Appendix A: the tuned (sigma, C, k) of each
+ * eps; filtering keeps sigma and C with B_norm = k C^2; the suboptimal variants never
+ * exceed the tuned training guarantee (steps rounded down, or B_norm scaled) and keep
+ * the same noise std sigma C (clipping) or C (noise); the exact variants are calibrated
+ * to the nominal eps from below (within 0.1%). */
+static double plan_of(const char *file, dpgd_plan *p)
+{
+  char path[1024];
+  const char *src = getenv("DPGD_SOURCE_DIR");
+  snprintf(path, sizeof path, "%s/configs/%s", src ? src : ".", file);
+  dpgd_config c;
+  dpgd_config_defaults(&c);
+  int rc = dpgd_config_load(&c, path);
+  if (!rc) rc = dpgd_plan_make(p, &c, 60000);
+  if (rc) print_error("%s: %s\n", path, dpgd_error_last());
+  assert_int_equal(rc, DPGD_OK);
+  return p->mu_train;
+}
+
+static void test_configs(void **state)
+{
+  (void)state;
+  static const struct {
+    const char *eps;
+    double nominal, sigma, clip, steps, factor;
+  } paper[] = {{"03", 0.3, 170, 10, 112, 1.5}, {"05", 0.5, 130, 15, 180, 1.5},
+               {"10", 1.0, 100, 10, 420, 2}};
+  const double tol = 1e-12;
+  for (size_t e = 0; e < sizeof paper / sizeof paper[0]; e++) {
+    char f[128];
+    dpgd_plan p, q;
+    snprintf(f, sizeof f, "paper/eps%s-plain.ini", paper[e].eps);
+    double mu = plan_of(f, &p);
+    assert_true(!p.filtered && p.sigma == paper[e].sigma && p.clip == paper[e].clip &&
+                p.steps == (size_t)paper[e].steps);
+    snprintf(f, sizeof f, "paper/eps%s-filtered.ini", paper[e].eps);
+    assert_true(plan_of(f, &q) == mu);
+    assert_true(q.filtered && q.sigma == p.sigma && q.clip == p.clip &&
+                q.budget == paper[e].steps * p.clip * p.clip);
+    if (e < 2) assert_true(q.steps == q.full_steps + 35 && q.queries == 8 && q.every == 5);
+    for (int v = 0; v < 4; v++) {
+      static const char *variant[] = {"subclip-plain", "subclip-filtered", "subnoise-plain",
+                                      "subnoise-filtered"};
+      double k = paper[e].factor;
+      snprintf(f, sizeof f, "paper/eps%s-%s.ini", paper[e].eps, variant[v]);
+      assert_true(plan_of(f, &q) <= mu * (1 + tol));
+      /* sigma written with 10 digits, rounded up (more noise) */
+      assert_true(q.sigma >= paper[e].sigma / k && q.sigma <= paper[e].sigma / k * (1 + 1e-9));
+      double want_clip = v < 2 ? paper[e].clip * k : paper[e].clip;
+      assert_true(fabs(q.clip - want_clip) <= tol * want_clip);
+      if (!q.filtered) assert_true(q.steps == (size_t)floor(paper[e].steps / (k * k)));
+    }
+    for (int v = 0; v < 2; v++) {
+      snprintf(f, sizeof f, "paper/eps%s-exact-%s.ini", paper[e].eps, v ? "filtered" : "plain");
+      plan_of(f, &q);
+      double got = q.eps[DPGD_ACCT_EXACT];
+      assert_true(got <= paper[e].nominal && got >= 0.999 * paper[e].nominal);
+      assert_true(q.eps[DPGD_ACCT_EXACT] > p.eps[DPGD_ACCT_EXACT]);
+    }
+  }
+  static const char *other[] = {"softmax.ini", "quickstart-plain.ini",
+                                "quickstart-filtered.ini"};
+  for (size_t i = 0; i < sizeof other / sizeof other[0]; i++) {
+    dpgd_plan p;
+    plan_of(other[i], &p);
+    assert_true(p.eps[DPGD_ACCT_EXACT] > 0 && p.eps[DPGD_ACCT_EXACT] <= 1);
+  }
+}
+
 int main(void)
 {
   dir = tu_tmpdir();
@@ -416,6 +515,8 @@ int main(void)
     cmocka_unit_test(test_resume_bit_identical),
     cmocka_unit_test(test_checkpoint_refused),
     cmocka_unit_test(test_bad_plans),
+    cmocka_unit_test(test_configs),
+    cmocka_unit_test(test_secure_and_diverged),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   if (rc == 0) tu_rmtree(dir); /* kept for inspection when a test failed */
