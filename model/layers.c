@@ -19,8 +19,6 @@ conv_shape conv_shape_make(size_t h, size_t w, size_t cin, size_t cout, size_t k
   return s;
 }
 
-/* Row-oriented: per output position, per kernel offset, one bounds test, then the
- * channels of that input pixel (contiguous in channels-last input). */
 /* One input channel (conv1): each kernel row is a contiguous run of the input row,
  * copied whole, zeros where it overhangs the padding. */
 static void im2col_1ch(float *cols, const float *x, const conv_shape *s, size_t B)
@@ -38,12 +36,13 @@ static void im2col_1ch(float *cols, const float *x, const conv_shape *s, size_t 
           long iy = (long)(oy * s->stride + ky) - (long)s->pad;
           float *dst = row + ky * k;
           if (iy < 0 || iy >= (long)s->h || lo >= hi) {
-            memset(dst, 0, k * sizeof(float));
+            for (size_t kx = 0; kx < k; kx++) dst[kx] = 0.0f;
             continue;
           }
-          const float *src = xb + (size_t)iy * s->w + (size_t)(ix0 + (long)lo);
+          /* plain loops, not memcpy/memset: the runs are a few floats long */
+          const float *src = xb + (size_t)iy * s->w + (size_t)ix0;
           for (size_t kx = 0; kx < lo; kx++) dst[kx] = 0.0f;
-          memcpy(dst + lo, src, (hi - lo) * sizeof(float));
+          for (size_t kx = lo; kx < hi; kx++) dst[kx] = src[kx];
           for (size_t kx = hi; kx < k; kx++) dst[kx] = 0.0f;
         }
       }
@@ -51,6 +50,8 @@ static void im2col_1ch(float *cols, const float *x, const conv_shape *s, size_t 
   }
 }
 
+/* Row-oriented: per output position, per kernel offset, one bounds test, then the
+ * channels of that input pixel (contiguous in channels-last input). */
 void im2col(float *cols, const float *x, const conv_shape *s, size_t B)
 {
   if (s->cin == 1) {
