@@ -1,16 +1,587 @@
-/* cmd_account.c -- placeholder until its issue lands: the command says so and exits non-zero. */
+/* cmd_account.c -- 'dpgd account' (eps or delta of a composition of mechanisms under
+ * every accounting method, with error bound and query time) and 'dpgd calibrate'
+ * (sigma for k steps, or the filter budget B_norm for a given sigma and clip, per method).
+ * All numbers come from the accountant library (MATH.md sections 2-5); this file only
+ * parses, times and prints. A method that does not apply prints "n/a" and the reason. */
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
 #include "commands.h"
+#include "dpgd_accounting.h"
+
+/* Largest number of outcomes of one --discrete pair. */
+#define MAX_OUTCOMES 1024
+
+static const char mech_help[] =
+    "mechanisms (each flag may repeat; count defaults to 1; sensitivity to 1):\n"
+    "  --gaussian sigma=S[,sensitivity=D][,count=N]   Gaussian, noise std S (mu = D/S)\n"
+    "  --gaussian mu=M[,count=N]                     Gaussian given by its GDP mu\n"
+    "  --laplace b=B[,sensitivity=D][,count=N]       Laplace, scale B (a = D/B)\n"
+    "  --laplace a=A[,count=N]                       Laplace given by a = sensitivity/scale\n"
+    "  --rr eps0=E[,count=N]                         binary randomized response\n"
+    "  --discrete p=P1:P2:..,q=Q1:Q2:..[,count=N]    a dominating pair of discrete\n"
+    "                                                distributions (removal direction;\n"
+    "                                                the reversed pair is also accounted)\n"
+    "  --subsampled q=Q,sigma=S[,count=N]            Poisson-subsampled Gaussian,\n"
+    "                                                rate Q, noise multiplier S\n";
+
+static const char method_help[] =
+    "  --method M[,M..]  only these methods: exact, zcdp, rdp_classic, rdp_balle,\n"
+    "                    rdp_optimal (default: all)\n"
+    "  --json            one JSON object instead of the table\n";
+
+static double now_ms(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+/* ---- parsing of mechanism specifications "key=value,key=value" ---- */
+
+typedef struct {
+  const char *key;
+  const char *val; /* NULL if absent */
+} kv;
+
+/* Splits spec (modified in place) into at most n pairs whose keys must be among
+ * kvs[].key; fills kvs[].val. Prints an error naming flag and returns non-zero. */
+static int parse_kv(const char *flag, char *spec, kv *kvs, size_t n)
+{
+  if (!*spec) {
+    dpgd_cli_error("%s: empty specification", flag);
+    return 1;
+  }
+  for (char *tok = strtok(spec, ","); tok; tok = strtok(NULL, ",")) {
+    char *eq = strchr(tok, '=');
+    if (!eq) {
+      dpgd_cli_error("%s: '%s' is not key=value", flag, tok);
+      return 1;
+    }
+    *eq = '\0';
+    size_t i = 0;
+    while (i < n && strcmp(kvs[i].key, tok)) i++;
+    if (i == n) {
+      dpgd_cli_error("%s: unknown key '%s'", flag, tok);
+      return 1;
+    }
+    if (kvs[i].val) {
+      dpgd_cli_error("%s: key '%s' given twice", flag, tok);
+      return 1;
+    }
+    kvs[i].val = eq + 1;
+  }
+  return 0;
+}
+
+/* A double from key `key` of flag, or dflt if absent (error if required and absent). */
+static int kv_double(const char *flag, const kv *x, int required, double dflt, double *out)
+{
+  char name[64];
+  snprintf(name, sizeof name, "%s %s", flag, x->key);
+  if (!x->val) {
+    if (required) {
+      dpgd_cli_error("%s: missing %s=", flag, x->key);
+      return 1;
+    }
+    *out = dflt;
+    return 0;
+  }
+  return dpgd_cli_parse_double(name, x->val, out);
+}
+
+static int kv_count(const char *flag, const kv *x, uint64_t *count)
+{
+  size_t c = 1;
+  char name[64];
+  snprintf(name, sizeof name, "%s count", flag);
+  if (x->val && dpgd_cli_parse_size(name, x->val, &c)) return 1;
+  if (c < 1) {
+    dpgd_cli_error("%s: count must be >= 1", flag);
+    return 1;
+  }
+  *count = c;
+  return 0;
+}
+
+/* "0.5:0.25:0.25" -> v[k]. */
+static int parse_probs(const char *flag, const char *key, const char *text, double *v,
+                       size_t *k)
+{
+  char name[64], buf[64];
+  snprintf(name, sizeof name, "%s %s", flag, key);
+  *k = 0;
+  for (const char *s = text;;) {
+    const char *colon = strchr(s, ':');
+    size_t len = colon ? (size_t)(colon - s) : strlen(s);
+    if (*k == MAX_OUTCOMES) {
+      dpgd_cli_error("%s: more than %d outcomes", name, MAX_OUTCOMES);
+      return 1;
+    }
+    if (len >= sizeof buf) len = sizeof buf - 1;
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    if (dpgd_cli_parse_double(name, buf, &v[(*k)++])) return 1;
+    if (!colon) break;
+    s = colon + 1;
+  }
+  return 0;
+}
+
+static int add_status(const char *flag, int st)
+{
+  if (!st) return 0;
+  dpgd_cli_status_error(st, flag);
+  return 1;
+}
+
+/* Adds the mechanism of one flag (--gaussian etc.) with its specification to a.
+ * Returns 0, 1 after printing an error, or -1 if flag is not a mechanism flag. */
+static int add_mechanism(dpgd_accountant *a, const char *flag, const char *spec_in)
+{
+  static const char *flags[] = {"--gaussian", "--laplace", "--rr", "--discrete",
+                                "--subsampled"};
+  size_t which = 0;
+  while (which < 5 && strcmp(flag, flags[which])) which++;
+  if (which == 5) return -1;
+  if (!spec_in) {
+    dpgd_cli_error("%s needs a specification (see 'dpgd account --help')", flag);
+    return 1;
+  }
+  char spec[4096];
+  if (strlen(spec_in) >= sizeof spec) {
+    dpgd_cli_error("%s: specification too long", flag);
+    return 1;
+  }
+  strcpy(spec, spec_in);
+  uint64_t count = 1;
+  double x, y, d;
+  switch (which) {
+  case 0: { /* gaussian */
+    kv k[] = {{"sigma", NULL}, {"mu", NULL}, {"sensitivity", NULL}, {"count", NULL}};
+    if (parse_kv(flag, spec, k, 4) || kv_count(flag, &k[3], &count)) return 1;
+    if (!k[0].val == !k[1].val) {
+      dpgd_cli_error("%s: give exactly one of sigma= and mu=", flag);
+      return 1;
+    }
+    if (k[1].val) {
+      if (k[2].val) {
+        dpgd_cli_error("%s: sensitivity= goes with sigma=, not mu=", flag);
+        return 1;
+      }
+      if (kv_double(flag, &k[1], 1, 0, &x)) return 1;
+      return add_status(flag, dpgd_acct_add_gaussian(a, x, count));
+    }
+    if (kv_double(flag, &k[0], 1, 0, &x) || kv_double(flag, &k[2], 0, 1, &d)) return 1;
+    if (!(x > 0) || !(d > 0)) {
+      dpgd_cli_error("%s: sigma and sensitivity must be > 0", flag);
+      return 1;
+    }
+    return add_status(flag, dpgd_acct_add_gaussian(a, d / x, count));
+  }
+  case 1: { /* laplace */
+    kv k[] = {{"b", NULL}, {"a", NULL}, {"sensitivity", NULL}, {"count", NULL}};
+    if (parse_kv(flag, spec, k, 4) || kv_count(flag, &k[3], &count)) return 1;
+    if (!k[0].val == !k[1].val) {
+      dpgd_cli_error("%s: give exactly one of b= and a=", flag);
+      return 1;
+    }
+    if (k[1].val) {
+      if (k[2].val) {
+        dpgd_cli_error("%s: sensitivity= goes with b=, not a=", flag);
+        return 1;
+      }
+      if (kv_double(flag, &k[1], 1, 0, &x)) return 1;
+      return add_status(flag, dpgd_acct_add_laplace(a, x, count));
+    }
+    if (kv_double(flag, &k[0], 1, 0, &x) || kv_double(flag, &k[2], 0, 1, &d)) return 1;
+    if (!(x > 0) || !(d > 0)) {
+      dpgd_cli_error("%s: b and sensitivity must be > 0", flag);
+      return 1;
+    }
+    return add_status(flag, dpgd_acct_add_laplace(a, d / x, count));
+  }
+  case 2: { /* rr */
+    kv k[] = {{"eps0", NULL}, {"count", NULL}};
+    if (parse_kv(flag, spec, k, 2) || kv_count(flag, &k[1], &count) ||
+        kv_double(flag, &k[0], 1, 0, &x))
+      return 1;
+    return add_status(flag, dpgd_acct_add_rr(a, x, count));
+  }
+  case 3: { /* discrete */
+    kv k[] = {{"p", NULL}, {"q", NULL}, {"count", NULL}};
+    static double p[MAX_OUTCOMES], q[MAX_OUTCOMES];
+    size_t kp, kq;
+    if (parse_kv(flag, spec, k, 3) || kv_count(flag, &k[2], &count)) return 1;
+    if (!k[0].val || !k[1].val) {
+      dpgd_cli_error("%s: missing %s=", flag, k[0].val ? "q" : "p");
+      return 1;
+    }
+    if (parse_probs(flag, "p", k[0].val, p, &kp) || parse_probs(flag, "q", k[1].val, q, &kq))
+      return 1;
+    if (kp != kq) {
+      dpgd_cli_error("%s: p has %zu outcomes but q has %zu", flag, kp, kq);
+      return 1;
+    }
+    return add_status(flag, dpgd_acct_add_discrete(a, p, q, kp, count));
+  }
+  default: { /* subsampled */
+    kv k[] = {{"q", NULL}, {"sigma", NULL}, {"count", NULL}};
+    if (parse_kv(flag, spec, k, 3) || kv_count(flag, &k[2], &count) ||
+        kv_double(flag, &k[0], 1, 0, &x) || kv_double(flag, &k[1], 1, 0, &y))
+      return 1;
+    return add_status(flag, dpgd_acct_add_subsampled_gaussian(a, x, y, count));
+  }
+  }
+}
+
+/* --method a,b -> mask of methods. */
+static int parse_methods(const char *cmd, const char *text, unsigned *mask)
+{
+  char buf[256];
+  if (!text || strlen(text) >= sizeof buf) {
+    dpgd_cli_usage_error(cmd, "--method needs a list of methods");
+    return 1;
+  }
+  strcpy(buf, text);
+  *mask = 0;
+  for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+    int m = dpgd_acct_method_find(tok);
+    if (m < 0) {
+      dpgd_cli_usage_error(cmd,
+                           "--method: unknown method '%s' (exact, zcdp, rdp_classic, "
+                           "rdp_balle, rdp_optimal)",
+                           tok);
+      return 1;
+    }
+    *mask |= 1u << m;
+  }
+  if (!*mask) {
+    dpgd_cli_usage_error(cmd, "--method needs a list of methods");
+    return 1;
+  }
+  return 0;
+}
+
+/* The options both commands share. */
+typedef struct {
+  const char *cmd;
+  dpgd_accountant *acc; /* mechanisms given on the command line */
+  double eps, delta, sigma, clip;
+  int have_eps, have_delta, have_sigma, have_clip, have_steps, json;
+  size_t steps;
+  unsigned methods;
+} options;
+
+/* Flag value: argv[i + 1] or an error naming the flag. */
+static const char *value_of(const options *o, int argc, char **argv, int i)
+{
+  if (i + 1 >= argc) {
+    dpgd_cli_usage_error(o->cmd, "%s needs a value", argv[i]);
+    return NULL;
+  }
+  return argv[i + 1];
+}
+
+static int parse_options(options *o, int argc, char **argv)
+{
+  for (int i = 1; i < argc; i++) {
+    const char *f = argv[i];
+    if (!strcmp(f, "--json")) {
+      o->json = 1;
+      continue;
+    }
+    int r = add_mechanism(o->acc, f, i + 1 < argc ? argv[i + 1] : NULL);
+    if (r > 0) return DPGD_EXIT_USAGE;
+    if (r == 0) {
+      i++;
+      continue;
+    }
+    const char *v = value_of(o, argc, argv, i);
+    if (!v) return DPGD_EXIT_USAGE;
+    i++;
+    double *dst = NULL;
+    int *have = NULL;
+    if (!strcmp(f, "--epsilon")) dst = &o->eps, have = &o->have_eps;
+    else if (!strcmp(f, "--delta")) dst = &o->delta, have = &o->have_delta;
+    else if (!strcmp(f, "--sigma")) dst = &o->sigma, have = &o->have_sigma;
+    else if (!strcmp(f, "--clip")) dst = &o->clip, have = &o->have_clip;
+    if (dst) {
+      if (*have) return dpgd_cli_usage_error(o->cmd, "%s given twice", f);
+      if (dpgd_cli_parse_double(f, v, dst)) return DPGD_EXIT_USAGE;
+      *have = 1;
+    } else if (!strcmp(f, "--steps")) {
+      if (dpgd_cli_parse_size(f, v, &o->steps)) return DPGD_EXIT_USAGE;
+      o->have_steps = 1;
+    } else if (!strcmp(f, "--method")) {
+      if (parse_methods(o->cmd, v, &o->methods)) return DPGD_EXIT_USAGE;
+    } else {
+      return dpgd_cli_usage_error(o->cmd, "unknown option '%s'", f);
+    }
+  }
+  if (o->have_delta && !(o->delta > 0 && o->delta < 1))
+    return dpgd_cli_usage_error(o->cmd, "--delta must lie in (0, 1) (got %g)", o->delta);
+  if (o->have_eps && !(o->eps >= 0))
+    return dpgd_cli_usage_error(o->cmd, "--epsilon must be >= 0 (got %g)", o->eps);
+  return DPGD_EXIT_OK;
+}
+
+/* JSON string: the reasons are library messages (ASCII); escape quotes, backslashes
+ * and control characters. */
+static void json_string(const char *s)
+{
+  putchar('"');
+  for (; *s; s++) {
+    if (*s == '"' || *s == '\\') printf("\\%c", *s);
+    else if ((unsigned char)*s < 0x20) printf("\\u%04x", (unsigned char)*s);
+    else putchar(*s);
+  }
+  putchar('"');
+}
+
+/* One method's answer: value (already an upper/lower bound as the library returns it),
+ * its error bound and time, or the reason it does not apply. */
+typedef struct {
+  int ok;
+  double value, err, ms;
+  char why[256];
+} answer;
+
+/* value to 10 significant digits, rounded up (dir > 0) or down (dir < 0): a printed
+ * eps or sigma is never below, a printed budget never above, the library's answer. */
+static double round10(double v, int dir)
+{
+  if (!(v > 0) || isinf(v)) return v;
+  double p = pow(10, floor(log10(v)) - 9);
+  double k = v / p;
+  k = dir > 0 ? ceil(k * (1 + 4 * DBL_EPSILON)) : floor(k * (1 - 4 * DBL_EPSILON));
+  return k * p;
+}
+
+static void answer_fail(answer *r, int st)
+{
+  const char *why = dpgd_error_last();
+  snprintf(r->why, sizeof r->why, "%s", why[0] ? why : dpgd_error_str(st));
+  dpgd_error_clear();
+}
+
+static int n_ok(const answer *r, unsigned methods)
+{
+  int n = 0;
+  for (int m = 0; m < DPGD_ACCT_N_METHODS; m++)
+    if ((methods >> m & 1) && r[m].ok) n++;
+  return n;
+}
+
+/* Prints the table or JSON of per-method answers; `what` names the value. With
+ * clip2 > 0 (budget calibration) the second column is floor(value / clip2), the number
+ * of full steps; with clip2 == 0 it is the error bound; with clip2 < 0 there is none. */
+static void print_answers(const options *o, const answer *r, const char *what,
+                          const char *head_json, double clip2)
+{
+  int dir = clip2 > 0 ? -1 : 1; /* budgets round down, eps/delta/sigma up */
+  if (o->json) printf("{%s, \"methods\": {", head_json);
+  else if (clip2 != 0)
+    printf("%-12s %-18s %-12s %s\n", "method", what, clip2 > 0 ? "full steps" : "", "time ms");
+  else printf("%-12s %-18s %-12s %s\n", "method", what, "error bound", "time ms");
+  int first = 1;
+  for (int m = 0; m < DPGD_ACCT_N_METHODS; m++) {
+    if (!(o->methods >> m & 1)) continue;
+    const char *name = dpgd_acct_method_name(m);
+    if (o->json) {
+      printf("%s\"%s\": {\"%s\": ", first ? "" : ", ", name, what);
+      first = 0;
+      if (!r[m].ok) {
+        printf("null, \"na\": ");
+        json_string(r[m].why);
+        printf("}");
+        continue;
+      }
+      printf("%.17g", r[m].value);
+      if (clip2 > 0) printf(", \"full_steps\": %.0f", floor(r[m].value / clip2));
+      else if (clip2 == 0) printf(", \"err\": %.3g", r[m].err);
+      printf(", \"time_ms\": %.4f}", r[m].ms);
+    } else if (!r[m].ok) {
+      printf("%-12s %-18s (%s)\n", name, "n/a", r[m].why);
+    } else if (clip2 > 0) {
+      printf("%-12s %-18.10g %-12.0f %.3f\n", name, round10(r[m].value, dir),
+             floor(r[m].value / clip2),
+             r[m].ms);
+    } else if (clip2 < 0) {
+      printf("%-12s %-18.10g %-12s %.3f\n", name, round10(r[m].value, dir), "", r[m].ms);
+    } else {
+      printf("%-12s %-18.10g %-12.3g %.3f\n", name, round10(r[m].value, dir),
+             round10(r[m].err, 1), r[m].ms);
+    }
+  }
+  if (o->json) printf("}}\n");
+}
+
+static void account_usage(FILE *f)
+{
+  fprintf(f,
+          "usage: dpgd account MECHANISM... [--delta D | --epsilon E] [--method M] [--json]\n\n"
+          "Privacy of the composition of the given mechanisms under every accounting\n"
+          "method (MATH.md sections 2-4): eps for a delta (default --delta 1e-5), or delta\n"
+          "for an eps. Each value is an upper bound that includes its numerical error\n"
+          "bound (printed beside it); a method that does not apply prints n/a and why.\n\n"
+          "%s\n"
+          "  --delta D         report eps(D), 0 < D < 1 (default 1e-5)\n"
+          "  --epsilon E       report delta(E), E >= 0, instead\n"
+          "%s\n"
+          "example: dpgd account --gaussian sigma=100,count=420 --delta 1e-5\n",
+          mech_help, method_help);
+}
 
 int dpgd_cmd_account(int argc, char **argv)
 {
-  (void)argc;
-  (void)argv;
-  return dpgd_cli_not_landed("account", "the accountant (issue 5)");
+  if (dpgd_cli_wants_help(argc, argv)) {
+    account_usage(stdout);
+    return DPGD_EXIT_OK;
+  }
+  options o = {.cmd = "account", .methods = (1u << DPGD_ACCT_N_METHODS) - 1};
+  o.acc = dpgd_acct_alloc();
+  if (!o.acc) return dpgd_cli_error("out of memory");
+  int rc = parse_options(&o, argc, argv);
+  if (!rc && (o.have_sigma || o.have_clip || o.have_steps))
+    rc = dpgd_cli_usage_error("account", "--sigma/--clip/--steps belong to 'dpgd calibrate'; "
+                                         "give mechanisms with --gaussian etc.");
+  if (!rc && o.have_eps && o.have_delta)
+    rc = dpgd_cli_usage_error("account", "give --delta or --epsilon, not both");
+  if (!rc && dpgd_acct_n_entries(o.acc) == 0)
+    rc = dpgd_cli_usage_error("account", "no mechanism given (e.g. --gaussian sigma=100,count=420)");
+  if (rc) {
+    dpgd_acct_free(o.acc);
+    return rc;
+  }
+  if (!o.have_eps && !o.have_delta) o.delta = 1e-5;
+  answer r[DPGD_ACCT_N_METHODS] = {{0}};
+  for (int m = 0; m < DPGD_ACCT_N_METHODS; m++) {
+    if (!(o.methods >> m & 1)) continue;
+    dpgd_acct_value v;
+    double t0 = now_ms();
+    int st = o.have_eps ? dpgd_acct_delta(o.acc, m, o.eps, &v)
+                        : dpgd_acct_epsilon(o.acc, m, o.delta, &v);
+    r[m].ms = now_ms() - t0;
+    if (st) answer_fail(&r[m], st);
+    else r[m].ok = 1, r[m].value = v.value, r[m].err = v.err;
+  }
+  double mu = dpgd_acct_gdp_mu(o.acc);
+  char head[256] = "";
+  if (o.json) {
+    char mus[64] = "null";
+    if (!isnan(mu)) snprintf(mus, sizeof mus, "%.17g", mu);
+    snprintf(head, sizeof head,
+             "\"releases\": %llu, \"entries\": %zu, \"gdp_mu\": %s, \"%s\": %.17g",
+             (unsigned long long)dpgd_acct_n_releases(o.acc), dpgd_acct_n_entries(o.acc),
+             mus, o.have_eps ? "epsilon" : "delta", o.have_eps ? o.eps : o.delta);
+  } else {
+    printf("releases     %llu in %zu entries",
+           (unsigned long long)dpgd_acct_n_releases(o.acc), dpgd_acct_n_entries(o.acc));
+    if (!isnan(mu)) printf(" (Gaussian only: mu = %.10g)", mu);
+    printf("\n");
+    if (o.have_eps) printf("epsilon      %.10g\n", o.eps);
+    else printf("delta        %.10g\n", o.delta);
+  }
+  print_answers(&o, r, o.have_eps ? "delta" : "eps", head, 0);
+  int ok = n_ok(r, o.methods);
+  dpgd_acct_free(o.acc);
+  if (!ok) return dpgd_cli_error("no requested method applies to this composition");
+  return DPGD_EXIT_OK;
+}
+
+static void calibrate_usage(FILE *f)
+{
+  fprintf(f,
+          "usage: dpgd calibrate --epsilon E [--delta D] --steps K [MECHANISM...] [options]\n"
+          "       dpgd calibrate --epsilon E [--delta D] --sigma S --clip C [MECHANISM...]\n\n"
+          "Noise calibration (MATH.md section 5), per accounting method, rounded in the\n"
+          "private direction and verified against the target:\n"
+          "  with --steps: the smallest noise multiplier sigma such that K Gaussian steps\n"
+          "    (mu = 1/sigma each) give eps(delta) <= E (Algorithm 6);\n"
+          "  with --sigma and --clip: the largest squared-norm budget B_norm of the\n"
+          "    individual filter (Algorithm 7, mu = sqrt(B_norm)/(sigma C)) and its number\n"
+          "    of full steps floor(B_norm/C^2).\n"
+          "Mechanism flags add other releases to the composition (with --sigma/--clip\n"
+          "they must be Gaussian, e.g. stopping queries --gaussian sigma=600,count=8).\n\n"
+          "  --epsilon E       target eps > 0\n"
+          "  --delta D         target delta, 0 < D < 1 (default 1e-5)\n"
+          "  --steps K         number of gradient steps, K >= 1\n"
+          "  --sigma S --clip C  noise multiplier and clip norm of a filtered run\n"
+          "%s\n%s",
+          method_help, mech_help);
 }
 
 int dpgd_cmd_calibrate(int argc, char **argv)
 {
-  (void)argc;
-  (void)argv;
-  return dpgd_cli_not_landed("calibrate", "the accountant (issue 5)");
+  if (dpgd_cli_wants_help(argc, argv)) {
+    calibrate_usage(stdout);
+    return DPGD_EXIT_OK;
+  }
+  options o = {.cmd = "calibrate", .methods = (1u << DPGD_ACCT_N_METHODS) - 1};
+  o.acc = dpgd_acct_alloc();
+  if (!o.acc) return dpgd_cli_error("out of memory");
+  int rc = parse_options(&o, argc, argv);
+  if (!rc && !o.have_eps) rc = dpgd_cli_usage_error("calibrate", "--epsilon is required");
+  if (!rc && !(o.eps > 0))
+    rc = dpgd_cli_usage_error("calibrate", "--epsilon must be > 0 (got %g)", o.eps);
+  int budget = o.have_sigma || o.have_clip;
+  if (!rc && budget && o.have_steps)
+    rc = dpgd_cli_usage_error("calibrate", "give --steps, or --sigma and --clip, not both");
+  if (!rc && !budget && !o.have_steps)
+    rc = dpgd_cli_usage_error("calibrate", "give --steps K, or --sigma S and --clip C");
+  if (!rc && budget && !(o.have_sigma && o.have_clip))
+    rc = dpgd_cli_usage_error("calibrate", "%s is required with %s",
+                              o.have_sigma ? "--clip" : "--sigma",
+                              o.have_sigma ? "--sigma" : "--clip");
+  if (!rc && budget && !(o.sigma > 0))
+    rc = dpgd_cli_usage_error("calibrate", "--sigma must be > 0 (got %g)", o.sigma);
+  if (!rc && budget && !(o.clip > 0))
+    rc = dpgd_cli_usage_error("calibrate", "--clip must be > 0 (got %g)", o.clip);
+  if (!rc && !budget && o.steps < 1)
+    rc = dpgd_cli_usage_error("calibrate", "--steps must be >= 1");
+  if (rc) {
+    dpgd_acct_free(o.acc);
+    return rc;
+  }
+  if (!o.have_delta) o.delta = 1e-5;
+  const dpgd_accountant *extra = dpgd_acct_n_entries(o.acc) ? o.acc : NULL;
+  answer r[DPGD_ACCT_N_METHODS] = {{0}};
+  for (int m = 0; m < DPGD_ACCT_N_METHODS; m++) {
+    if (!(o.methods >> m & 1)) continue;
+    double t0 = now_ms(), x;
+    int st = budget ? dpgd_calibrate_budget(m, o.eps, o.delta, o.sigma, o.clip, extra, &x)
+                    : dpgd_calibrate_sigma(m, o.eps, o.delta, o.steps, extra, &x);
+    r[m].ms = now_ms() - t0;
+    if (st) answer_fail(&r[m], st);
+    else r[m].ok = 1, r[m].value = x;
+  }
+  char head[256] = "";
+  if (o.json)
+    snprintf(head, sizeof head, "\"epsilon\": %.17g, \"delta\": %.17g, \"extra_releases\": %llu",
+             o.eps, o.delta, (unsigned long long)dpgd_acct_n_releases(o.acc));
+  else
+    printf("target       eps %.10g at delta %.10g (+ %llu other releases)\n", o.eps, o.delta,
+           (unsigned long long)dpgd_acct_n_releases(o.acc));
+  size_t len = strlen(head);
+  if (!budget) {
+    if (o.json) snprintf(head + len, sizeof head - len, ", \"steps\": %zu", o.steps);
+    else printf("steps        %zu\n", o.steps);
+    print_answers(&o, r, "sigma", head, -1);
+  } else {
+    if (o.json)
+      snprintf(head + len, sizeof head - len, ", \"sigma\": %.17g, \"clip\": %.17g", o.sigma,
+               o.clip);
+    else printf("sigma        %.10g\nclip         %.10g\n", o.sigma, o.clip);
+    print_answers(&o, r, "B_norm", head, o.clip * o.clip);
+  }
+  int ok = n_ok(r, o.methods);
+  dpgd_acct_free(o.acc);
+  if (!ok) return dpgd_cli_error("no requested method could calibrate this target");
+  return DPGD_EXIT_OK;
 }

@@ -1,0 +1,105 @@
+/* acct_internal.h -- private to the accountant library: the entry list, the tunable
+ * numerical constants (STYLE.md 13) and the functions the .c files share. Tests include
+ * it to reach the individual methods (formula A, formula B, enumeration, RDP curves). */
+#ifndef DPGD_ACCT_INTERNAL_H
+#define DPGD_ACCT_INTERNAL_H
+
+#include <complex.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dpgd_accounting.h"
+
+typedef enum {
+  ACCT_GAUSSIAN = 1,   /* par[0] = mu */
+  ACCT_LAPLACE = 2,    /* par[0] = a = sensitivity/scale */
+  ACCT_RR = 3,         /* par[0] = eps0 */
+  ACCT_DISCRETE = 4,   /* p[k], q[k] */
+  ACCT_SUBSAMPLED = 5  /* par[0] = q (rate), par[1] = sigma */
+} acct_kind;
+
+typedef struct {
+  acct_kind kind;
+  uint64_t count;
+  double par[2];
+  size_t k;      /* discrete: number of outcomes */
+  double *p, *q; /* discrete: (k) each, owned */
+} acct_entry;
+
+struct dpgd_accountant {
+  acct_entry *e; /* (n) */
+  size_t n, cap;
+};
+
+/* ---- Tunable constants (documented defaults) ---- */
+/* Relative tolerance of the root finders for eps(delta), mu(eps, delta), sigma, B. */
+#define ACCT_ROOT_RELTOL 1e-13
+/* Maximum iterations of any root finder / minimiser. */
+#define ACCT_MAX_ITER 300
+/* Relative accuracy asked of the contour / Gil-Pelaez quadratures. */
+#define ACCT_QUAD_RELTOL 1e-9
+/* Sub-intervals of the adaptive quadrature workspace. */
+#define ACCT_QUAD_LIMIT 2000
+/* Largest number of atoms exact enumeration of a pure-discrete composition may use. */
+#define ACCT_ENUM_MAX_ATOMS 4000000
+/* Nodes of the composite Gauss-Legendre rule over the output o of the subsampled
+ * Gaussian (per panel) and the number of panels of width sigma. */
+#define ACCT_SG_GL_NODES 16
+/* Half-width (in units of sigma) of the window around the integrand's mass. */
+#define ACCT_SG_TAIL_SIGMAS 12.0
+
+/* ---- gdp.c: the Gaussian curve (MATH.md section 2) ---- */
+double acct_log_phi(double x);                  /* log Phi(x) */
+double acct_gdp_log_delta(double mu, double eps); /* log delta(eps), -inf if 0 */
+/* The same with a bound on the absolute error of the log; and delta itself already
+ * rounded up by its error bound (*err gets what was added). */
+double acct_gdp_log_delta_e(double mu, double eps, double *err);
+double acct_gdp_delta_e(double mu, double eps, double *err);
+
+/* Brent root bracketing on [lo, hi] with GSL's abort handler off; returns the
+ * upper or lower bracket end at convergence. */
+struct gsl_function_struct;
+int acct_brent(struct gsl_function_struct *F, double lo, double hi, int upper, double *x);
+
+/* ---- rounding helpers (gdp.c) ---- */
+double acct_round_up(double x);   /* x increased by a few ulps (x >= 0) */
+double acct_round_down(double x); /* x decreased by a few ulps */
+
+/* ---- accountant.c ---- */
+int acct_all_gaussian(const dpgd_accountant *a); /* 1 if every entry is Gaussian */
+double acct_gauss_mu2(const dpgd_accountant *a); /* sum count mu^2 of Gaussian entries */
+/* Adds the entry as is (merging with the last one when equal); used by deserialise. */
+int acct_push(dpgd_accountant *a, const acct_entry *en);
+
+/* ---- rdp.c: RDP curves and conversions (MATH.md section 4) ---- */
+/* Composed RDP eps_hat(alpha); +inf if not finite; alpha > 1. */
+double acct_rdp_curve(const dpgd_accountant *a, double alpha);
+int acct_rdp_epsilon(const dpgd_accountant *a, dpgd_acct_method m, double delta,
+                     dpgd_acct_value *out);
+int acct_rdp_delta(const dpgd_accountant *a, dpgd_acct_method m, double eps,
+                   dpgd_acct_value *out);
+/* One conversion at one order: eps for (alpha, zeta = eps_hat(alpha)). */
+double acct_rdp_conv_classic(double alpha, double zeta, double delta);
+double acct_rdp_conv_balle(double alpha, double zeta, double delta);
+int acct_rdp_conv_optimal(double alpha, double zeta, double delta, double *eps);
+
+/* ---- cf.c: characteristic-function accounting (MATH.md section 3) ---- */
+/* log M(s) of the whole composition in direction dir (0: as given / remove pair,
+ * 1: the reversed pair / add pair), at complex s. */
+double complex acct_log_mgf(const dpgd_accountant *a, int dir, double complex s);
+/* delta(eps) by formula B (dir 0 or 1), by formula A, by enumeration. */
+int acct_delta_formula_b(const dpgd_accountant *a, int dir, double eps,
+                         dpgd_acct_value *out);
+int acct_delta_formula_a(const dpgd_accountant *a, int dir, double eps,
+                         dpgd_acct_value *out);
+int acct_delta_enum(const dpgd_accountant *a, double eps, dpgd_acct_value *out);
+/* 1 if the composition has an asymmetric entry (two directions to take the max of). */
+int acct_asymmetric(const dpgd_accountant *a);
+/* The exact method: delta(eps) (max over directions, error added). */
+int acct_exact_delta(const dpgd_accountant *a, double eps, dpgd_acct_value *out);
+int acct_exact_epsilon(const dpgd_accountant *a, double delta, dpgd_acct_value *out);
+
+/* ---- crc.c ---- */
+uint32_t acct_crc32(const void *buf, size_t len);
+
+#endif /* DPGD_ACCT_INTERNAL_H */

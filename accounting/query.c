@@ -1,0 +1,86 @@
+/* query.c -- dpgd_acct_epsilon / dpgd_acct_delta: argument checks and dispatch to the
+ * methods. Pure-Gaussian compositions use the closed form of MATH.md section 2 with
+ * mu = sqrt(sum mu_j^2); zCDP (Gaussian-only) uses rho = mu^2/2 and the classic
+ * conversion eps = rho + 2 sqrt(rho log(1/delta)) (MATH.md section 4). */
+#include <float.h>
+#include <math.h>
+
+#include "acct_internal.h"
+
+static int zcdp_epsilon(const dpgd_accountant *a, double delta, dpgd_acct_value *out)
+{
+  double rho = acct_gauss_mu2(a) / 2;
+  double v = rho + 2 * sqrt(rho * -log(delta));
+  out->err = fabs(v) * 8 * DBL_EPSILON;
+  out->value = acct_round_up(v);
+  return DPGD_OK;
+}
+
+static int zcdp_delta(const dpgd_accountant *a, double eps, dpgd_acct_value *out)
+{
+  double rho = acct_gauss_mu2(a) / 2;
+  double d;
+  if (rho == 0) d = 0;
+  else if (eps <= rho) d = 1;
+  else d = exp(-(eps - rho) * (eps - rho) / (4 * rho));
+  out->err = d * 16 * DBL_EPSILON;
+  d = acct_round_up(d);
+  out->value = d > 1 ? 1 : d;
+  return DPGD_OK;
+}
+
+static int check_query(const dpgd_accountant *a, dpgd_acct_method m, dpgd_acct_value *out)
+{
+  if (!a || !out) return DPGD_FAIL(DPGD_EINVAL, "accountant query: NULL argument");
+  if ((int)m < 0 || m >= DPGD_ACCT_N_METHODS)
+    return DPGD_FAIL(DPGD_EINVAL, "unknown accounting method %d", (int)m);
+  if (m == DPGD_ACCT_ZCDP && !acct_all_gaussian(a))
+    return DPGD_FAIL(DPGD_EINVAL, "zcdp applies to Gaussian-only compositions");
+  return DPGD_OK;
+}
+
+int dpgd_acct_epsilon(const dpgd_accountant *a, dpgd_acct_method m, double delta,
+                      dpgd_acct_value *out)
+{
+  int st = check_query(a, m, out);
+  if (st) return st;
+  if (!(delta > 0 && delta < 1))
+    return DPGD_FAIL(DPGD_EINVAL, "delta must lie in (0, 1) (got %g)", delta);
+  out->value = out->err = 0;
+  if (a->n == 0) return DPGD_OK;
+  switch (m) {
+  case DPGD_ACCT_EXACT:
+    if (acct_all_gaussian(a)) {
+      double e;
+      st = dpgd_gdp_epsilon(sqrt(acct_gauss_mu2(a)), delta, &e);
+      if (st) return st;
+      out->value = e;
+      out->err = e * 16 * DBL_EPSILON;
+      return DPGD_OK;
+    }
+    return acct_exact_epsilon(a, delta, out);
+  case DPGD_ACCT_ZCDP: return zcdp_epsilon(a, delta, out);
+  default: return acct_rdp_epsilon(a, m, delta, out);
+  }
+}
+
+int dpgd_acct_delta(const dpgd_accountant *a, dpgd_acct_method m, double eps,
+                    dpgd_acct_value *out)
+{
+  int st = check_query(a, m, out);
+  if (st) return st;
+  if (!(eps >= 0) || isinf(eps))
+    return DPGD_FAIL(DPGD_EINVAL, "eps must be finite and >= 0 (got %g)", eps);
+  out->value = out->err = 0;
+  if (a->n == 0) return DPGD_OK;
+  switch (m) {
+  case DPGD_ACCT_EXACT:
+    if (acct_all_gaussian(a)) {
+      out->value = acct_gdp_delta_e(sqrt(acct_gauss_mu2(a)), eps, &out->err);
+      return DPGD_OK;
+    }
+    return acct_exact_delta(a, eps, out);
+  case DPGD_ACCT_ZCDP: return zcdp_delta(a, eps, out);
+  default: return acct_rdp_delta(a, m, eps, out);
+  }
+}
