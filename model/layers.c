@@ -19,10 +19,45 @@ conv_shape conv_shape_make(size_t h, size_t w, size_t cin, size_t cout, size_t k
   return s;
 }
 
+/* One input channel (conv1): each kernel row is a contiguous run of the input row,
+ * copied whole, zeros where it overhangs the padding. */
+static void im2col_1ch(float *cols, const float *x, const conv_shape *s, size_t B)
+{
+  const size_t k = s->k, kk = k * k;
+  for (size_t b = 0; b < B; b++) {
+    const float *xb = x + b * s->h * s->w;
+    for (size_t oy = 0; oy < s->oh; oy++) {
+      for (size_t ox = 0; ox < s->ow; ox++) {
+        float *row = cols + ((b * s->oh + oy) * s->ow + ox) * kk;
+        long ix0 = (long)(ox * s->stride) - (long)s->pad;
+        size_t lo = ix0 < 0 ? (size_t)-ix0 : 0;
+        size_t hi = (long)s->w - ix0 < (long)k ? (size_t)((long)s->w - ix0) : k;
+        for (size_t ky = 0; ky < k; ky++) {
+          long iy = (long)(oy * s->stride + ky) - (long)s->pad;
+          float *dst = row + ky * k;
+          if (iy < 0 || iy >= (long)s->h || lo >= hi) {
+            for (size_t kx = 0; kx < k; kx++) dst[kx] = 0.0f;
+            continue;
+          }
+          /* plain loops, not memcpy/memset: the runs are a few floats long */
+          const float *src = xb + (size_t)iy * s->w + (size_t)ix0;
+          for (size_t kx = 0; kx < lo; kx++) dst[kx] = 0.0f;
+          for (size_t kx = lo; kx < hi; kx++) dst[kx] = src[kx];
+          for (size_t kx = hi; kx < k; kx++) dst[kx] = 0.0f;
+        }
+      }
+    }
+  }
+}
+
 /* Row-oriented: per output position, per kernel offset, one bounds test, then the
  * channels of that input pixel (contiguous in channels-last input). */
 void im2col(float *cols, const float *x, const conv_shape *s, size_t B)
 {
+  if (s->cin == 1) {
+    im2col_1ch(cols, x, s, B);
+    return;
+  }
   const size_t kk = s->k * s->k, K = s->cin * kk;
   for (size_t b = 0; b < B; b++) {
     const float *xb = x + b * s->h * s->w * s->cin;
