@@ -113,6 +113,22 @@ int dpgd_plan_make(dpgd_plan *p, const dpgd_config *c, size_t n)
     if (rc) goto done;
   }
 
+  /* A value the calibration would overwrite is a contradiction, not a default. */
+  if (c->privacy_calibrate == DPGD_CALIBRATE_SIGMA && c->privacy_sigma > 0) {
+    rc = DPGD_FAIL(DPGD_EINVAL,
+                   "privacy.sigma = %g conflicts with privacy.calibrate = sigma, which "
+                   "computes sigma (set privacy.calibrate = none to use a given sigma)",
+                   c->privacy_sigma);
+    goto done;
+  }
+  if (c->privacy_calibrate == DPGD_CALIBRATE_BUDGET && p->filtered &&
+      (c->filter_budget > 0 || c->filter_k > 0)) {
+    rc = DPGD_FAIL(DPGD_EINVAL,
+                   "filter.budget/filter.k conflict with privacy.calibrate = budget, which "
+                   "computes B_norm (set privacy.calibrate = none to use a given budget)");
+    goto done;
+  }
+
   if (p->filtered && c->privacy_calibrate != DPGD_CALIBRATE_BUDGET)
     p->budget = c->filter_budget > 0 ? c->filter_budget : c->filter_k * p->clip * p->clip;
 
