@@ -84,6 +84,12 @@ int dpgd_data_png_read(dpgd_dataset **out, const char *split_dir, int n_classes)
 int dpgd_data_png_read_sparse(dpgd_dataset **out, size_t **index /* (n) */,
                               const char *split_dir, int n_classes);
 
+/* Reads single PNG files (8-bit grayscale, all of one size) into a dataset of n
+ * examples in the order given, every label 0: images to classify (`dpgd predict`).
+ * Errors name the file, as for the folder readers. */
+int dpgd_data_png_read_files(dpgd_dataset **out, const char *const *paths /* (n) */,
+                             size_t n, int n_classes);
+
 /* ---- Dataset directories ------------------------------------------------------ */
 
 enum { DPGD_DATA_IDX = 1, DPGD_DATA_PNG = 2 };

@@ -273,6 +273,27 @@ static int png_pixels(pngr *r, uint8_t *dst /* (rows, cols) */, size_t rows, siz
 
 /* ---- the split ------------------------------------------------------------------- */
 
+/* Reads image i of n from path into *ds, allocating *ds (n images of the first one's
+ * size) when i == 0; later images must have that size (first names the file that set
+ * it). The label is left to the caller. */
+static int read_image(dpgd_dataset **ds, size_t i, size_t n, int n_classes, const char *path,
+                      const char *first)
+{
+  pngr r;
+  size_t h, w;
+  int st = png_open(&r, path, &h, &w);
+  if (!st && i == 0) {
+    *ds = dpgd_data_alloc(n, h, w, n_classes);
+    if (!*ds) st = DPGD_FAIL(DPGD_ENOMEM, "out of memory for %zu images like %s", n, path);
+  } else if (!st && (h != (*ds)->rows || w != (*ds)->cols)) {
+    st = DPGD_FAIL(DPGD_EFORMAT, "%s: image is %zu x %zu, expected %zu x %zu like %s", path,
+                   h, w, (*ds)->rows, (*ds)->cols, first);
+  }
+  if (!st) st = png_pixels(&r, (*ds)->pixels + i * (*ds)->d, h, w);
+  png_close(&r);
+  return st;
+}
+
 static int read_split(dpgd_dataset **out, size_t **index, const char *dir, int n_classes,
                       int contiguous)
 {
@@ -284,7 +305,6 @@ static int read_split(dpgd_dataset **out, size_t **index, const char *dir, int n
   size_t n;
   if ((st = list_split(&list, &n, dir, n_classes, contiguous))) return st;
   dpgd_dataset *ds = NULL;
-  size_t rows = 0, cols = 0;
   char first[4200] = "", path[4200];
   for (size_t i = 0; i < n && !st; i++) {
     int k = snprintf(path, sizeof path, "%s/%d/%zu.png", dir, list[i].label, list[i].index);
@@ -292,21 +312,8 @@ static int read_split(dpgd_dataset **out, size_t **index, const char *dir, int n
       st = DPGD_FAIL(DPGD_EINVAL, "path too long: %s", dir);
       break;
     }
-    pngr r;
-    size_t h, w;
-    st = png_open(&r, path, &h, &w);
-    if (!st && i == 0) {
-      rows = h;
-      cols = w;
-      snprintf(first, sizeof first, "%s", path);
-      ds = dpgd_data_alloc(n, rows, cols, n_classes);
-      if (!ds) st = DPGD_FAIL(DPGD_ENOMEM, "out of memory for %zu images of %s", n, dir);
-    } else if (!st && (h != rows || w != cols)) {
-      st = DPGD_FAIL(DPGD_EFORMAT, "%s: image is %zu x %zu, expected %zu x %zu like %s",
-                     path, h, w, rows, cols, first);
-    }
-    if (!st) st = png_pixels(&r, ds->pixels + i * ds->d, rows, cols);
-    png_close(&r);
+    if (i == 0) snprintf(first, sizeof first, "%s", path);
+    st = read_image(&ds, i, n, n_classes, path, first);
     if (!st) ds->labels[i] = (uint8_t)list[i].label;
   }
   if (!st && index) {
@@ -332,4 +339,24 @@ int dpgd_data_png_read_sparse(dpgd_dataset **out, size_t **index, const char *sp
                               int n_classes)
 {
   return read_split(out, index, split_dir, n_classes, 0);
+}
+
+int dpgd_data_png_read_files(dpgd_dataset **out, const char *const *paths, size_t n,
+                             int n_classes)
+{
+  *out = NULL;
+  int st = dpgd_data_check_classes(n_classes);
+  if (st) return st;
+  if (!n) return DPGD_FAIL(DPGD_EINVAL, "no PNG file given");
+  dpgd_dataset *ds = NULL;
+  for (size_t i = 0; i < n && !st; i++) {
+    st = read_image(&ds, i, n, n_classes, paths[i], paths[0]);
+    if (!st) ds->labels[i] = 0;
+  }
+  if (st) {
+    dpgd_data_free(ds);
+    return st;
+  }
+  *out = ds;
+  return DPGD_OK;
 }

@@ -30,6 +30,7 @@ dpgd_model *dpgd_model_alloc(const dpgd_model_type *t, dpgd_activation act,
 void dpgd_model_free(dpgd_model *m);
 
 size_t dpgd_model_n_params(const dpgd_model *m);
+int dpgd_model_n_classes(const dpgd_model *m); /* outputs (labels 0..n_classes-1) */
 float *dpgd_model_params(dpgd_model *m);                  /* (P) one contiguous slab */
 const float *dpgd_model_params_const(const dpgd_model *m); /* (P) */
 
@@ -63,6 +64,13 @@ int dpgd_model_clipped_grad_sum(dpgd_model *m, dpgd_grad_ws *ws, const dpgd_data
                                 double *sum /* (P) out */,
                                 double *sqnorm_pre /* (n) out or NULL */,
                                 double *sqnorm_post /* (n) out or NULL */);
+
+/* Floating-point operations per example of dpgd_model_clipped_grad_sum, counted
+ * analytically: 2 m n k for every matrix product the step performs (forward,
+ * backward to activations, per-example weight gradients, clipped sums), plus 2 per
+ * squared-norm term; elementwise work (activations, pooling, im2col, softmax) is not
+ * counted. For benchmarks ('dpgd bench grads'). */
+double dpgd_model_flops_per_example(const dpgd_model *m);
 
 /* Model files: magic, format version, type, activation, shapes, parameters, CRC-32. */
 int dpgd_model_save(const dpgd_model *m, const char *path);

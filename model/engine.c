@@ -57,6 +57,39 @@ void accumulate_rows(double *acc, float *tmp, float *G, const float *scale, size
   for (size_t p = 0; p < P; p++) acc[p] += tmp[p];
 }
 
+void accumulate_linear(double *accW, double *accb, float *tmp, float *rs, const float *r,
+                       float *x, const float *scale, size_t B, size_t K, size_t d)
+{
+  for (size_t i = 0; i < B; i++) {
+    if (scale[i] == 0.0f) {
+      memset(rs + i * K, 0, K * sizeof(float));
+      memset(x + i * d, 0, d * sizeof(float));
+      continue;
+    }
+    for (size_t k = 0; k < K; k++) rs[i * K + k] = scale[i] * r[i * K + k];
+  }
+  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)K, (int)d, (int)B, 1.0f, rs,
+              (int)K, x, (int)d, 0.0f, tmp, (int)d);
+  for (size_t p = 0; p < K * d; p++) accW[p] += tmp[p];
+  for (size_t i = 0; i < B; i++)
+    for (size_t k = 0; k < K; k++) accb[k] += rs[i * K + k];
+}
+
+double sqnorm_d(const float *v, size_t n)
+{
+  double s[8] = {0};
+  size_t j = 0;
+  for (; j + 8 <= n; j += 8)
+    for (size_t q = 0; q < 8; q++) s[q] += (double)v[j + q] * v[j + q];
+  for (; j < n; j++) s[0] += (double)v[j] * v[j];
+  return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+}
+
+double linear_sqnorm(const float *r, const float *x, size_t K, size_t d)
+{
+  return (sqnorm_d(x, d) + 1.0) * sqnorm_d(r, K);
+}
+
 static size_t round_up(size_t bytes) { return (bytes + ALIGN - 1) / ALIGN * ALIGN; }
 
 /* Bytes of one thread's block and, when base is non-NULL, the pointers carved from it. */

@@ -75,6 +75,9 @@ void dpgd_model_free(dpgd_model *m)
 }
 
 size_t dpgd_model_n_params(const dpgd_model *m) { return m->n_params; }
+
+double dpgd_model_flops_per_example(const dpgd_model *m) { return m->type->flops(m); }
+int dpgd_model_n_classes(const dpgd_model *m) { return m->n_classes; }
 float *dpgd_model_params(dpgd_model *m) { return m->params; }
 const float *dpgd_model_params_const(const dpgd_model *m) { return m->params; }
 

@@ -41,6 +41,8 @@ struct dpgd_model_type {
    * after DPGD_FAIL). */
   size_t (*layout)(tensor_spec *t /* (MODEL_MAX_TENSORS) */, size_t rows, size_t cols,
                    int n_classes);
+  /* Floating-point operations of one example's fused step (dpgd_model.h). */
+  double (*flops)(const dpgd_model *m);
   /* Floats of scratch one thread needs for chunks of up to `chunk` examples. */
   size_t (*scratch_floats)(const dpgd_model *m, size_t chunk);
   /* Logits of B examples: out (B, K). */
@@ -88,6 +90,24 @@ float clip_scale(double sq, double cap, double *pre_out, double *post);
 void accumulate_rows(double *acc /* (P) */, float *tmp /* (P) */,
                      float *G /* (B, P), rows with scale 0 zeroed */, const float *scale /* (B) */, size_t B,
                      size_t P);
+
+/* The clipped sum of a linear layer's per-example gradients r_i x_i^T (weights) and r_i
+ * (bias), without forming one outer product: accW (K, d) += (S R)^T X in ONE sgemm,
+ * accb (K) += column sums of S R, where S = diag(scale). Rows with scale 0 are zeroed
+ * in rs and x first (0 * NaN would be NaN). tmp holds K * d floats. */
+void accumulate_linear(double *accW /* (K, d) */, double *accb /* (K) */,
+                       float *tmp /* (K * d) */, float *rs /* (B, K) out */,
+                       const float *r /* (B, K) */, float *x /* (B, d) */,
+                       const float *scale /* (B) */, size_t B, size_t K, size_t d);
+
+/* ||v||^2 accumulated in double, in eight interleaved partial sums (a fixed order,
+ * so results do not depend on anything but v; eight independent additions in flight
+ * instead of one dependent chain). */
+double sqnorm_d(const float *v /* (n) */, size_t n);
+
+/* Squared norm of one example's linear-layer gradient r x^T (+ bias r):
+ * (||x||^2 + 1) ||r||^2, in double. */
+double linear_sqnorm(const float *r /* (K) */, const float *x /* (d) */, size_t K, size_t d);
 
 /* Checks that a dataset fits the model (image size, classes). */
 int model_check_dataset(const dpgd_model *m, const dpgd_dataset *ds);

@@ -19,7 +19,14 @@ static size_t softmax_layout(tensor_spec *t, size_t rows, size_t cols, int n_cla
   return 2;
 }
 
-/* Scratch: residuals (B, K), their scaled copy (B, K), factors (B), gradient (K*d + K). */
+/* Logits 2Kd, clipped sum 2Kd (one sgemm), norms 2(d + K). */
+static double softmax_flops(const dpgd_model *m)
+{
+  double d = (double)m->d, K = m->n_classes;
+  return 4.0 * K * d + 2.0 * (d + K);
+}
+
+/* Scratch: residuals (B, K), their scaled copy (B, K), factors (B), gradient (K*d). */
 static size_t softmax_scratch(const dpgd_model *m, size_t chunk)
 {
   size_t K = (size_t)m->n_classes;
@@ -45,23 +52,9 @@ static void softmax_chunk_step(const dpgd_model *m, float *scratch, double *acc,
   float *r = scratch, *rs = r + B * K, *scale = rs + B * K, *g = scale + B;
   softmax_logits(m, NULL, r, x, B);
   softmax_residual(r, y, B, (int)K);
-  for (size_t i = 0; i < B; i++) {
-    double xx = 0.0, rr = 0.0;
-    for (size_t j = 0; j < d; j++) xx += (double)x[i * d + j] * x[i * d + j];
-    for (size_t k = 0; k < K; k++) rr += (double)r[i * K + k] * r[i * K + k];
-    scale[i] = clip_scale((xx + 1.0) * rr, caps[i], &pre[i], &post[i]);
-    for (size_t k = 0; k < K; k++) rs[i * K + k] = scale[i] * r[i * K + k];
-    if (scale[i] == 0.0f) { /* 0 * NaN would be NaN: drop the row entirely */
-      memset(rs + i * K, 0, K * sizeof(float));
-      memset(x + i * d, 0, d * sizeof(float));
-    }
-  }
-  /* Weight part: sum_i s_i r_i x_i^T = Rs^T X, (K, d). Bias part: column sums of Rs. */
-  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)K, (int)d, (int)B, 1.0f, rs,
-              (int)K, x, (int)d, 0.0f, g, (int)d);
-  for (size_t p = 0; p < K * d; p++) acc[p] += g[p];
   for (size_t i = 0; i < B; i++)
-    for (size_t k = 0; k < K; k++) acc[K * d + k] += rs[i * K + k];
+    scale[i] = clip_scale(linear_sqnorm(r + i * K, x + i * d, K, d), caps[i], &pre[i], &post[i]);
+  accumulate_linear(acc, acc + K * d, g, rs, r, x, scale, B, K, d);
 }
 
 static const dpgd_model_type softmax_type = {
@@ -69,6 +62,7 @@ static const dpgd_model_type softmax_type = {
     .file_id = 1,
     .default_chunk = 64,
     .layout = softmax_layout,
+    .flops = softmax_flops,
     .scratch_floats = softmax_scratch,
     .logits = softmax_logits,
     .chunk_step = softmax_chunk_step,

@@ -1,9 +1,152 @@
-/* cmd_train.c -- placeholder until its issue lands: the command says so and exits non-zero. */
+/* cmd_train.c -- 'dpgd train': loads and checks the config, prints the planned guarantee
+ * under every accounting method, drives the training loop with a progress line on
+ * stderr, and prints where the run directory is. --resume continues a checkpointed run. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
 #include "commands.h"
+#include "dpgd_accounting.h"
+#include "dpgd_train.h"
+
+#define MAX_SETS 64
+
+static void usage(FILE *f)
+{
+  fprintf(f,
+          "usage: dpgd train --config FILE [--set section.key=value ...] [--out RUN_DIR]\n"
+          "       dpgd train --resume RUN_DIR\n\n"
+          "Private full-batch gradient descent (seed 003 Algorithm 6, or Algorithm 7 with\n"
+          "individual privacy filtering when filter.enabled = true). Writes the run\n"
+          "directory described in train/RUN_FORMAT.md: config.ini, metrics.csv, model.bin,\n"
+          "points.csv (SENSITIVE per-point report), checkpoint.bin, summary.json (last).\n\n"
+          "  --config FILE    INI configuration (configs/*.ini)\n"
+          "  --set S.K=V      override one key (repeatable)\n"
+          "  --out DIR        run directory (overrides output.dir)\n"
+          "  --resume DIR     continue the unfinished run in DIR from its checkpoint\n"
+          "  --quiet          no progress line\n"
+          "  --dry-run        print the plan and its guarantee under every method; no training\n\n"
+          "configuration keys:\n");
+  dpgd_config_print_schema(f);
+}
+
+static void print_plan(const dpgd_plan *p, const dpgd_config *c)
+{
+  printf("algorithm   %s\n", p->filtered ? "filtered (Algorithm 7, individual filtering)"
+                                         : "plain (Algorithm 6)");
+  printf("data        n = %zu (public)\n", p->n);
+  printf("noise       sigma = %.6g, clip C = %.6g, noise std sigma*C = %.6g, rng %s\n",
+         p->sigma, p->clip, p->sigma * p->clip, dpgd_rng_mode_name(c->train_rng));
+  if (p->filtered)
+    printf("budget      B_norm = %.10g (%.6g full-norm steps), k_max = %zu steps\n", p->budget,
+           p->budget / (p->clip * p->clip), p->steps);
+  else
+    printf("steps       %zu\n", p->steps);
+  if (p->queries)
+    printf("stopping    %zu noisy accuracy queries every %zu steps from step %zu, tau = %.6g "
+           "(mu %.3g each)\n",
+           p->queries, p->every, p->first_query, p->tau, 1 / p->tau);
+  else
+    printf("stopping    none (last iterate)\n");
+  printf("guarantee   mu = %.6g GDP (training %.6g), delta = %g; eps by method:\n",
+         p->mu_total, p->mu_train, p->delta);
+  for (int m = 0; m < DPGD_ACCT_N_METHODS; m++) {
+    const char *name = dpgd_acct_method_name((dpgd_acct_method)m);
+    if (isfinite(p->eps[m]))
+      printf("  %-12s %.6g\n", name, p->eps[m]);
+    else
+      printf("  %-12s n/a (%s)\n", name,
+             p->eps_status[m] == DPGD_ENOTIMPL ? "not built yet" : dpgd_error_str(p->eps_status[m]));
+  }
+  fflush(stdout);
+}
 
 int dpgd_cmd_train(int argc, char **argv)
 {
-  (void)argc;
-  (void)argv;
-  return dpgd_cli_not_landed("train", "private training (issue 4)");
+  if (dpgd_cli_wants_help(argc, argv)) {
+    usage(stdout);
+    return DPGD_EXIT_OK;
+  }
+  const char *config = NULL, *out = NULL, *resume = NULL;
+  const char *sets[MAX_SETS];
+  int n_sets = 0, quiet = 0, dry = 0;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    int has_val = i + 1 < argc;
+    if (!strcmp(a, "--quiet")) {
+      quiet = 1;
+    } else if (!strcmp(a, "--dry-run")) {
+      dry = 1;
+    } else if (!strcmp(a, "--config") || !strcmp(a, "--set") || !strcmp(a, "--out") ||
+               !strcmp(a, "--resume")) {
+      if (!has_val) return dpgd_cli_usage_error("train", "%s needs a value", a);
+      const char *v = argv[++i];
+      if (!strcmp(a, "--config")) config = v;
+      else if (!strcmp(a, "--out")) out = v;
+      else if (!strcmp(a, "--resume")) resume = v;
+      else if (n_sets < MAX_SETS) sets[n_sets++] = v;
+      else return dpgd_cli_usage_error("train", "more than %d --set overrides", MAX_SETS);
+    } else {
+      return dpgd_cli_usage_error("train", "unknown argument '%s'", a);
+    }
+  }
+  if (resume && (config || n_sets || out || dry))
+    return dpgd_cli_usage_error("train", "--resume takes no --config, --set, --out or --dry-run");
+  if (!resume && !config)
+    return dpgd_cli_usage_error("train", "--config FILE (or --resume RUN_DIR) is required");
+
+  dpgd_run *r = NULL;
+  int rc;
+  if (resume) {
+    rc = dpgd_run_resume(&r, resume);
+    if (rc) return dpgd_cli_status_error(rc, "cannot resume");
+  } else {
+    dpgd_config c;
+    dpgd_config_defaults(&c);
+    rc = dpgd_config_load(&c, config);
+    for (int i = 0; !rc && i < n_sets; i++) rc = dpgd_config_set(&c, sets[i]);
+    if (!rc) rc = dpgd_config_validate(&c);
+    if (rc) return dpgd_cli_status_error(rc, "");
+    if (dry) {
+      dpgd_plan p;
+      rc = dpgd_run_dry(&p, &c);
+      if (rc) return dpgd_cli_status_error(rc, "");
+      print_plan(&p, &c);
+      return DPGD_EXIT_OK;
+    }
+    rc = dpgd_run_open(&r, &c, out);
+    if (rc) return dpgd_cli_status_error(rc, "");
+  }
+  const dpgd_config *c = dpgd_run_config(r);
+  const dpgd_plan *p = dpgd_run_plan(r);
+  printf("run         %s%s\n", c->output_dir, resume ? " (resumed)" : "");
+  print_plan(p, c);
+  if (resume) printf("resuming    after step %zu\n", dpgd_run_step_index(r));
+
+  int progress = c->output_progress && !quiet;
+  int tty = isatty(STDERR_FILENO);
+  size_t every = p->steps / 20 ? p->steps / 20 : 1;
+  char line[256];
+  while (!dpgd_run_done(r)) {
+    rc = dpgd_run_step(r);
+    if (rc) break;
+    size_t t = dpgd_run_step_index(r);
+    if (progress && (tty || t % every == 0 || t == p->steps)) {
+      dpgd_run_progress(r, line, sizeof line);
+      fprintf(stderr, tty ? "\r%s\033[K" : "%s\n", line);
+    }
+  }
+  if (progress && tty) fputc('\n', stderr);
+  if (!rc) rc = dpgd_run_finish(r);
+  if (rc) {
+    dpgd_run_free(r);
+    return dpgd_cli_status_error(rc, "training failed");
+  }
+  printf("done        %zu steps; eps %.6g (exact, delta %g); results in %s (summary.json)\n",
+         dpgd_run_step_index(r), dpgd_run_eps_now(r), p->delta, c->output_dir);
+  dpgd_run_free(r);
+  return DPGD_EXIT_OK;
 }

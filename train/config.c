@@ -65,7 +65,7 @@ static const key_spec schema[] = {
    "OpenMP threads; 0 = OpenMP's default (OMP_NUM_THREADS)"},
 
   {"train", "steps", T_SIZE, OFF(train_steps), "0", NULL, 0,
-   "steps (Algorithm 7: k_max); 0 = floor(B_norm/C^2) + stopping.queries * stopping.every"},
+   "steps (Algorithm 7: k_max); 0 = floor(B_norm/C^2) + (stopping.queries - 1) * stopping.every"},
   {"train", "lr", T_DOUBLE, OFF(train_lr), "0.1", NULL, GT0, "learning rate (> 0)"},
   {"train", "lr_schedule", T_ENUM, OFF(train_lr_schedule), "constant", schedule_names, 0,
    "constant | cosine"},

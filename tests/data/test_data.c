@@ -516,6 +516,65 @@ static void test_png_defects(void **state)
   free(dir);
 }
 
+/* Single files (dpgd predict): any names, read in the order given, labels 0; a file of
+ * another size, a non-PNG and a missing file are refused naming the file. */
+static void test_png_files(void **state)
+{
+  (void)state;
+  char *dir = tu_tmpdir();
+  char p[3][700];
+  const uint64_t seeds[3] = {41, 7, 2385};
+  for (int k = 0; k < 3; k++) {
+    uint8_t px[PW * PH];
+    tu_bytes(px, sizeof px, seeds[k]);
+    snprintf(p[k], sizeof p[k], "%s/img-%c.png", dir, "zab"[k]);
+    tu_png(p[k], PW, PH, PNG_COLOR_TYPE_GRAY, 8, k == 1, px);
+  }
+  const char *order[3] = {p[2], p[0], p[1]};
+  dpgd_dataset *ds;
+  assert_int_equal(dpgd_data_png_read_files(&ds, order, 3, 10), DPGD_OK);
+  assert_int_equal(ds->n, 3);
+  assert_int_equal(ds->rows, PH);
+  assert_int_equal(ds->cols, PW);
+  const uint64_t want_seed[3] = {2385, 41, 7};
+  for (size_t i = 0; i < 3; i++) {
+    uint8_t want[PW * PH];
+    tu_bytes(want, sizeof want, want_seed[i]);
+    assert_memory_equal(ds->pixels + i * ds->d, want, sizeof want);
+    assert_int_equal(ds->labels[i], 0);
+  }
+  dpgd_data_free(ds);
+  /* The same file twice is fine (two examples). */
+  const char *twice[2] = {p[1], p[1]};
+  assert_int_equal(dpgd_data_png_read_files(&ds, twice, 2, 10), DPGD_OK);
+  assert_memory_equal(ds->pixels, ds->pixels + ds->d, ds->d);
+  dpgd_data_free(ds);
+
+  char odd[700], bad[700], missing[700];
+  uint8_t px[(PW + 1) * PH];
+  tu_bytes(px, sizeof px, 3);
+  snprintf(odd, sizeof odd, "%s/wide.png", dir);
+  tu_png(odd, PW + 1, PH, PNG_COLOR_TYPE_GRAY, 8, 0, px);
+  const char *mixed[2] = {p[0], odd};
+  expect_error(dpgd_data_png_read_files(&ds, mixed, 2, 10), DPGD_EFORMAT,
+               "wide.png: image is 4 x 7, expected 4 x 6 like", p[0]);
+  assert_null(ds);
+  snprintf(bad, sizeof bad, "%s/fake.png", dir);
+  tu_write(bad, "P5\n6 4\n255\n", 11);
+  const char *with_bad[2] = {p[0], bad};
+  expect_error(dpgd_data_png_read_files(&ds, with_bad, 2, 10), DPGD_EFORMAT,
+               "fake.png: not a PNG file", NULL);
+  assert_null(ds);
+  snprintf(missing, sizeof missing, "%s/none.png", dir);
+  expect_error(dpgd_data_png_read_files(&ds, &(const char *){missing}, 1, 10), DPGD_EIO,
+               "cannot open", "none.png");
+  assert_null(ds);
+  expect_error(dpgd_data_png_read_files(&ds, order, 0, 10), DPGD_EINVAL, "no PNG file", NULL);
+  assert_null(ds);
+  tu_rmtree(dir);
+  free(dir);
+}
+
 /* ---- dataset directories ------------------------------------------------------------ */
 
 static void test_locate_and_load(void **state)
@@ -568,7 +627,11 @@ static void test_find_dir(void **state)
   char *dir = tu_tmpdir();
   char cwd[1024], buf[1024], p[700];
   assert_non_null(getcwd(cwd, sizeof cwd));
-  assert_int_equal(chdir(dir), 0);
+  /* Work one level down, so that the ../shared default lands inside the temp folder
+   * (a /tmp/shared on the machine would otherwise be found). */
+  snprintf(p, sizeof p, "%s/work", dir);
+  assert_int_equal(mkdir(p, 0755), 0);
+  assert_int_equal(chdir(p), 0);
   unsetenv("DPGD_DATA_DIR");
   expect_error(dpgd_data_find_dir(buf, sizeof buf, NULL), DPGD_EIO, "no dataset found",
                "../shared/data/mnist");
@@ -681,6 +744,22 @@ static int op_png_read(void *ctx)
   return st;
 }
 
+static int op_png_files(void *ctx)
+{
+  struct files *f = ctx;
+  char p[2][700];
+  snprintf(p[0], sizeof p[0], "%s/3/0.png", f->split);
+  snprintf(p[1], sizeof p[1], "%s/7/22.png", f->split);
+  const char *paths[3] = {p[1], p[0], p[1]};
+  dpgd_dataset *ds;
+  int st = dpgd_data_png_read_files(&ds, paths, 3, 10);
+  if (!st) {
+    assert_int_equal(ds->n, 3);
+    dpgd_data_free(ds);
+  }
+  return st;
+}
+
 static void test_allocation_failures(void **state)
 {
   (void)state;
@@ -697,8 +776,10 @@ static void test_allocation_failures(void **state)
   make_tree(f.split, 23);
   long n_png = fail_each_allocation(op_png_read, &f);
   assert_true(n_png > 23); /* libpng allocates per file */
-  print_message("failed each of %ld (IDX gzip), %ld (IDX raw), %ld (PNG) allocations\n",
-                n_gz, n_raw, n_png);
+  long n_files = fail_each_allocation(op_png_files, &f);
+  assert_true(n_files > 3);
+  print_message("failed each of %ld (IDX gzip), %ld (IDX raw), %ld (PNG), %ld (PNG files) "
+                "allocations\n", n_gz, n_raw, n_png, n_files);
   tu_rmtree(dir);
   free(dir);
 }
@@ -715,6 +796,7 @@ int main(void)
     cmocka_unit_test(test_png_interlaced),
     cmocka_unit_test(test_png_sparse_and_gaps),
     cmocka_unit_test(test_png_defects),
+    cmocka_unit_test(test_png_files),
     cmocka_unit_test(test_locate_and_load),
     cmocka_unit_test(test_find_dir),
     cmocka_unit_test(test_statistics),

@@ -37,7 +37,7 @@ expect_section sample-hist test '^  histogram +0:10 1:10 2:10 3:10 4:10 5:10 6:1
 expect_fail sample-strict 'training: gap in the indices: [0-9]+\.png is missing.*--sparse' \
   "$DPGD" data info "$SAMPLE"
 
-# Fashion-MNIST (Debian's dataset-fashion-mnist, not a CI dependency): balanced classes.
+# Fashion-MNIST (Debian's dataset-fashion-mnist; .ci/run installs it, the suite skips it when absent).
 FASHION=${DPGD_FASHION_DIR:-/usr/share/datasets/fashion-mnist}
 if [ -d "$FASHION" ]; then
   expect_ok fashion "$DPGD" data info "$FASHION"

@@ -28,9 +28,18 @@ double ref_loss(const dpgd_model *m, const double *theta, const float *x, int y)
 void ref_grad(const dpgd_model *m, const double *theta, const float *x, int y,
               double *g /* (P) out */);
 
-/* Central finite differences of ref_loss in every parameter, step h. */
-void ref_fd_grad(const dpgd_model *m, double *theta, const float *x, int y, double h,
-                 double *g /* (P) out */);
+/* The parameters finite differences are taken in (malloc'ed, *count of them): all of
+ * them for small models; for the CNN a spread of 200 plus each tensor's first and
+ * last element. */
+size_t *mt_fd_indices(const dpgd_model *m, size_t *count);
+
+/* Central differences, step h, of the summed ref_loss over examples [0, nx) of x
+ * (nx, d) in the parameters idx: fd[j] for j in idx (other entries untouched). */
+void mt_fd_loss_sum(double *fd, const dpgd_model *m, double *theta, const float *x,
+                    const uint8_t *y, size_t nx, const size_t *idx, size_t ni, double h);
+
+/* ||a - b|| / max(||b||, 1e-12) over the entries idx. */
+double mt_sub_rel_err(const double *a, const double *b, const size_t *idx, size_t ni);
 
 /* The model's parameters as doubles (malloc'ed). */
 double *mt_params_d(const dpgd_model *m);

@@ -101,14 +101,16 @@ static void check_ref_fd(const dpgd_model_type *t, dpgd_activation act, size_t r
   fixture *f = fixture_make(t, act, rows, cols, K, 3, 0, 1);
   double *th = mt_params_d(f->m);
   double *g = malloc(f->P * sizeof *g), *fd = malloc(f->P * sizeof *fd);
+  size_t ni, *idx = mt_fd_indices(f->m, &ni);
   for (size_t i = 0; i < f->n; i++) {
     float *x = unpack1(f->ds, i);
     ref_grad(f->m, th, x, f->ds->labels[i], g);
-    ref_fd_grad(f->m, th, x, f->ds->labels[i], 1e-6, fd);
-    double e = mt_rel_err(g, fd, f->P, 1e-12);
+    mt_fd_loss_sum(fd, f->m, th, x, &f->ds->labels[i], 1, idx, ni, 1e-6);
+    double e = mt_sub_rel_err(g, fd, idx, ni);
     if (e > 1e-6) fail_msg("%s: reference gradient vs finite differences: %g", t->name, e);
     free(x);
   }
+  free(idx);
   free(g);
   free(fd);
   free(th);
@@ -153,28 +155,21 @@ static void check_per_example(fixture *f)
 }
 
 /* Sum of per-example gradients (engine, all caps +inf) against the batch gradient:
- * finite differences in double of the TOTAL reference loss over a small batch. */
+ * finite differences in double of the TOTAL reference loss over the batch. */
 static void check_batch(fixture *f)
 {
   double *th = mt_params_d(f->m);
   double *sum = malloc(f->P * sizeof *sum), *fd = calloc(f->P, sizeof *fd);
   double *caps = malloc(f->n * sizeof *caps);
   float *x = malloc(f->n * f->ds->d * sizeof *x);
+  size_t ni, *idx = mt_fd_indices(f->m, &ni);
   dpgd_data_unpack(x, f->ds, 0, f->n);
   for (size_t i = 0; i < f->n; i++) caps[i] = INFINITY;
   assert_int_equal(dpgd_model_clipped_grad_sum(f->m, f->ws, f->ds, caps, sum, NULL, NULL), 0);
-  const double h = 1e-6;
-  for (size_t j = 0; j < f->P; j++) {
-    double t0 = th[j], lp = 0.0, lm = 0.0;
-    th[j] = t0 + h;
-    for (size_t i = 0; i < f->n; i++) lp += ref_loss(f->m, th, x + i * f->ds->d, f->ds->labels[i]);
-    th[j] = t0 - h;
-    for (size_t i = 0; i < f->n; i++) lm += ref_loss(f->m, th, x + i * f->ds->d, f->ds->labels[i]);
-    th[j] = t0;
-    fd[j] = (lp - lm) / (2 * h);
-  }
-  double e = mt_rel_err(sum, fd, f->P, 1e-12);
+  mt_fd_loss_sum(fd, f->m, th, x, f->ds->labels, f->n, idx, ni, 1e-6);
+  double e = mt_sub_rel_err(sum, fd, idx, ni);
   if (e > TOL_GRAD) fail_msg("%s: sum of per-example gradients vs batch FD: %g", f->type->name, e);
+  free(idx);
   free(th);
   free(sum);
   free(fd);
@@ -288,7 +283,11 @@ static void check_clipping(fixture *f)
   const double factors[] = {0.0, 0.3, 0.999, 1.0, 1.0 + 1e-9, 2.385};
   for (size_t k = 0; k < sizeof factors / sizeof factors[0]; k++) {
     for (size_t q = 0; q < n; q++) caps[q] = 0.0;
-    caps[i] = factors[k] == 1.0 ? sqrt(pre[i]) : factors[k] * norm;
+    caps[i] = factors[k] * norm;
+    if (factors[k] == 1.0) { /* the smallest cap with cap^2 >= ||g||^2: the boundary */
+      caps[i] = sqrt(pre[i]);
+      while (caps[i] * caps[i] < pre[i]) caps[i] = nextafter(caps[i], INFINITY);
+    }
     assert_int_equal(dpgd_model_clipped_grad_sum(f->m, f->ws, f->ds, caps, c, pre, post), 0);
     for (size_t q = 0; q < n; q++)
       if (q != i) {
@@ -387,6 +386,25 @@ static void test_softmax_mnist_shape(void **state)
   check_clipping(f);
   check_invariance(f);
   fixture_free(f);
+}
+
+static void test_cnn_ref_fd(void **state)
+{
+  (void)state;
+  check_ref_fd(dpgd_model_cnn, DPGD_ACT_TANH, 28, 28, 10);
+  check_ref_fd(dpgd_model_cnn, DPGD_ACT_RELU, 28, 28, 10);
+}
+
+static void test_cnn_tanh(void **state)
+{
+  (void)state;
+  run_all_checks(dpgd_model_cnn, DPGD_ACT_TANH, 28, 28, 10, 11);
+}
+
+static void test_cnn_relu(void **state)
+{
+  (void)state;
+  run_all_checks(dpgd_model_cnn, DPGD_ACT_RELU, 28, 28, 10, 11);
 }
 
 /* ---- initialisation and evaluation --------------------------------------------- */
@@ -533,10 +551,8 @@ static void test_files(void **state)
   assert_non_null(mkdtemp(tmpdir));
   check_roundtrip(dpgd_model_softmax, DPGD_ACT_RELU);
   check_roundtrip(dpgd_model_softmax, DPGD_ACT_TANH);
-  if (dpgd_model_cnn->chunk_step) {
-    check_roundtrip(dpgd_model_cnn, DPGD_ACT_RELU);
-    check_roundtrip(dpgd_model_cnn, DPGD_ACT_TANH);
-  }
+  check_roundtrip(dpgd_model_cnn, DPGD_ACT_RELU);
+  check_roundtrip(dpgd_model_cnn, DPGD_ACT_TANH);
 
   char path[512];
   snprintf(path, sizeof path, "%s/softmax.model", tmpdir);
@@ -661,11 +677,30 @@ static void check_failalloc(const dpgd_model_type *t)
   assert_int_equal(system(cmd), 0);
 }
 
+/* The FLOP counts, recounted by hand from the architectures (dpgd_model.h). */
+static void test_flops(void **state)
+{
+  (void)state;
+  dpgd_model *s = dpgd_model_alloc(dpgd_model_softmax, DPGD_ACT_RELU, 28, 28, 10);
+  dpgd_model *c = dpgd_model_alloc(dpgd_model_cnn, DPGD_ACT_RELU, 28, 28, 10);
+  assert_true(s && c);
+  /* logits + clipped sum 2 * 2 * 10 * 784, norms 2 * (784 + 10) */
+  assert_true(dpgd_model_flops_per_example(s) == 31360.0 + 1588.0);
+  /* conv1 14x14 positions x 64 x 16, twice (forward, weight gradient); conv2 5x5 x 256
+   * x 32, three times (forward, input gradient, weight gradient); fc1 512 x 32 and fc2
+   * 32 x 10, three times; norms over 9264 conv parameters and 512 + 32 + 32 + 10. */
+  double conv1 = 2.0 * 196 * 64 * 16, conv2 = 2.0 * 25 * 256 * 32;
+  double lin = 2.0 * (512 * 32 + 32 * 10), norms = 2.0 * (9264 + 512 + 32 + 32 + 10);
+  assert_true(dpgd_model_flops_per_example(c) == 2 * conv1 + 3 * conv2 + 3 * lin + norms);
+  dpgd_model_free(s);
+  dpgd_model_free(c);
+}
+
 static void test_failalloc(void **state)
 {
   (void)state;
   check_failalloc(dpgd_model_softmax);
-  if (dpgd_model_cnn->chunk_step) check_failalloc(dpgd_model_cnn);
+  check_failalloc(dpgd_model_cnn);
 }
 
 int main(void)
@@ -675,10 +710,14 @@ int main(void)
       cmocka_unit_test(test_softmax_ref_fd),
       cmocka_unit_test(test_softmax_small),
       cmocka_unit_test(test_softmax_mnist_shape),
+      cmocka_unit_test(test_cnn_ref_fd),
+      cmocka_unit_test(test_cnn_tanh),
+      cmocka_unit_test(test_cnn_relu),
       cmocka_unit_test(test_init),
       cmocka_unit_test(test_evaluate),
       cmocka_unit_test(test_files),
       cmocka_unit_test(test_bad_args),
+      cmocka_unit_test(test_flops),
       cmocka_unit_test(test_failalloc),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

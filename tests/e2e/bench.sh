@@ -1,0 +1,49 @@
+# bench.sh -- 'dpgd bench grads' on a small subset: the machine-readable lines are
+# there, one per model, in the documented format, and their figures agree with each
+# other (examples/s = n / s_per_pass, gflops = examples/s x FLOP per example,
+# ratio = gflops / sgemm_gflops); no timing thresholds. Bad options fail cleanly.
+. "$(dirname "$0")/lib.sh"
+
+NUM='[0-9.]+(e[-+][0-9]+)?'
+LINE="^bench grads model=(softmax|cnn) threads=2 s_per_pass=$NUM ex_per_s=$NUM gflops=$NUM sgemm_gflops=$NUM ratio=$NUM rss_mb=[0-9.]+ n=300\$"
+
+# consistent MODEL: the model's machine line agrees with itself and with its FLOP line.
+consistent() {
+  checks=$((checks + 1))
+  local flop
+  flop=$(sed -nE "s/^$1: [0-9]+ parameters, ([0-9]+) FLOP per example.*/\1/p" "$TMP/out")
+  grep "^bench grads model=$1 " "$TMP/out" | tr ' ' '\n' | grep = | awk -F= -v flop="$flop" '
+    { v[$1] = $2 }
+    function off(a, b) { return (a - b) > 2e-3 * b || (b - a) > 2e-3 * b }
+    END {
+      bad = !(v["s_per_pass"] > 0 && v["sgemm_gflops"] > 0 && v["rss_mb"] > 1 && flop > 0)
+      if (off(v["ex_per_s"], v["n"] / v["s_per_pass"])) bad = 1
+      if (off(v["gflops"], v["ex_per_s"] * flop / 1e9)) bad = 1
+      if (off(v["ratio"], v["gflops"] / v["sgemm_gflops"])) bad = 1
+      exit bad
+    }' || fail "$1: figures disagree: $(grep "^bench grads model=$1 " "$TMP/out")"
+}
+
+expect_ok all "$DPGD" bench grads --data "$MNIST" --n 300 --reps 1 --threads 2 --chunk 7
+expect_out all-softmax "$(echo "$LINE" | sed 's/(softmax|cnn)/softmax/')"
+expect_out all-cnn "$(echo "$LINE" | sed 's/(softmax|cnn)/cnn/')"
+checks=$((checks + 1))
+[ "$(tail -n 1 "$TMP/out" | grep -Ec "$LINE")" -eq 1 ] || fail "last line is not a bench line"
+consistent softmax
+consistent cnn
+
+expect_ok cnn-only "$DPGD" bench grads --data "$MNIST" --model cnn --n 300 --reps 3 --threads 2
+checks=$((checks + 1))
+[ "$(grep -c '^bench grads ' "$TMP/out")" -eq 1 ] || fail "--model cnn printed other models"
+consistent cnn
+
+expect_ok help "$DPGD" bench --help
+expect_out help-line 'bench grads model=M threads=T s_per_pass='
+expect_fail bad-model "--model must be cnn, softmax or all" "$DPGD" bench grads --model lstm
+expect_fail bad-reps "--reps must be" "$DPGD" bench grads --reps 0
+expect_fail bad-threads "threads" "$DPGD" bench grads --threads x
+expect_fail bad-option "unknown option '--fast'" "$DPGD" bench grads --fast
+expect_fail no-value "--n needs a value" "$DPGD" bench grads --n
+expect_fail no-grads "expected 'dpgd bench grads" "$DPGD" bench
+expect_fail bad-data "does not exist" "$DPGD" bench grads --data "$TMP/nowhere"
+finish

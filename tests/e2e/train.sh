@@ -1,0 +1,93 @@
+# train.sh -- 'dpgd train' end to end on a MNIST subset with the softmax model: a short
+# run learns (test accuracy far above chance) and writes the run directory of
+# train/RUN_FORMAT.md; a run killed with SIGKILL mid-training and resumed with --resume
+# ends bit-identical (model.bin, points.csv, metrics.csv) to an uninterrupted run; bad
+# configurations and resume targets fail with one-line errors.
+. "$(dirname "$0")/lib.sh"
+CFG=${DPGD_SOURCE_DIR:-$(dirname "$0")/../..}/configs/softmax.ini
+export OMP_NUM_THREADS=2
+SUB=(--set data.dir="$MNIST" --set data.n_train=3000 --set data.n_test=2000
+     --set model.threads=2 --set output.progress=false)
+
+# 0. --dry-run prints the plan (MATH.md's worked example: eps 0.2033 exact, 0.3007 zCDP)
+# and trains nothing.
+PAPER=$(dirname "$CFG")/paper/eps03-plain.ini
+expect_ok dry-run "$DPGD" train --config "$PAPER" --set data.dir="$MNIST" --dry-run \
+  --out "$TMP/dry"
+expect_out dry-run-exact '^  exact +0\.2032[0-9]*$'
+expect_out dry-run-zcdp '^  zcdp +0\.3006[0-9]*$'
+checks=$((checks + 1)); [ ! -e "$TMP/dry" ] || fail "dry-run: created the run directory"
+
+# 1. A short filtered run with private stopping learns; the run directory is complete.
+R=$TMP/learn
+expect_ok learn "$DPGD" train --config "$CFG" "${SUB[@]}" --set filter.enabled=true \
+  --set filter.k=30 --set train.steps=0 --set stopping.queries=3 --set stopping.every=5 \
+  --out "$R"
+expect_out learn-plan '^  exact +1$'
+for f in config.ini metrics.csv summary.json model.bin points.csv checkpoint.bin; do
+  checks=$((checks + 1)); [ -s "$R/$f" ] || fail "learn: $f missing or empty"
+done
+acc=$(sed -n 's/.*"test_acc": \([0-9.]*\).*/\1/p' "$R/summary.json")
+checks=$((checks + 1))
+awk -v a="$acc" 'BEGIN { exit !(a > 0.6) }' || fail "learn: test accuracy '$acc' not above 0.6"
+echo "learn: test accuracy $acc (chance 0.1)"
+checks=$((checks + 1))
+grep -q '"algorithm": "filtered".*' "$R/summary.json" && grep -q '"rng": "research"' "$R/summary.json" \
+  && grep -q '"steps": 40' "$R/summary.json" && grep -q '"queries": 3' "$R/summary.json" \
+  || fail "learn: summary.json fields: $(head -c 400 "$R/summary.json")"
+checks=$((checks + 1))
+[ "$(wc -l < "$R/metrics.csv")" -eq 41 ] || fail "learn: metrics.csv should have 40 rows"
+checks=$((checks + 1))
+head -1 "$R/points.csv" | grep -q '^# SENSITIVE' && sed -n 2p "$R/points.csv" |
+  grep -qx 'index,label,spend,spend_frac,active,mu_i,eps_i' || fail "learn: points.csv header"
+checks=$((checks + 1))
+[ "$(wc -l < "$R/points.csv")" -eq 3002 ] || fail "learn: points.csv should have 3000 rows"
+expect_fail learn-again 'finished run' "$DPGD" train --config "$CFG" "${SUB[@]}" --out "$R"
+expect_fail resume-finished 'finished run' "$DPGD" train --resume "$R"
+
+# 2. SIGKILL mid-training, then --resume: bit-identical to the uninterrupted run.
+KILLSET=(--set train.steps=150 --set output.checkpoint_every=7 --set stopping.queries=4
+         --set stopping.every=9 --set output.diagnostics=true)
+expect_ok full "$DPGD" train --config "$CFG" "${SUB[@]}" "${KILLSET[@]}" --out "$TMP/full"
+"$DPGD" train --config "$CFG" "${SUB[@]}" "${KILLSET[@]}" --out "$TMP/cut" >/dev/null 2>&1 &
+pid=$!
+rows=0
+for _ in $(seq 1 2000); do
+  rows=$( (wc -l < "$TMP/cut/metrics.csv") 2>/dev/null || echo 0)
+  [ "$rows" -gt 40 ] && break
+  sleep 0.01
+done
+kill -9 $pid 2>/dev/null
+wait $pid 2>/dev/null
+checks=$((checks + 1))
+if [ -e "$TMP/cut/summary.json" ]; then
+  fail "kill: the run finished before SIGKILL (saw $rows rows); make it longer"
+else
+  echo "kill: SIGKILL after $(($(wc -l < "$TMP/cut/metrics.csv") - 1)) metrics rows"
+fi
+expect_fail open-unfinished '--resume' "$DPGD" train --config "$CFG" "${SUB[@]}" \
+  "${KILLSET[@]}" --out "$TMP/cut"
+expect_ok resume "$DPGD" train --resume "$TMP/cut"
+expect_out resume-said '^resuming +after step [1-9][0-9]*$'
+for f in model.bin points.csv metrics.csv; do
+  checks=$((checks + 1))
+  cmp -s "$TMP/full/$f" "$TMP/cut/$f" || fail "resume: $f differs from the uninterrupted run"
+done
+
+# 3. Corrupt checkpoint and bad configurations: one-line errors, no crash.
+cp -r "$TMP/full" "$TMP/bad"; rm "$TMP/bad/summary.json"
+printf '\x5a' | dd of="$TMP/bad/checkpoint.bin" bs=1 seek=100 conv=notrunc 2>/dev/null
+expect_fail corrupt-ckpt 'checkpoint|corrupt|checksum' "$DPGD" train --resume "$TMP/bad"
+expect_fail resume-none 'config.ini|No such' "$DPGD" train --resume "$TMP/nothing"
+expect_fail no-config '--config' "$DPGD" train
+expect_fail missing-file 'nope.ini' "$DPGD" train --config "$TMP/nope.ini"
+expect_fail sigma0 'privacy.sigma' "$DPGD" train --config "$CFG" "${SUB[@]}" \
+  --set privacy.calibrate=none --set privacy.sigma=0 --out "$TMP/b1"
+expect_fail unknown-key 'nosuch' "$DPGD" train --config "$CFG" --set train.nosuch=1 --out "$TMP/b2"
+expect_fail nan-lr 'train.lr' "$DPGD" train --config "$CFG" --set train.lr=nan --out "$TMP/b3"
+expect_fail no-fit 'do not fit' "$DPGD" train --config "$CFG" "${SUB[@]}" \
+  --set stopping.queries=30 --set stopping.every=5 --out "$TMP/b4"
+expect_fail too-many 'n_train' "$DPGD" train --config "$CFG" "${SUB[@]}" \
+  --set data.n_train=70000 --out "$TMP/b5"
+expect_fail bad-arg 'unknown argument' "$DPGD" train --config "$CFG" --bogus
+finish

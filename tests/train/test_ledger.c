@@ -1,0 +1,207 @@
+/* test_ledger.c -- the per-point ledger of Algorithm 7 (MATH.md section 1): caps, the
+ * exact invariant s(i) <= B_norm under adversarial float rounding, every boundary of
+ * the filter (one step's budget left, exhausted on the last step, zero cap, a gradient of
+ * norm exactly C, a model that reports a NaN norm), Algorithm 6 caps reproduced for
+ * B = k C^2, and the per-point odometer. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "dpgd_train.h"
+
+static uint64_t rng_state = 0x2385ULL;
+static double urand(void) /* xorshift64*, in [0, 1) */
+{
+  rng_state ^= rng_state >> 12;
+  rng_state ^= rng_state << 25;
+  rng_state ^= rng_state >> 27;
+  return (double)((rng_state * 0x2545F4914F6CDD1DULL) >> 11) * 0x1.0p-53;
+}
+
+static void test_alloc_rejects(void **state)
+{
+  (void)state;
+  assert_null(dpgd_ledger_alloc(0, 1, 1.0, 1.0));
+  assert_null(dpgd_ledger_alloc(3, 1, 0.0, 1.0));
+  assert_null(dpgd_ledger_alloc(3, 1, NAN, 1.0));
+  assert_null(dpgd_ledger_alloc(3, 1, 1.0, 0.0));
+  assert_null(dpgd_ledger_alloc(3, 1, 1.0, INFINITY));
+  dpgd_ledger *l = dpgd_ledger_alloc(3, 0, 1.0, 0.0); /* budget unused without filter */
+  assert_non_null(l);
+  assert_true(isinf(l->budget));
+  dpgd_ledger_free(l);
+  dpgd_ledger_free(NULL);
+}
+
+static void test_plain_caps(void **state)
+{
+  (void)state;
+  double caps[5], post[5] = {1e9, 0, 3.1, 5.688, 2.0};
+  dpgd_ledger *l = dpgd_ledger_alloc(5, 0, 2.385, 0);
+  for (int t = 0; t < 50; t++) {
+    dpgd_ledger_caps(l, caps);
+    for (int i = 0; i < 5; i++) assert_true(caps[i] == 2.385);
+    assert_int_equal(dpgd_ledger_spend(l, caps, post), DPGD_OK);
+  }
+  assert_int_equal(dpgd_ledger_active(l), 5);
+  /* spend is min(post, C^2): point 0 was clipped every time. */
+  assert_true(fabs(l->spend[0] - 50 * 2.385 * 2.385) < 1e-9);
+  assert_true(l->spend[1] == 0);
+  assert_int_equal(dpgd_ledger_check(l), DPGD_OK);
+  dpgd_ledger_free(l);
+}
+
+/* Remaining budget exactly one step's cost; exhausted on that step; zero cap after. */
+static void test_boundaries(void **state)
+{
+  (void)state;
+  const double C = 2.375, B = 3 * C * C; /* C^2 = 361/64: k additions exact */
+  double caps[3], post[3];
+  dpgd_ledger *l = dpgd_ledger_alloc(3, 1, C, B);
+  for (int t = 0; t < 3; t++) {
+    dpgd_ledger_caps(l, caps);
+    for (int i = 0; i < 3; i++) assert_true(caps[i] == C);
+    post[0] = C * C;           /* gradient of norm exactly C */
+    post[1] = C * C * 1.0001;  /* model rounding above the cap: charged cap^2 */
+    post[2] = 0.25;            /* small gradient */
+    assert_int_equal(dpgd_ledger_spend(l, caps, post), DPGD_OK);
+    assert_int_equal(dpgd_ledger_check(l), DPGD_OK);
+  }
+  assert_true(l->spend[0] == B && l->spend[1] == B); /* exhausted on the last step */
+  assert_int_equal(dpgd_ledger_active(l), 1);
+  dpgd_ledger_caps(l, caps);
+  assert_true(caps[0] == 0 && caps[1] == 0);
+  /* Point 2 has B - 0.75 left: its cap is C (budget for a full step remains). */
+  assert_true(caps[2] == C);
+  post[0] = post[1] = 7.0; /* a model would report 0, but even 7 is charged 0 */
+  post[2] = 1e6;
+  assert_int_equal(dpgd_ledger_spend(l, caps, post), DPGD_OK);
+  assert_true(l->spend[0] == B && l->spend[1] == B);
+  assert_true(l->spend[2] == 0.75 + C * C);
+  dpgd_ledger_caps(l, caps);
+  assert_true(caps[2] == C); /* B - s = C^2 + 0.75 - ... still a full step */
+  assert_int_equal(dpgd_ledger_spend(l, caps, post), DPGD_OK);
+  /* Next: less than one step left (0.75) -> cap sqrt(B - s) < C. */
+  dpgd_ledger_caps(l, caps);
+  assert_true(caps[2] < C && caps[2] > 0);
+  assert_true(l->spend[2] + caps[2] * caps[2] <= B);
+  assert_true(fabs(caps[2] - sqrt(B - l->spend[2])) <= 4 * caps[2] * 0x1p-52);
+  post[2] = 1e6;
+  assert_int_equal(dpgd_ledger_spend(l, caps, post), DPGD_OK);
+  assert_int_equal(dpgd_ledger_check(l), DPGD_OK);
+  dpgd_ledger_free(l);
+}
+
+static void test_nan_post_refused(void **state)
+{
+  (void)state;
+  double caps[2], post[2] = {1.0, NAN};
+  dpgd_ledger *l = dpgd_ledger_alloc(2, 1, 1.5, 10.0);
+  dpgd_ledger_caps(l, caps);
+  assert_int_equal(dpgd_ledger_spend(l, caps, post), DPGD_ERANGE);
+  assert_non_null(strstr(dpgd_error_last(), "point 1"));
+  assert_true(l->spend[0] == 0); /* unchanged */
+  post[1] = -1;
+  assert_int_equal(dpgd_ledger_spend(l, caps, post), DPGD_ERANGE);
+  post[1] = INFINITY;
+  assert_int_equal(dpgd_ledger_spend(l, caps, post), DPGD_ERANGE);
+  dpgd_ledger_free(l);
+}
+
+/* The invariant holds exactly under random budgets, clip norms and norms reported
+ * slightly above the cap (the worst case of a model's float rounding), and caps are
+ * maximal: within a few ulps of min(C, sqrt(B - s)). */
+static void test_invariant_random(void **state)
+{
+  (void)state;
+  enum { N = 257, T = 400 };
+  double caps[N], post[N];
+  for (int trial = 0; trial < 20; trial++) {
+    double C = 0.1 + 5 * urand();
+    double B = C * C * (1 + 40 * urand());
+    dpgd_ledger *l = dpgd_ledger_alloc(N, 1, C, B);
+    for (int t = 0; t < T; t++) {
+      dpgd_ledger_caps(l, caps);
+      for (int i = 0; i < N; i++) {
+        double s = l->spend[i];
+        assert_true(caps[i] >= 0 && caps[i] <= C);
+        assert_true(s + caps[i] * caps[i] <= B);
+        double ideal = fmin(C, sqrt(fmax(0, B - s)));
+        assert_true(caps[i] >= ideal * (1 - 8 * 0x1p-52) - 1e-300);
+        double u = urand();
+        post[i] = u < 0.3 ? caps[i] * caps[i] * (1 + 1e-7) /* rounding above cap */
+                  : u < 0.6 ? caps[i] * caps[i] * urand()
+                            : 1e3 * C * C; /* big gradient, clipped */
+      }
+      assert_int_equal(dpgd_ledger_spend(l, caps, post), DPGD_OK);
+      assert_int_equal(dpgd_ledger_check(l), DPGD_OK);
+    }
+    dpgd_ledger_free(l);
+  }
+}
+
+/* B = k C^2: Algorithm 7's caps are exactly C for k steps (Algorithm 6), every point. */
+static void test_alg6_caps_reproduced(void **state)
+{
+  (void)state;
+  enum { N = 64 };
+  const double Cs[] = {10, 15, 2.375, 0.75};
+  const int ks[] = {112, 180, 420, 37};
+  double caps[N], post[N];
+  for (int c = 0; c < 4; c++) {
+    double C = Cs[c];
+    dpgd_ledger *l = dpgd_ledger_alloc(N, 1, C, ks[c] * C * C);
+    for (int t = 0; t < ks[c]; t++) {
+      dpgd_ledger_caps(l, caps);
+      for (int i = 0; i < N; i++) {
+        assert_true(caps[i] == C);
+        post[i] = i % 2 ? C * C * (1 + 1e-9) : C * C * urand();
+      }
+      assert_int_equal(dpgd_ledger_spend(l, caps, post), DPGD_OK);
+    }
+    assert_int_equal(dpgd_ledger_check(l), DPGD_OK);
+    dpgd_ledger_caps(l, caps);
+    for (int i = 1; i < N; i += 2) assert_true(caps[i] == 0); /* always clipped: done */
+    dpgd_ledger_free(l);
+  }
+}
+
+/* Odometer: filters of C^2. An always-clipped point opens one per step (sqrt(t)/sigma,
+ * the Algorithm 6 guarantee); a point spending C^2/2 per step one per two steps. */
+static void test_odometer(void **state)
+{
+  (void)state;
+  const double C = 2.385, sigma = 3.7;
+  double caps[3], post[3];
+  dpgd_ledger *l = dpgd_ledger_alloc(3, 0, C, 0);
+  for (int t = 1; t <= 9; t++) {
+    dpgd_ledger_caps(l, caps);
+    post[0] = 1e9;
+    post[1] = 0.5 * C * C;
+    post[2] = 0;
+    assert_int_equal(dpgd_ledger_spend(l, caps, post), DPGD_OK);
+    assert_int_equal(l->odo_filters[0], t);
+    assert_int_equal(l->odo_filters[1], (t + 1) / 2);
+    assert_true(fabs(dpgd_ledger_point_mu(l, 0, sigma) - sqrt(t) / sigma) < 1e-15);
+    assert_true(dpgd_ledger_point_mu(l, 2, sigma) == 0);
+  }
+  assert_int_equal(dpgd_ledger_check(l), DPGD_OK);
+  dpgd_ledger_free(l);
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_alloc_rejects),     cmocka_unit_test(test_plain_caps),
+    cmocka_unit_test(test_boundaries),        cmocka_unit_test(test_nan_post_refused),
+    cmocka_unit_test(test_invariant_random),  cmocka_unit_test(test_alg6_caps_reproduced),
+    cmocka_unit_test(test_odometer),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

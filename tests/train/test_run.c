@@ -1,0 +1,525 @@
+/* test_run.c -- the training loop on a small synthetic IDX dataset with the softmax
+ * model: Algorithm 7 with B = k C^2 equals Algorithm 6 bit for bit; the ledger
+ * invariant at every step of a run that exhausts points; zero active points give a
+ * noise-only update divided by the public n (checked against an independent replay of
+ * the noise stream); private stopping is accounted (eps equals the Gaussian curve at the
+ * composed mu, and exceeds the run without queries); releases equal noise draws;
+ * same seed -> same model, other seed -> other model; corrupt and mismatched
+ * checkpoints are refused; a resumed run ends bit-identical to an uninterrupted one. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "dpgd_accounting.h"
+#include "dpgd_train.h"
+#include "data/testutil.h"
+#include "ttest.h"
+
+static char *dir;
+enum { N_TRAIN = 240, N_TEST = 120, SIDE = 28 };
+
+/* Class k: a bright horizontal band at rows 2k+3..2k+5 over low random background. */
+static void write_split(const char *prefix, size_t n, uint64_t seed)
+{
+  uint8_t *img = malloc(n * SIDE * SIDE), *lab = malloc(n);
+  assert_non_null(img);
+  assert_non_null(lab);
+  tu_bytes(img, n * SIDE * SIDE, seed);
+  for (size_t i = 0; i < n; i++) {
+    lab[i] = (uint8_t)((i * 7 + seed) % 10);
+    for (int j = 0; j < SIDE * SIDE; j++) {
+      int row = j / SIDE, bright = row >= 2 * lab[i] + 3 && row <= 2 * lab[i] + 5;
+      uint8_t *px = img + i * SIDE * SIDE + j;
+      *px = (uint8_t)(bright ? 160 + *px % 96 : *px % 70);
+    }
+  }
+  uint32_t di[3] = {(uint32_t)n, SIDE, SIDE}, dl[1] = {(uint32_t)n};
+  size_t len;
+  char p[512];
+  uint8_t *f = tu_idx(&len, 3, di, img, n * SIDE * SIDE);
+  snprintf(p, sizeof p, "%s/%s-images-idx3-ubyte", dir, prefix);
+  tu_write(p, f, len);
+  free(f);
+  f = tu_idx(&len, 1, dl, lab, n);
+  snprintf(p, sizeof p, "%s/%s-labels-idx1-ubyte", dir, prefix);
+  tu_write(p, f, len);
+  free(f);
+  free(img);
+  free(lab);
+}
+
+static void base_config(dpgd_config *c, const char *run)
+{
+  dpgd_config_defaults(c);
+  snprintf(c->data_dir, sizeof c->data_dir, "%s", dir);
+  snprintf(c->model_type, sizeof c->model_type, "softmax");
+  c->train_steps = 12;
+  c->train_lr = 0.5;
+  c->train_seed = 2385;
+  c->train_eval_every = 4;
+  c->privacy_sigma = 3.7;
+  c->privacy_clip = 2.375; /* C^2 = 361/64: k additions of C^2 are exact */
+  c->model_threads = 1;
+  c->output_checkpoint_every = 0;
+  c->output_progress = 0;
+  snprintf(c->output_dir, sizeof c->output_dir, "%s/%s", dir, run);
+}
+
+static dpgd_run *open_run(const dpgd_config *c)
+{
+  dpgd_run *r = NULL;
+  int rc = dpgd_run_open(&r, c, NULL);
+  if (rc) print_error("dpgd_run_open: %s\n", dpgd_error_last());
+  assert_int_equal(rc, DPGD_OK);
+  return r;
+}
+
+static void finish_run(dpgd_run *r)
+{
+  while (!dpgd_run_done(r)) assert_int_equal(dpgd_run_step(r), DPGD_OK);
+  int rc = dpgd_run_finish(r);
+  if (rc) print_error("dpgd_run_finish: %s\n", dpgd_error_last());
+  assert_int_equal(rc, DPGD_OK);
+}
+
+static unsigned char *slurp(const char *run, const char *name, size_t *len)
+{
+  char p[600];
+  snprintf(p, sizeof p, "%s/%s/%s", dir, run, name);
+  return tt_slurp(p, len);
+}
+
+static void assert_same_file(const char *run_a, const char *run_b, const char *name)
+{
+  size_t la, lb;
+  unsigned char *a = slurp(run_a, name, &la), *b = slurp(run_b, name, &lb);
+  assert_int_equal(la, lb);
+  assert_memory_equal(a, b, la);
+  free(a);
+  free(b);
+}
+
+/* Algorithm 7 with B = k C^2 and k_max = k against Algorithm 6, same seed: the same
+ * parameters after every step and the same model file. With C = 0.375 every gradient is
+ * clipped at every step, so every point exhausts its budget exactly on the last step;
+ * with C = 2.375 some points stop being clipped. */
+static void alg6_vs_alg7(double clip, const char *n6, const char *n7)
+{
+  dpgd_config c6, c7;
+  base_config(&c6, n6);
+  base_config(&c7, n7);
+  c6.privacy_clip = c7.privacy_clip = clip;
+  c7.filter_enabled = 1;
+  c7.filter_k = 12; /* B = k C^2, k_max = k = train.steps */
+  dpgd_run *r6 = open_run(&c6), *r7 = open_run(&c7);
+  size_t P;
+  while (!dpgd_run_done(r6)) {
+    assert_int_equal(dpgd_run_step(r6), DPGD_OK);
+    assert_int_equal(dpgd_run_step(r7), DPGD_OK);
+    const float *a = dpgd_run_params(r6, &P), *b = dpgd_run_params(r7, NULL);
+    assert_memory_equal(a, b, P * sizeof(float));
+  }
+  assert_true(dpgd_run_done(r7));
+  const dpgd_ledger *l = dpgd_run_ledger(r7);
+  assert_int_equal(dpgd_ledger_check(l), DPGD_OK);
+  size_t exhausted = l->n - dpgd_ledger_active(l);
+  print_message("  C = %g: %zu of %zu points exhausted after k steps\n", clip, exhausted, l->n);
+  if (clip < 1) assert_int_equal(exhausted, l->n);
+  assert_int_equal(dpgd_run_finish(r6), DPGD_OK);
+  assert_int_equal(dpgd_run_finish(r7), DPGD_OK);
+  assert_same_file(n6, n7, "model.bin");
+  /* Same guarantee: Algorithm 7's mu is sqrt(B)/(sigma C) = sqrt(k)/sigma. */
+  assert_true(fabs(dpgd_run_plan(r7)->mu_train - sqrt(12.0) / 3.7) < 1e-14);
+  assert_true(dpgd_run_eps_now(r7) == dpgd_run_eps_now(r6));
+  dpgd_run_free(r6);
+  dpgd_run_free(r7);
+}
+
+static void test_alg6_equals_alg7(void **state)
+{
+  (void)state;
+  alg6_vs_alg7(2.375, "alg6", "alg7");
+  alg6_vs_alg7(0.375, "alg6c", "alg7c");
+}
+
+/* A budget of 1.5 C^2: points are exhausted after two steps, the ledger invariant is
+ * checked after every step, and once no point is active the update is the noise alone,
+ * divided by the public n: theta_{t+1} = theta_t - lr * N(0, sigma^2 C^2 I) / n, with the
+ * noise replayed here from the step stream. */
+static void test_ledger_and_zero_active(void **state)
+{
+  (void)state;
+  dpgd_config c;
+  base_config(&c, "zero");
+  c.filter_enabled = 1;
+  c.filter_budget = 1.5 * 2.375 * 2.375;
+  c.train_steps = 6;
+  dpgd_run *r = open_run(&c);
+  const dpgd_plan *p = dpgd_run_plan(r);
+  assert_int_equal(p->full_steps, 1);
+  size_t P;
+  const float *theta = dpgd_run_params(r, &P);
+  float *before = malloc(P * sizeof *before);
+  double *noise = calloc(P, sizeof *noise);
+  dpgd_rng *replay = dpgd_rng_alloc(DPGD_RNG_RESEARCH, c.train_seed, DPGD_STREAM_STEP);
+  int saw_zero = 0;
+  while (!dpgd_run_done(r)) {
+    memcpy(before, theta, P * sizeof *before);
+    int zero_before = dpgd_ledger_active(dpgd_run_ledger(r)) == 0;
+    memset(noise, 0, P * sizeof *noise);
+    assert_int_equal(dpgd_rng_gaussian_add(replay, p->sigma * p->clip, noise, P), DPGD_OK);
+    assert_int_equal(dpgd_run_step(r), DPGD_OK);
+    assert_int_equal(dpgd_ledger_check(dpgd_run_ledger(r)), DPGD_OK);
+    if (zero_before) {
+      saw_zero = 1;
+      double scale = c.train_lr / (double)N_TRAIN;
+      for (size_t j = 0; j < P; j++)
+        assert_true(theta[j] == (float)((double)before[j] - scale * noise[j]));
+      /* The applied noise, (before - after) n / lr, has std sigma C: its sample std over
+       * P coordinates is within 5 standard errors (about sigma C / sqrt(2P) each; false
+       * alarm below 1e-6) of sigma C. Float rounding of theta is far below that. */
+      double ss = 0;
+      for (size_t j = 0; j < P; j++) {
+        double z = ((double)before[j] - (double)theta[j]) / scale;
+        ss += z * z;
+      }
+      double sd = sqrt(ss / (double)P), want = p->sigma * p->clip;
+      assert_true(fabs(sd / want - 1) < 5 / sqrt(2.0 * (double)P));
+    }
+  }
+  assert_true(saw_zero);
+  const dpgd_ledger *l = dpgd_run_ledger(r);
+  for (size_t i = 0; i < l->n; i++) assert_true(l->spend[i] == l->budget);
+  /* The running guarantee stopped growing at B: mu = sqrt(1.5)/sigma. */
+  assert_true(fabs(dpgd_plan_mu_train(p, 6) - sqrt(1.5) / 3.7) < 1e-14);
+  assert_int_equal(dpgd_run_finish(r), DPGD_OK);
+  dpgd_rng_free(replay);
+  free(before);
+  free(noise);
+  dpgd_run_free(r);
+}
+
+/* Stopping queries: eps of the run equals the Gaussian curve at
+ * mu = sqrt(B/(sigma C)^2 + m/tau^2), and exceeds the run without queries. */
+static void test_stopping_accounted(void **state)
+{
+  (void)state;
+  dpgd_config c;
+  base_config(&c, "stop");
+  c.filter_enabled = 1;
+  c.filter_k = 4;
+  c.train_steps = 0; /* derived: 4 + (3 - 1) * 2 = 8 */
+  c.stopping_queries = 3;
+  c.stopping_every = 2;
+  c.stopping_tau_frac = 0.05;
+  dpgd_run *r = open_run(&c);
+  const dpgd_plan *p = dpgd_run_plan(r);
+  assert_int_equal(p->steps, 8);
+  assert_int_equal(p->first_query, 4);
+  finish_run(r);
+  double tau = 0.05 * N_TRAIN;
+  double mu = sqrt(4.0 / (3.7 * 3.7) + 3.0 / (tau * tau)), want;
+  assert_int_equal(dpgd_gdp_epsilon(mu, c.privacy_delta, &want), DPGD_OK);
+  double got = dpgd_run_eps_now(r);
+  print_message("  eps with 3 queries %.9g, closed form %.9g\n", got, want);
+  assert_true(fabs(got - want) <= 1e-9 * want);
+  assert_true(fabs(p->eps[DPGD_ACCT_EXACT] - want) <= 1e-9 * want); /* planned = done */
+  dpgd_config c0 = c;
+  c0.stopping_queries = 0;
+  c0.train_steps = 8;
+  snprintf(c0.output_dir, sizeof c0.output_dir, "%s/stop0", dir);
+  dpgd_run *r0 = open_run(&c0);
+  finish_run(r0);
+  assert_true(dpgd_run_eps_now(r0) < got);
+  dpgd_run_free(r0);
+  /* summary.json says which iterate was selected; metrics rows carry the queries. */
+  size_t len;
+  char *sum = (char *)slurp("stop", "summary.json", &len);
+  assert_non_null(strstr(sum, "\"queries\": 3"));
+  assert_non_null(strstr(sum, "\"rng\": \"research\""));
+  free(sum);
+  dpgd_run_free(r);
+}
+
+/* Plain run with queries: every noise draw (one per step, one per query) is one
+ * release in the accountant. */
+static void test_releases_equal_draws(void **state)
+{
+  (void)state;
+  dpgd_config c;
+  base_config(&c, "draws");
+  c.stopping_queries = 4;
+  c.stopping_every = 3;
+  dpgd_run *r = open_run(&c);
+  finish_run(r);
+  assert_int_equal(dpgd_run_noise_draws(r), 12 + 4);
+  assert_int_equal(dpgd_run_releases(r), 12 + 4);
+  assert_int_equal(dpgd_run_plan(r)->first_query, 12 - 9);
+  dpgd_run_free(r);
+}
+
+static void test_reproducible(void **state)
+{
+  (void)state;
+  dpgd_config c;
+  base_config(&c, "seedA");
+  c.train_steps = 5;
+  dpgd_run *a = open_run(&c);
+  snprintf(c.output_dir, sizeof c.output_dir, "%s/seedA2", dir);
+  dpgd_run *b = open_run(&c);
+  c.train_seed++;
+  snprintf(c.output_dir, sizeof c.output_dir, "%s/seedB", dir);
+  dpgd_run *d = open_run(&c);
+  finish_run(a);
+  finish_run(b);
+  finish_run(d);
+  size_t P;
+  const float *pa = dpgd_run_params(a, &P);
+  assert_memory_equal(pa, dpgd_run_params(b, NULL), P * sizeof(float));
+  assert_memory_not_equal(pa, dpgd_run_params(d, NULL), P * sizeof(float));
+  assert_same_file("seedA", "seedA2", "points.csv");
+  assert_same_file("seedA", "seedA2", "metrics.csv");
+  dpgd_run_free(a);
+  dpgd_run_free(b);
+  dpgd_run_free(d);
+}
+
+/* Interrupted after step 7 (checkpoint at 6), resumed: same model.bin, points.csv and
+ * metrics.csv as the uninterrupted run. */
+static void test_resume_bit_identical(void **state)
+{
+  (void)state;
+  dpgd_config c;
+  base_config(&c, "full");
+  c.filter_enabled = 1;
+  c.filter_k = 5;
+  c.train_steps = 0;
+  c.stopping_queries = 3;
+  c.stopping_every = 2;
+  c.output_checkpoint_every = 3;
+  c.output_diagnostics = 1;
+  dpgd_run *r = open_run(&c);
+  finish_run(r);
+  dpgd_run_free(r);
+  snprintf(c.output_dir, sizeof c.output_dir, "%s/cut", dir);
+  r = open_run(&c);
+  for (int t = 0; t < 7; t++) assert_int_equal(dpgd_run_step(r), DPGD_OK);
+  dpgd_run_free(r); /* "killed" after step 7: the last checkpoint is step 6 */
+  /* A second open of the same directory is refused: it holds an unfinished run. */
+  dpgd_run *again = NULL;
+  assert_int_equal(dpgd_run_open(&again, &c, NULL), DPGD_EINVAL);
+  assert_non_null(strstr(dpgd_error_last(), "--resume"));
+  char run[600];
+  snprintf(run, sizeof run, "%s/cut", dir);
+  assert_int_equal(dpgd_run_resume(&r, run), DPGD_OK);
+  assert_int_equal(dpgd_run_step_index(r), 6);
+  /* The ledger came back, not reset. */
+  assert_true(dpgd_run_ledger(r)->spend[0] > 0);
+  finish_run(r);
+  dpgd_run_free(r);
+  assert_same_file("full", "cut", "model.bin");
+  assert_same_file("full", "cut", "points.csv");
+  assert_same_file("full", "cut", "metrics.csv");
+  /* A finished run cannot be resumed. */
+  assert_int_equal(dpgd_run_resume(&r, run), DPGD_EINVAL);
+  assert_non_null(strstr(dpgd_error_last(), "finished"));
+}
+
+static void flip_byte(const char *path, long off)
+{
+  FILE *f = fopen(path, "r+b");
+  assert_non_null(f);
+  fseek(f, off, SEEK_SET);
+  int ch = fgetc(f);
+  fseek(f, off, SEEK_SET);
+  fputc(ch ^ 0x10, f);
+  fclose(f);
+}
+
+static void test_checkpoint_refused(void **state)
+{
+  (void)state;
+  dpgd_config c;
+  base_config(&c, "corrupt");
+  c.output_checkpoint_every = 2;
+  dpgd_run *r = open_run(&c);
+  for (int t = 0; t < 5; t++) assert_int_equal(dpgd_run_step(r), DPGD_OK);
+  dpgd_run_free(r);
+  char run[600], ck[700], ini[700], cmd[4096];
+  snprintf(run, sizeof run, "%s/corrupt", dir);
+  snprintf(ck, sizeof ck, "%s/checkpoint.bin", run);
+  snprintf(ini, sizeof ini, "%s/config.ini", run);
+  snprintf(cmd, sizeof cmd, "cp %s %s.good && cp %s %s.good", ck, ck, ini, ini);
+  assert_int_equal(system(cmd), 0);
+  flip_byte(ck, 200);
+  assert_int_equal(dpgd_run_resume(&r, run), DPGD_EFORMAT);
+  assert_non_null(strstr(dpgd_error_last(), "corrupt"));
+  /* A config that changed since: refused as another configuration. */
+  snprintf(cmd, sizeof cmd, "cp %s.good %s && sed -i 's/^lr = .*/lr = 0.25/' %s", ck, ck, ini);
+  assert_int_equal(system(cmd), 0);
+  assert_int_equal(dpgd_run_resume(&r, run), DPGD_EFORMAT);
+  assert_non_null(strstr(dpgd_error_last(), "another configuration"));
+  snprintf(cmd, sizeof cmd, "cp %s.good %s", ini, ini);
+  assert_int_equal(system(cmd), 0);
+  assert_int_equal(dpgd_run_resume(&r, run), DPGD_OK);
+  assert_int_equal(dpgd_run_step_index(r), 4);
+  dpgd_run_free(r);
+}
+
+static void test_bad_plans(void **state)
+{
+  (void)state;
+  dpgd_config c;
+  dpgd_plan p;
+  base_config(&c, "bad");
+  c.stopping_queries = 5;
+  c.stopping_every = 3; /* 4 * 3 = 12 steps span: first query at step 0: no room */
+  assert_int_equal(dpgd_plan_make(&p, &c, 100), DPGD_EINVAL);
+  assert_non_null(strstr(dpgd_error_last(), "do not fit"));
+  base_config(&c, "bad");
+  c.filter_enabled = 1;
+  c.filter_k = 3;
+  c.train_steps = 4;
+  c.stopping_queries = 2;
+  c.stopping_every = 2; /* queries at 3 and 5 > 4 */
+  assert_int_equal(dpgd_plan_make(&p, &c, 100), DPGD_EINVAL);
+  base_config(&c, "bad");
+  c.privacy_sigma = 0;
+  assert_int_equal(dpgd_plan_make(&p, &c, 100), DPGD_EINVAL);
+  assert_non_null(strstr(dpgd_error_last(), "privacy.sigma"));
+  base_config(&c, "bad");
+  snprintf(c.model_type, sizeof c.model_type, "mlp");
+  dpgd_run *r = NULL;
+  assert_int_not_equal(dpgd_run_open(&r, &c, NULL), DPGD_OK);
+  assert_null(r);
+}
+
+/* Secure mode: the OS generator, so the same seed gives different models; the summary
+ * says which mode ran. A diverging learning rate is an error naming the step. */
+static void test_secure_and_diverged(void **state)
+{
+  (void)state;
+  dpgd_config c;
+  base_config(&c, "secA");
+  c.train_steps = 3;
+  c.train_rng = DPGD_RNG_SECURE;
+  dpgd_run *a = open_run(&c);
+  snprintf(c.output_dir, sizeof c.output_dir, "%s/secB", dir);
+  dpgd_run *b = open_run(&c);
+  finish_run(a);
+  finish_run(b);
+  size_t P, len;
+  assert_memory_not_equal(dpgd_run_params(a, &P), dpgd_run_params(b, NULL), P * sizeof(float));
+  char *sum = (char *)slurp("secA", "summary.json", &len);
+  assert_non_null(strstr(sum, "\"rng\": \"secure\""));
+  free(sum);
+  dpgd_run_free(a);
+  dpgd_run_free(b);
+  base_config(&c, "diverge");
+  c.train_lr = 1e300;
+  dpgd_run *r = open_run(&c);
+  assert_int_equal(dpgd_run_step(r), DPGD_ERANGE);
+  assert_non_null(strstr(dpgd_error_last(), "diverged"));
+  dpgd_run_free(r);
+}
+
+/* Plans every shipped config (configs/ and configs/paper/) at n = 60000 without
+ * data. The paper configs against seed 003 Appendix A: the tuned (sigma, C, k) of each
+ * eps; filtering keeps sigma and C with B_norm = k C^2; the suboptimal variants never
+ * exceed the tuned training guarantee (steps rounded down, or B_norm scaled) and keep
+ * the same noise std sigma C (clipping) or C (noise); the exact variants are calibrated
+ * to the nominal eps from below (within 0.1%). */
+static double plan_of(const char *file, dpgd_plan *p)
+{
+  char path[1024];
+  const char *src = getenv("DPGD_SOURCE_DIR");
+  snprintf(path, sizeof path, "%s/configs/%s", src ? src : ".", file);
+  dpgd_config c;
+  dpgd_config_defaults(&c);
+  int rc = dpgd_config_load(&c, path);
+  if (!rc) rc = dpgd_plan_make(p, &c, 60000);
+  if (rc) print_error("%s: %s\n", path, dpgd_error_last());
+  assert_int_equal(rc, DPGD_OK);
+  return p->mu_train;
+}
+
+static void test_configs(void **state)
+{
+  (void)state;
+  static const struct {
+    const char *eps;
+    double nominal, sigma, clip, steps, factor;
+  } paper[] = {{"03", 0.3, 170, 10, 112, 1.5}, {"05", 0.5, 130, 15, 180, 1.5},
+               {"10", 1.0, 100, 10, 420, 2}};
+  const double tol = 1e-12;
+  for (size_t e = 0; e < sizeof paper / sizeof paper[0]; e++) {
+    char f[128];
+    dpgd_plan p, q;
+    snprintf(f, sizeof f, "paper/eps%s-plain.ini", paper[e].eps);
+    double mu = plan_of(f, &p);
+    assert_true(!p.filtered && p.sigma == paper[e].sigma && p.clip == paper[e].clip &&
+                p.steps == (size_t)paper[e].steps);
+    snprintf(f, sizeof f, "paper/eps%s-filtered.ini", paper[e].eps);
+    assert_true(plan_of(f, &q) == mu);
+    assert_true(q.filtered && q.sigma == p.sigma && q.clip == p.clip &&
+                q.budget == paper[e].steps * p.clip * p.clip);
+    if (e < 2) assert_true(q.steps == q.full_steps + 35 && q.queries == 8 && q.every == 5);
+    for (int v = 0; v < 4; v++) {
+      static const char *variant[] = {"subclip-plain", "subclip-filtered", "subnoise-plain",
+                                      "subnoise-filtered"};
+      double k = paper[e].factor;
+      snprintf(f, sizeof f, "paper/eps%s-%s.ini", paper[e].eps, variant[v]);
+      assert_true(plan_of(f, &q) <= mu * (1 + tol));
+      /* sigma written with 10 digits, rounded up (more noise) */
+      assert_true(q.sigma >= paper[e].sigma / k && q.sigma <= paper[e].sigma / k * (1 + 1e-9));
+      double want_clip = v < 2 ? paper[e].clip * k : paper[e].clip;
+      assert_true(fabs(q.clip - want_clip) <= tol * want_clip);
+      if (!q.filtered) assert_true(q.steps == (size_t)floor(paper[e].steps / (k * k)));
+    }
+    for (int v = 0; v < 2; v++) {
+      snprintf(f, sizeof f, "paper/eps%s-exact-%s.ini", paper[e].eps, v ? "filtered" : "plain");
+      plan_of(f, &q);
+      double got = q.eps[DPGD_ACCT_EXACT];
+      assert_true(got <= paper[e].nominal && got >= 0.999 * paper[e].nominal);
+      assert_true(q.eps[DPGD_ACCT_EXACT] > p.eps[DPGD_ACCT_EXACT]);
+    }
+  }
+  static const char *other[] = {"softmax.ini", "quickstart-plain.ini",
+                                "quickstart-filtered.ini"};
+  for (size_t i = 0; i < sizeof other / sizeof other[0]; i++) {
+    dpgd_plan p;
+    plan_of(other[i], &p);
+    assert_true(p.eps[DPGD_ACCT_EXACT] > 0 && p.eps[DPGD_ACCT_EXACT] <= 1);
+  }
+}
+
+int main(void)
+{
+  dir = tu_tmpdir();
+  write_split("train", N_TRAIN, 11);
+  write_split("t10k", N_TEST, 12);
+  const struct CMUnitTest tests[] = {
+    cmocka_unit_test(test_alg6_equals_alg7),
+    cmocka_unit_test(test_ledger_and_zero_active),
+    cmocka_unit_test(test_stopping_accounted),
+    cmocka_unit_test(test_releases_equal_draws),
+    cmocka_unit_test(test_reproducible),
+    cmocka_unit_test(test_resume_bit_identical),
+    cmocka_unit_test(test_checkpoint_refused),
+    cmocka_unit_test(test_bad_plans),
+    cmocka_unit_test(test_configs),
+    cmocka_unit_test(test_secure_and_diverged),
+  };
+  int rc = cmocka_run_group_tests(tests, NULL, NULL);
+  if (rc == 0) tu_rmtree(dir); /* kept for inspection when a test failed */
+  free(dir);
+  return rc;
+}

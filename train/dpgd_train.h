@@ -1,0 +1,200 @@
+/* dpgd_train.h -- private full-batch gradient descent (MATH.md section 1; seed 003
+ * Algorithms 6 and 7): the per-point ledger and clip caps, the noise streams, the
+ * checkpoint container, the run-directory writers (train/RUN_FORMAT.md) and the
+ * training state that ties them to a model (model/) and the accountant (accounting/).
+ *
+ * Reading order: ledger -> rng -> checkpoint container -> run (dpgd_run_*), which a
+ * caller drives INITIALIZE / ITERATE / TEST style (STYLE.md 13): dpgd_run_open, then
+ * dpgd_run_step until dpgd_run_done, then dpgd_run_finish. dpgd_run_train is that loop.
+ * Library code never prints: the CLI prints dpgd_run_progress and the plan. */
+#ifndef DPGD_TRAIN_H
+#define DPGD_TRAIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dpgd_config.h"
+#include "dpgd_error.h"
+
+/* ===== The per-point ledger (MATH.md section 1) =====================================
+ * spend[i] = s(i), the sum of the squared post-clip norms of point i's gradients, in
+ * double. Algorithm 6: cap = C. Algorithm 7: cap = min(C, sqrt(max(0, B - s(i)))),
+ * adjusted down by ulps so that s(i) + cap^2 <= B holds in floating point too: the
+ * invariant s(i) <= B is exact, not approximate. A point is active while s(i) < B.
+ *
+ * Algorithm 7 with B = k C^2 reproduces Algorithm 6 bit for bit for k steps: the cap is
+ * exactly C (no sqrt) while s(i) + C^2 <= B, and each step charges at most C^2, so this
+ * holds for k steps whenever k additions of C^2 are exact in double (C^2 with a short
+ * binary significand, e.g. C = 10, 15, 2.375; true of every paper setting).
+ *
+ * The odometer (MATH.md "Per-point privacy report"): filters of Delta = C^2 in spend
+ * units (1/sigma^2 in mu^2 units, the largest one-step increment); a new filter opens
+ * whenever the current one would overflow; after m filters the point's loss is at most
+ * sqrt(m Delta)/(sigma C) = sqrt(m)/sigma GDP. */
+typedef struct dpgd_ledger {
+  size_t n;
+  int filtered;          /* 1 = Algorithm 7 */
+  double clip;           /* C */
+  double clip2;          /* C*C as used in every comparison */
+  double budget;         /* B_norm (Algorithm 7); INFINITY for Algorithm 6 */
+  double *spend;         /* (n) s(i) */
+  double *odo_fill;      /* (n) spend in the point's current odometer filter */
+  uint64_t *odo_filters; /* (n) odometer filters opened so far (m) */
+} dpgd_ledger;
+
+/* budget is ignored (INFINITY) when filtered is 0. NULL on bad sizes or no memory. */
+dpgd_ledger *dpgd_ledger_alloc(size_t n, int filtered, double clip, double budget);
+void dpgd_ledger_free(dpgd_ledger *l);
+
+/* The clip cap of every point for the next step. */
+void dpgd_ledger_caps(const dpgd_ledger *l, double *caps /* (n) out */);
+
+/* Charges one step: s(i) += min(sqnorm_post[i], caps[i]^2) (the post-clip norm cannot
+ * exceed the cap; the min removes float rounding of the model's norm) and advances the
+ * odometer. A negative or non-finite sqnorm_post is a model defect: DPGD_ERANGE, and
+ * the ledger is left unchanged. */
+int dpgd_ledger_spend(dpgd_ledger *l, const double *caps /* (n) */,
+                      const double *sqnorm_post /* (n) */);
+
+/* Number of points with s(i) < B (all n for Algorithm 6). Diagnostic, not private. */
+size_t dpgd_ledger_active(const dpgd_ledger *l);
+
+/* DPGD_OK when 0 <= s(i) <= B for every i (exactly) and the odometer is consistent;
+ * DPGD_ERANGE naming the first violating point otherwise. */
+int dpgd_ledger_check(const dpgd_ledger *l);
+
+/* The odometer's GDP bound of point i: sqrt(m)/sigma. */
+double dpgd_ledger_point_mu(const dpgd_ledger *l, size_t i, double sigma);
+
+/* ===== Noise: random streams ========================================================
+ * Research mode: GSL's MT19937, one generator per stream, each seeded from the master
+ * seed through splitmix64 with a distinct stream constant, so that the streams are
+ * independent of each other and of the order in which they are used; the state is
+ * saved in checkpoints. Secure mode: bits from getrandom(2) (the kernel CSPRNG); no
+ * state to save; Gaussians are hardened against floating-point attacks (see noise.c). */
+enum { DPGD_STREAM_INIT = 0, DPGD_STREAM_STEP = 1, DPGD_STREAM_QUERY = 2, DPGD_N_STREAMS = 3 };
+
+/* Summands of one secure Gaussian draw (Holohan & Braghin 2021; see noise.c). */
+#define DPGD_SECURE_GAUSS_TERMS 4
+
+typedef struct dpgd_rng dpgd_rng;
+
+/* mode is dpgd_rng_mode (DPGD_RNG_RESEARCH / DPGD_RNG_SECURE). */
+dpgd_rng *dpgd_rng_alloc(int mode, uint64_t master_seed, int stream);
+void dpgd_rng_free(dpgd_rng *r);
+const char *dpgd_rng_mode_name(int mode); /* "research" | "secure" */
+
+/* 64 uniformly random bits. DPGD_EIO if the OS generator fails (secure mode). */
+int dpgd_rng_u64(dpgd_rng *r, uint64_t *out);
+/* x[j] += N(0, std^2) for j < n, drawn in index order from this stream. */
+int dpgd_rng_gaussian_add(dpgd_rng *r, double std, double *x /* (n) */, size_t n);
+/* One N(0, std^2) draw. */
+int dpgd_rng_gaussian(dpgd_rng *r, double std, double *out);
+
+/* The stream's state for checkpoints: size in bytes (0 in secure mode), copy out, and
+ * restore (DPGD_EFORMAT if len does not match). */
+size_t dpgd_rng_state_size(const dpgd_rng *r);
+void dpgd_rng_state_get(const dpgd_rng *r, void *buf /* (state_size) */);
+int dpgd_rng_state_set(dpgd_rng *r, const void *buf, size_t len);
+
+/* ===== Checkpoint container =========================================================
+ * A file of named byte sections: magic "DPGDCKPT", format version, byte-order mark,
+ * the config hash, the section table and bodies, then a CRC-32 of everything before.
+ * Written to PATH.tmp, fsync'ed, renamed over PATH, directory fsync'ed: a crash leaves
+ * the old checkpoint or the new one, never a mix. Reading refuses a wrong magic,
+ * version, byte order, length, checksum or config hash with a message naming the file. */
+#define DPGD_CKPT_VERSION 1u
+#define DPGD_CKPT_NAME_LEN 8
+
+typedef struct dpgd_ckpt_section {
+  char name[DPGD_CKPT_NAME_LEN]; /* NUL-padded */
+  const void *data;
+  size_t len;
+} dpgd_ckpt_section;
+
+int dpgd_ckpt_write(const char *path, uint64_t config_hash,
+                    const dpgd_ckpt_section *sections /* (n) */, size_t n);
+
+typedef struct dpgd_ckpt dpgd_ckpt;
+/* Reads and verifies path; a config hash other than config_hash is refused. */
+int dpgd_ckpt_read(dpgd_ckpt **out, const char *path, uint64_t config_hash);
+/* The body of a section and its length; DPGD_EFORMAT naming the file and section if it
+ * is missing or (when want_len is not 0) not want_len bytes long. */
+int dpgd_ckpt_get(const dpgd_ckpt *c, const char *name, size_t want_len, const void **data,
+                  size_t *len);
+void dpgd_ckpt_free(dpgd_ckpt *c);
+
+/* Writes len bytes to path atomically (temp file, fsync, rename, directory fsync). */
+int dpgd_write_atomic(const char *path, const void *buf, size_t len);
+
+/* ===== A training run ================================================================ */
+
+/* Everything the config leaves implicit, resolved before the first step. */
+typedef struct dpgd_plan {
+  int filtered;
+  size_t n;                 /* public dataset size */
+  double sigma, clip;       /* noise multiplier (after calibration), C */
+  double budget;            /* B_norm (filtered); k C^2 equivalent steps otherwise */
+  size_t full_steps;        /* floor(B_norm / C^2) (filtered) or steps (plain) */
+  size_t steps;             /* total steps (Algorithm 7: k_max) */
+  size_t queries, every;    /* stopping queries m, interval s */
+  size_t first_query;       /* step after which the first query is made; 0 = none */
+  double tau;               /* query noise std, tau_frac * n */
+  double delta;
+  double mu_train;          /* GDP of the training releases at the end */
+  double mu_total;          /* with the queries */
+  /* eps of the whole planned run by method; NAN where the method is not available */
+  double eps[5];
+  int eps_status[5];        /* dpgd status per method (DPGD_ENOTIMPL: not built yet) */
+} dpgd_plan;
+
+/* Resolves c into a plan (calibration through the accountant, derived steps, the query
+ * schedule, the guarantee under every method). n is the training set size. */
+int dpgd_plan_make(dpgd_plan *p, const dpgd_config *c, size_t n);
+
+/* Public GDP parameter of the training releases after t steps (MATH.md section 1):
+ * sqrt(min(B, t C^2))/(sigma C) filtered, sqrt(t)/sigma plain. */
+double dpgd_plan_mu_train(const dpgd_plan *p, size_t t);
+/* Number of stopping queries made after steps 1..t. */
+size_t dpgd_plan_queries_by(const dpgd_plan *p, size_t t);
+
+typedef struct dpgd_run dpgd_run;
+
+/* Opens a new run: resolves the plan, loads data, initialises the model, creates
+ * run_dir (must not hold a finished run) and writes config.ini and the metrics header.
+ * data_dir overrides the config's data.dir when not NULL. */
+int dpgd_run_open(dpgd_run **out, const dpgd_config *c, const char *run_dir);
+/* Reopens run_dir from its config.ini and checkpoint.bin. The steps already done are
+ * kept (metrics rows after the checkpoint are dropped and written again). */
+int dpgd_run_resume(dpgd_run **out, const char *run_dir);
+
+/* One step: caps, clipped sum, ledger, noise, update; a stopping query if one is due;
+ * test accuracy if due; the metrics row; a checkpoint if due. */
+int dpgd_run_step(dpgd_run *r);
+int dpgd_run_done(const dpgd_run *r);
+/* Writes model.bin (the selected iterate), points.csv, the final checkpoint and last
+ * summary.json (atomically). */
+int dpgd_run_finish(dpgd_run *r);
+void dpgd_run_free(dpgd_run *r);
+
+/* The plan of c without training (dpgd train --dry-run): loads the training split only
+ * to learn n (data.n_train applied). */
+int dpgd_run_dry(dpgd_plan *p, const dpgd_config *c);
+
+/* dpgd_run_open (or resume when resume is not 0: c is then ignored) + steps + finish. */
+int dpgd_run_train(const dpgd_config *c, const char *run_dir, int resume);
+
+/* Read access for the CLI and tests. */
+const dpgd_plan *dpgd_run_plan(const dpgd_run *r);
+const dpgd_config *dpgd_run_config(const dpgd_run *r);
+const dpgd_ledger *dpgd_run_ledger(const dpgd_run *r);
+size_t dpgd_run_step_index(const dpgd_run *r); /* steps completed */
+double dpgd_run_last_test_acc(const dpgd_run *r); /* NAN before the first evaluation */
+double dpgd_run_eps_now(const dpgd_run *r);        /* exact eps after the steps so far */
+const float *dpgd_run_params(const dpgd_run *r, size_t *n_params);
+uint64_t dpgd_run_noise_draws(const dpgd_run *r);  /* Gaussian vectors + query draws */
+uint64_t dpgd_run_releases(const dpgd_run *r);     /* releases in the running accountant */
+/* One-line progress text (no newline): step/total, ETA, eps so far, last test acc. */
+void dpgd_run_progress(const dpgd_run *r, char *buf, size_t len);
+
+#endif /* DPGD_TRAIN_H */

@@ -1,0 +1,194 @@
+/* plan.c -- what a config means before the first step (MATH.md sections 1 and 5): noise
+ * calibration, the filter budget, derived step count, the stopping-query schedule, and
+ * the guarantee of the whole planned run under every accounting method. Also the public
+ * running guarantee mu(t) and the releases one step adds to the accountant, shared by
+ * the plan and the training loop so that both account the same way. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "dpgd_accounting.h"
+#include "plan_internal.h"
+
+double dpgd_plan_mu_train(const dpgd_plan *p, size_t t)
+{
+  double tc2 = (double)t * p->clip * p->clip;
+  if (p->filtered && tc2 > p->budget) tc2 = p->budget;
+  return sqrt(tc2) / (p->sigma * p->clip);
+}
+
+size_t dpgd_plan_queries_by(const dpgd_plan *p, size_t t)
+{
+  if (p->queries == 0 || t < p->first_query) return 0;
+  size_t q = (t - p->first_query) / p->every + 1;
+  return q < p->queries ? q : p->queries;
+}
+
+int dpgd_plan_query_due(const dpgd_plan *p, size_t t)
+{
+  return p->queries > 0 && t >= p->first_query && (t - p->first_query) % p->every == 0 &&
+         (t - p->first_query) / p->every < p->queries;
+}
+
+/* Releases of training step t (1-based), as Gaussian mechanisms: Algorithm 6 and the
+ * first floor(B/C^2) steps of Algorithm 7 are Gaussians with mu = 1/sigma (clipped
+ * sensitivity C, noise sigma C). The filter bounds the rest of Algorithm 7 by the
+ * remaining sum of mu^2, (B - floor(B/C^2) C^2)/(sigma C)^2, added at step
+ * floor(B/C^2) + 1 (MATH.md section 1: fully adaptive GDP composition under a filter);
+ * later steps add nothing. The composition after t steps is mu_train(t). */
+int dpgd_plan_add_step(dpgd_accountant *a, const dpgd_plan *p, size_t t)
+{
+  if (!p->filtered || t <= p->full_steps) return dpgd_acct_add_gaussian(a, 1.0 / p->sigma, 1);
+  if (t == p->full_steps + 1) {
+    double rest = p->budget - (double)p->full_steps * p->clip * p->clip;
+    if (rest > 0) return dpgd_acct_add_gaussian(a, sqrt(rest) / (p->sigma * p->clip), 1);
+  }
+  return DPGD_OK;
+}
+
+int dpgd_plan_add_query(dpgd_accountant *a, const dpgd_plan *p)
+{
+  return dpgd_acct_add_gaussian(a, 1.0 / p->tau, 1);
+}
+
+/* Accountant of the whole run up to step t, queries included. */
+int dpgd_plan_accountant(dpgd_accountant **out, const dpgd_plan *p, size_t t)
+{
+  dpgd_accountant *a = dpgd_acct_alloc();
+  if (!a) return DPGD_FAIL(DPGD_ENOMEM, "no memory for the accountant");
+  int rc = DPGD_OK;
+  for (size_t s = 1; s <= t && !rc; s++) {
+    rc = dpgd_plan_add_step(a, p, s);
+    if (!rc && dpgd_plan_query_due(p, s)) rc = dpgd_plan_add_query(a, p);
+  }
+  if (rc) {
+    dpgd_acct_free(a);
+    return rc;
+  }
+  *out = a;
+  return DPGD_OK;
+}
+
+void dpgd_plan_epsilons(const dpgd_accountant *a, double delta, double *eps, int *status)
+{
+  for (int m = 0; m < DPGD_ACCT_N_METHODS; m++) {
+    dpgd_acct_value v;
+    int rc = dpgd_acct_epsilon(a, (dpgd_acct_method)m, delta, &v);
+    eps[m] = rc ? NAN : v.value;
+    if (status) status[m] = rc;
+  }
+  dpgd_error_clear(); /* a method that is not available is reported as n/a, not an error */
+}
+
+/* floor(B / C^2), corrected so that it equals the number of C^2 additions that fit. */
+static size_t full_steps_of(double budget, double clip)
+{
+  double c2 = clip * clip, f = floor(budget / c2);
+  if (f > 1e15) return (size_t)1e15;
+  if (f > 0 && f * c2 > budget) f -= 1;
+  if ((f + 1) * c2 <= budget) f += 1;
+  return (size_t)f;
+}
+
+int dpgd_plan_make(dpgd_plan *p, const dpgd_config *c, size_t n)
+{
+  int rc = dpgd_config_validate(c);
+  if (rc) return rc;
+  if (n == 0) return DPGD_FAIL(DPGD_EINVAL, "the training set is empty");
+  *p = (dpgd_plan){0};
+  p->filtered = c->filter_enabled;
+  p->n = n;
+  p->clip = c->privacy_clip;
+  p->delta = c->privacy_delta;
+  p->queries = c->stopping_queries;
+  p->every = c->stopping_every;
+  p->tau = c->stopping_tau_frac * (double)n;
+  dpgd_acct_method method = (dpgd_acct_method)c->privacy_method;
+
+  /* The planned queries, passed to calibration as `extra`. */
+  dpgd_accountant *extra = NULL;
+  if (p->queries > 0) {
+    extra = dpgd_acct_alloc();
+    if (!extra) return DPGD_FAIL(DPGD_ENOMEM, "no memory for the accountant");
+    rc = dpgd_acct_add_gaussian(extra, 1.0 / p->tau, p->queries);
+    if (rc) goto done;
+  }
+
+  /* A value the calibration would overwrite is a contradiction, not a default. */
+  if (c->privacy_calibrate == DPGD_CALIBRATE_SIGMA && c->privacy_sigma > 0) {
+    rc = DPGD_FAIL(DPGD_EINVAL,
+                   "privacy.sigma = %g conflicts with privacy.calibrate = sigma, which "
+                   "computes sigma (set privacy.calibrate = none to use a given sigma)",
+                   c->privacy_sigma);
+    goto done;
+  }
+  if (c->privacy_calibrate == DPGD_CALIBRATE_BUDGET && p->filtered &&
+      (c->filter_budget > 0 || c->filter_k > 0)) {
+    rc = DPGD_FAIL(DPGD_EINVAL,
+                   "filter.budget/filter.k conflict with privacy.calibrate = budget, which "
+                   "computes B_norm (set privacy.calibrate = none to use a given budget)");
+    goto done;
+  }
+
+  if (p->filtered && c->privacy_calibrate != DPGD_CALIBRATE_BUDGET)
+    p->budget = c->filter_budget > 0 ? c->filter_budget : c->filter_k * p->clip * p->clip;
+
+  p->sigma = c->privacy_sigma;
+  if (c->privacy_calibrate == DPGD_CALIBRATE_SIGMA) {
+    /* Filtered: B/C^2 full-norm steps, rounded up (more noise: the private direction). */
+    double k = p->filtered ? ceil(p->budget / (p->clip * p->clip)) : (double)c->train_steps;
+    rc = dpgd_calibrate_sigma(method, c->privacy_epsilon, p->delta, (uint64_t)k, extra,
+                              &p->sigma);
+    if (rc) goto done;
+  } else if (c->privacy_calibrate == DPGD_CALIBRATE_BUDGET) {
+    rc = dpgd_calibrate_budget(method, c->privacy_epsilon, p->delta, p->sigma, p->clip,
+                               extra, &p->budget);
+    if (rc) goto done;
+  }
+  if (!(p->sigma > 0) || !isfinite(p->sigma)) {
+    rc = DPGD_FAIL(DPGD_ERANGE, "noise multiplier sigma = %g is not usable", p->sigma);
+    goto done;
+  }
+  if (p->filtered && (!(p->budget > 0) || !isfinite(p->budget))) {
+    rc = DPGD_FAIL(DPGD_ERANGE, "filter budget B_norm = %g is not usable", p->budget);
+    goto done;
+  }
+
+  if (p->filtered) {
+    p->full_steps = full_steps_of(p->budget, p->clip);
+    p->steps = c->train_steps;
+    if (p->steps == 0)
+      p->steps = p->full_steps + (p->queries ? (p->queries - 1) * p->every : 0);
+    if (p->steps == 0) p->steps = 1;
+  } else {
+    p->steps = c->train_steps;
+    p->full_steps = p->steps;
+  }
+
+  if (p->queries > 0) {
+    size_t span = (p->queries - 1) * p->every;
+    if (p->filtered)
+      p->first_query = p->full_steps > 0 ? p->full_steps : 1;
+    else
+      p->first_query = p->steps > span ? p->steps - span : 0;
+    if (p->first_query == 0 || p->first_query + span > p->steps) {
+      rc = DPGD_FAIL(DPGD_EINVAL,
+                     "stopping: %zu queries every %zu steps%s do not fit in %zu steps "
+                     "(train.steps)",
+                     p->queries, p->every, p->filtered ? " after floor(B_norm/C^2)" : "",
+                     p->steps);
+      goto done;
+    }
+  }
+
+  p->mu_train = dpgd_plan_mu_train(p, p->steps);
+  p->mu_total = sqrt(p->mu_train * p->mu_train + (double)p->queries / (p->tau * p->tau));
+  dpgd_accountant *all = NULL;
+  rc = dpgd_plan_accountant(&all, p, p->steps);
+  if (rc) goto done;
+  dpgd_plan_epsilons(all, p->delta, p->eps, p->eps_status);
+  dpgd_acct_free(all);
+
+done:
+  dpgd_acct_free(extra);
+  return rc;
+}

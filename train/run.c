@@ -1,0 +1,670 @@
+/* run.c -- one training run (MATH.md section 1; seed 003 Algorithms 6 and 7): the step
+ * (caps, clipped per-example sum, ledger, ONE Gaussian draw, update), accounted private
+ * stopping, the public running guarantee, checkpoints and --resume, and the run
+ * directory of train/RUN_FORMAT.md. The loop is driven by the caller (dpgd_run_step). */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dpgd_accounting.h"
+#include "dpgd_data.h"
+#include "dpgd_model.h"
+#include "dpgd_train.h"
+#include "plan_internal.h"
+
+#define PATHLEN (DPGD_CONFIG_PATH_MAX + 32)
+
+/* Scalars saved in the checkpoint's "meta" section (all 8-byte fields). */
+typedef struct {
+  uint64_t step, queries_done, best_step, noise_draws, n, n_params, steps;
+  double best_noisy, last_test_acc, wall_s, sigma, budget;
+} run_meta;
+
+struct dpgd_run {
+  dpgd_config cfg;
+  dpgd_plan plan;
+  char dir[DPGD_CONFIG_PATH_MAX];
+  uint64_t config_hash;
+  dpgd_dataset *train, *test;
+  dpgd_model *model;
+  dpgd_grad_ws *ws;
+  size_t P;
+  dpgd_ledger *ledger;
+  double *caps, *post, *sum; /* (n), (n), (P) */
+  float *best;               /* (P) parameters of the best noisy iterate */
+  dpgd_rng *rng_step, *rng_query;
+  dpgd_accountant *acct;     /* releases so far */
+  run_meta m;
+  double last_query;         /* noisy accuracy of the query at this step; NAN if none */
+  double eps_now[DPGD_ACCT_N_METHODS];
+  FILE *metrics;
+  struct timespec t0;
+  double wall_before;        /* wall seconds of earlier sessions (resume) */
+  uint64_t session_step;     /* steps done when this session started (ETA) */
+};
+
+#ifndef DPGD_VERSION
+#define DPGD_VERSION "unknown"
+#endif
+
+static double now_s(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void path_in(char *buf, const dpgd_run *r, const char *name)
+{
+  snprintf(buf, PATHLEN, "%s/%s", r->dir, name);
+}
+
+static int file_exists(const char *p)
+{
+  struct stat st;
+  return stat(p, &st) == 0;
+}
+
+/* mkdir -p: each prefix ending at a '/' and then the whole path. */
+static int make_dirs(const char *dir)
+{
+  char tmp[DPGD_CONFIG_PATH_MAX];
+  snprintf(tmp, sizeof tmp, "%s", dir);
+  for (char *p = tmp + 1;; p++) {
+    if (*p != '/' && *p != '\0') continue;
+    char end = *p;
+    *p = '\0';
+    if (mkdir(tmp, 0755) && errno != EEXIST)
+      return DPGD_FAIL(DPGD_EIO, "cannot create directory %s: %s", tmp, strerror(errno));
+    *p = end;
+    if (!end) return DPGD_OK;
+  }
+}
+
+void dpgd_run_free(dpgd_run *r)
+{
+  if (!r) return;
+  if (r->metrics) fclose(r->metrics);
+  dpgd_data_free(r->train);
+  dpgd_data_free(r->test);
+  dpgd_grad_ws_free(r->ws);
+  dpgd_model_free(r->model);
+  dpgd_ledger_free(r->ledger);
+  free(r->caps);
+  free(r->post);
+  free(r->sum);
+  free(r->best);
+  dpgd_rng_free(r->rng_step);
+  dpgd_rng_free(r->rng_query);
+  dpgd_acct_free(r->acct);
+  free(r);
+}
+
+static int load_split(dpgd_dataset **out, const char *dir, const char *split, size_t keep,
+                      const dpgd_config *c)
+{
+  int rc = dpgd_data_load(out, dir, split);
+  if (rc) return rc;
+  if (keep > 0 && keep < (*out)->n) rc = dpgd_data_truncate(*out, keep);
+  else if (keep > (*out)->n)
+    rc = DPGD_FAIL(DPGD_EINVAL, "data.n_%s = %zu but the %s split has only %zu examples",
+                   split, keep, split, (*out)->n);
+  (*out)->mean = (float)c->data_mean;
+  (*out)->std = (float)c->data_std;
+  return rc;
+}
+
+static int find_and_load(dpgd_dataset **train, dpgd_dataset **test, const dpgd_config *c)
+{
+  char dir[DPGD_CONFIG_PATH_MAX];
+  int rc = dpgd_data_find_dir(dir, sizeof dir, c->data_dir[0] ? c->data_dir : NULL);
+  if (!rc) rc = load_split(train, dir, "train", c->data_n_train, c);
+  if (!rc && test) rc = load_split(test, dir, "test", c->data_n_test, c);
+  return rc;
+}
+
+int dpgd_run_dry(dpgd_plan *p, const dpgd_config *c)
+{
+  dpgd_dataset *train = NULL;
+  int rc = find_and_load(&train, NULL, c);
+  if (!rc) rc = dpgd_plan_make(p, c, train->n);
+  dpgd_data_free(train);
+  return rc;
+}
+
+/* Everything shared by open and resume: data, plan, model, buffers, streams. */
+static int setup(dpgd_run *r)
+{
+  const dpgd_config *c = &r->cfg;
+  int rc = find_and_load(&r->train, &r->test, c);
+  if (rc) return rc;
+  rc = dpgd_plan_make(&r->plan, c, r->train->n);
+  if (rc) return rc;
+  const dpgd_model_type *t = dpgd_model_type_find(c->model_type);
+  if (!t) return DPGD_FAIL(DPGD_EINVAL, "model.type '%s' is not built", c->model_type);
+  dpgd_error_clear();
+  r->model = dpgd_model_alloc(t, (dpgd_activation)c->model_activation, r->train->rows,
+                              r->train->cols, r->train->n_classes);
+  if (!r->model) {
+    /* The model says why (no memory, or a model type not built yet). */
+    char why[256];
+    snprintf(why, sizeof why, "%s", dpgd_error_last()[0] ? dpgd_error_last() : "no memory");
+    return DPGD_FAIL(DPGD_EINVAL, "model.type = %s: %s", c->model_type, why);
+  }
+  r->ws = dpgd_grad_ws_alloc(r->model, c->model_chunk, c->model_threads);
+  r->P = dpgd_model_n_params(r->model);
+  size_t n = r->train->n;
+  r->ledger = dpgd_ledger_alloc(n, r->plan.filtered, r->plan.clip, r->plan.budget);
+  r->caps = malloc(n * sizeof *r->caps);
+  r->post = malloc(n * sizeof *r->post);
+  r->sum = malloc(r->P * sizeof *r->sum);
+  r->best = malloc(r->P * sizeof *r->best);
+  r->rng_step = dpgd_rng_alloc(c->train_rng, c->train_seed, DPGD_STREAM_STEP);
+  r->rng_query = dpgd_rng_alloc(c->train_rng, c->train_seed, DPGD_STREAM_QUERY);
+  if (!r->ws || !r->ledger || !r->caps || !r->post || !r->sum || !r->best || !r->rng_step ||
+      !r->rng_query)
+    return DPGD_FAIL(DPGD_ENOMEM, "no memory for the training state (n = %zu, P = %zu)", n,
+                     r->P);
+  r->m.n = n;
+  r->m.n_params = r->P;
+  r->m.steps = r->plan.steps;
+  r->m.sigma = r->plan.sigma;
+  r->m.budget = r->plan.budget;
+  r->m.best_noisy = -INFINITY;
+  r->m.last_test_acc = NAN;
+  r->last_query = NAN;
+  for (int k = 0; k < DPGD_ACCT_N_METHODS; k++) r->eps_now[k] = 0;
+  return DPGD_OK;
+}
+
+static int write_checkpoint(dpgd_run *r);
+
+static const char *metrics_header(int diagnostics)
+{
+  return diagnostics ? "step,eps_exact,eps_zcdp,eps_rdp_classic,eps_rdp_balle,eps_rdp_optimal,"
+                       "mu,test_acc,query_acc_noisy,lr,diag_train_loss,diag_train_acc,"
+                       "diag_active\n"
+                     : "step,eps_exact,eps_zcdp,eps_rdp_classic,eps_rdp_balle,eps_rdp_optimal,"
+                       "mu,test_acc,query_acc_noisy,lr\n";
+}
+
+int dpgd_run_open(dpgd_run **out, const dpgd_config *c, const char *run_dir)
+{
+  *out = NULL;
+  dpgd_run *r = calloc(1, sizeof *r);
+  if (!r) return DPGD_FAIL(DPGD_ENOMEM, "no memory for the run");
+  r->cfg = *c;
+  clock_gettime(CLOCK_MONOTONIC, &r->t0);
+  if (run_dir) snprintf(r->cfg.output_dir, sizeof r->cfg.output_dir, "%s", run_dir);
+  snprintf(r->dir, sizeof r->dir, "%s", r->cfg.output_dir);
+  char p[PATHLEN];
+  path_in(p, r, "summary.json");
+  int rc = DPGD_OK;
+  if (file_exists(p))
+    rc = DPGD_FAIL(DPGD_EINVAL, "%s holds a finished run; choose another output.dir", r->dir);
+  path_in(p, r, "checkpoint.bin");
+  if (!rc && file_exists(p))
+    rc = DPGD_FAIL(DPGD_EINVAL,
+                   "%s holds an unfinished run; continue it with --resume %s or remove it",
+                   r->dir, r->dir);
+  if (!rc) rc = setup(r);
+  if (!rc) rc = make_dirs(r->dir);
+  if (rc) {
+    dpgd_run_free(r);
+    return rc;
+  }
+  /* Initial parameters from their own stream. */
+  dpgd_rng *init = dpgd_rng_alloc(r->cfg.train_rng, r->cfg.train_seed, DPGD_STREAM_INIT);
+  uint64_t seed = 0;
+  rc = init ? dpgd_rng_u64(init, &seed) : DPGD_FAIL(DPGD_ENOMEM, "no memory for a stream");
+  dpgd_rng_free(init);
+  if (!rc) {
+    dpgd_model_init(r->model, seed);
+    r->acct = dpgd_acct_alloc();
+    if (!r->acct) rc = DPGD_FAIL(DPGD_ENOMEM, "no memory for the accountant");
+  }
+  r->config_hash = dpgd_config_hash(&r->cfg);
+  if (!rc) {
+    path_in(p, r, "config.ini");
+    FILE *f = fopen(p, "w");
+    if (!f) rc = DPGD_FAIL(DPGD_EIO, "cannot write %s: %s", p, strerror(errno));
+    if (!rc) {
+      fprintf(f, "; resolved configuration of this run (dpgd train)\n");
+      rc = dpgd_config_write(&r->cfg, f);
+      if (fclose(f) && !rc) rc = DPGD_FAIL(DPGD_EIO, "cannot write %s", p);
+    }
+  }
+  if (!rc) {
+    path_in(p, r, "metrics.csv");
+    r->metrics = fopen(p, "w");
+    if (!r->metrics) rc = DPGD_FAIL(DPGD_EIO, "cannot write %s: %s", p, strerror(errno));
+    else fputs(metrics_header(r->cfg.output_diagnostics), r->metrics);
+  }
+  /* A checkpoint of step 0 marks the directory as an unfinished run at once. */
+  if (!rc) rc = write_checkpoint(r);
+  if (rc) {
+    dpgd_run_free(r);
+    return rc;
+  }
+  clock_gettime(CLOCK_MONOTONIC, &r->t0);
+  *out = r;
+  return DPGD_OK;
+}
+
+/* ---- checkpoints ---- */
+
+static int write_checkpoint(dpgd_run *r)
+{
+  void *acct_buf = NULL;
+  size_t acct_len = 0;
+  int rc = dpgd_acct_serialize(r->acct, &acct_buf, &acct_len);
+  if (rc) return rc;
+  size_t n = r->m.n, rs = dpgd_rng_state_size(r->rng_step),
+         rq = dpgd_rng_state_size(r->rng_query);
+  void *sst = malloc(rs ? rs : 1), *sq = malloc(rq ? rq : 1);
+  if (!sst || !sq) {
+    free(sst);
+    free(sq);
+    free(acct_buf);
+    return DPGD_FAIL(DPGD_ENOMEM, "no memory for the checkpoint");
+  }
+  dpgd_rng_state_get(r->rng_step, sst);
+  dpgd_rng_state_get(r->rng_query, sq);
+  r->m.wall_s = r->wall_before + (now_s() - ((double)r->t0.tv_sec + 1e-9 * r->t0.tv_nsec));
+  const dpgd_ckpt_section s[] = {
+    {"meta", &r->m, sizeof r->m},
+    {"params", dpgd_model_params_const(r->model), r->P * sizeof(float)},
+    {"best", r->best, r->P * sizeof(float)},
+    {"spend", r->ledger->spend, n * sizeof(double)},
+    {"odofill", r->ledger->odo_fill, n * sizeof(double)},
+    {"odofilt", r->ledger->odo_filters, n * sizeof(uint64_t)},
+    {"rngstep", sst, rs},
+    {"rngquery", sq, rq},
+    {"acct", acct_buf, acct_len},
+  };
+  char p[PATHLEN];
+  path_in(p, r, "checkpoint.bin");
+  /* The metrics rows up to this step reach the disk before the checkpoint does. */
+  if (r->metrics && (fflush(r->metrics) || fsync(fileno(r->metrics)))) {
+    free(sst);
+    free(sq);
+    free(acct_buf);
+    return DPGD_FAIL(DPGD_EIO, "cannot write %s/metrics.csv: %s", r->dir, strerror(errno));
+  }
+  rc = dpgd_ckpt_write(p, r->config_hash, s, sizeof s / sizeof s[0]);
+  free(sst);
+  free(sq);
+  free(acct_buf);
+  return rc;
+}
+
+/* Keeps the header and the rows of steps <= step (rows after a checkpoint are written
+ * again by the resumed run), then reopens for appending. */
+static int trim_metrics(dpgd_run *r, uint64_t step)
+{
+  char p[PATHLEN];
+  path_in(p, r, "metrics.csv");
+  FILE *f = fopen(p, "r");
+  if (!f) return DPGD_FAIL(DPGD_EIO, "cannot open %s: %s", p, strerror(errno));
+  char *text = NULL, *line = NULL;
+  size_t tlen = 0, cap = 0;
+  FILE *mem = open_memstream(&text, &tlen);
+  ssize_t len;
+  int first = 1;
+  while (mem && (len = getline(&line, &cap, f)) > 0) {
+    if (line[len - 1] != '\n') break; /* a partial last line from the kill */
+    if (!first && strtoull(line, NULL, 10) > step) break;
+    first = 0;
+    fputs(line, mem);
+  }
+  free(line);
+  fclose(f);
+  if (!mem) return DPGD_FAIL(DPGD_ENOMEM, "no memory to rewrite %s", p);
+  fclose(mem);
+  int rc = dpgd_write_atomic(p, text, tlen);
+  free(text);
+  if (rc) return rc;
+  r->metrics = fopen(p, "a");
+  if (!r->metrics) return DPGD_FAIL(DPGD_EIO, "cannot append to %s: %s", p, strerror(errno));
+  return DPGD_OK;
+}
+
+int dpgd_run_resume(dpgd_run **out, const char *run_dir)
+{
+  *out = NULL;
+  dpgd_run *r = calloc(1, sizeof *r);
+  if (!r) return DPGD_FAIL(DPGD_ENOMEM, "no memory for the run");
+  snprintf(r->dir, sizeof r->dir, "%s", run_dir);
+  char p[PATHLEN];
+  int rc = DPGD_OK;
+  path_in(p, r, "summary.json");
+  if (file_exists(p)) rc = DPGD_FAIL(DPGD_EINVAL, "%s holds a finished run; nothing to resume", r->dir);
+  dpgd_config_defaults(&r->cfg);
+  path_in(p, r, "config.ini");
+  if (!rc) rc = dpgd_config_load(&r->cfg, p);
+  if (!rc) {
+    snprintf(r->cfg.output_dir, sizeof r->cfg.output_dir, "%s", run_dir);
+    r->config_hash = dpgd_config_hash(&r->cfg);
+    rc = setup(r);
+  }
+  dpgd_ckpt *ck = NULL;
+  path_in(p, r, "checkpoint.bin");
+  if (!rc) rc = dpgd_ckpt_read(&ck, p, r->config_hash);
+  const void *d;
+  size_t len;
+  size_t n = r->train ? r->train->n : 0;
+  run_meta m;
+  if (!rc) rc = dpgd_ckpt_get(ck, "meta", sizeof m, &d, NULL);
+  if (!rc) {
+    memcpy(&m, d, sizeof m);
+    if (m.n != n || m.n_params != r->P || m.steps != r->plan.steps ||
+        m.sigma != r->plan.sigma || m.budget != r->plan.budget || m.step > m.steps)
+      rc = DPGD_FAIL(DPGD_EFORMAT,
+                     "checkpoint %s does not match this run (dataset size, model, steps, "
+                     "sigma or budget differ)",
+                     p);
+  }
+  if (!rc) rc = dpgd_ckpt_get(ck, "params", r->P * sizeof(float), &d, NULL);
+  if (!rc) memcpy(dpgd_model_params(r->model), d, r->P * sizeof(float));
+  if (!rc) rc = dpgd_ckpt_get(ck, "best", r->P * sizeof(float), &d, NULL);
+  if (!rc) memcpy(r->best, d, r->P * sizeof(float));
+  if (!rc) rc = dpgd_ckpt_get(ck, "spend", n * sizeof(double), &d, NULL);
+  if (!rc) memcpy(r->ledger->spend, d, n * sizeof(double));
+  if (!rc) rc = dpgd_ckpt_get(ck, "odofill", n * sizeof(double), &d, NULL);
+  if (!rc) memcpy(r->ledger->odo_fill, d, n * sizeof(double));
+  if (!rc) rc = dpgd_ckpt_get(ck, "odofilt", n * sizeof(uint64_t), &d, NULL);
+  if (!rc) memcpy(r->ledger->odo_filters, d, n * sizeof(uint64_t));
+  if (!rc) rc = dpgd_ledger_check(r->ledger);
+  if (!rc) rc = dpgd_ckpt_get(ck, "rngstep", 0, &d, &len);
+  if (!rc) rc = dpgd_rng_state_set(r->rng_step, d, len);
+  if (!rc) rc = dpgd_ckpt_get(ck, "rngquery", 0, &d, &len);
+  if (!rc) rc = dpgd_rng_state_set(r->rng_query, d, len);
+  if (!rc) rc = dpgd_ckpt_get(ck, "acct", 0, &d, &len);
+  if (!rc) rc = dpgd_acct_deserialize(&r->acct, d, len);
+  dpgd_ckpt_free(ck);
+  if (!rc) {
+    r->m = m;
+    r->wall_before = m.wall_s;
+    dpgd_plan_epsilons(r->acct, r->plan.delta, r->eps_now, NULL);
+    r->session_step = m.step;
+    rc = trim_metrics(r, m.step);
+  }
+  if (rc) {
+    dpgd_run_free(r);
+    return rc;
+  }
+  clock_gettime(CLOCK_MONOTONIC, &r->t0);
+  *out = r;
+  return DPGD_OK;
+}
+
+/* ---- the step ---- */
+
+static double lr_at(const dpgd_run *r, size_t t)
+{
+  if (r->cfg.train_lr_schedule == DPGD_LR_COSINE && r->plan.steps > 1)
+    return r->cfg.train_lr * 0.5 *
+           (1 + cos(M_PI * (double)(t - 1) / (double)(r->plan.steps - 1)));
+  return r->cfg.train_lr;
+}
+
+static void put_num(FILE *f, double v)
+{
+  if (isfinite(v)) fprintf(f, "%.10g", v);
+}
+
+static int test_accuracy(dpgd_run *r, double *acc)
+{
+  size_t correct = 0;
+  int rc = dpgd_model_evaluate(r->model, r->test, 0, r->test->n, NULL, &correct, NULL);
+  if (!rc) *acc = (double)correct / (double)r->test->n;
+  return rc;
+}
+
+int dpgd_run_done(const dpgd_run *r) { return r->m.step >= r->plan.steps; }
+
+int dpgd_run_step(dpgd_run *r)
+{
+  if (dpgd_run_done(r)) return DPGD_FAIL(DPGD_EINVAL, "the run has already done its steps");
+  size_t t = (size_t)r->m.step + 1, n = r->m.n;
+  const dpgd_plan *p = &r->plan;
+
+  /* Clipped sum under the caps of the ledger. Zero active points is a normal state:
+   * the sum is then zero and the update below is noise only (divided by the public n,
+   * never by the active count). */
+  dpgd_ledger_caps(r->ledger, r->caps);
+  int rc = dpgd_model_clipped_grad_sum(r->model, r->ws, r->train, r->caps, r->sum, NULL,
+                                       r->post);
+  if (!rc) rc = dpgd_ledger_spend(r->ledger, r->caps, r->post);
+  if (rc) return rc;
+#ifndef NDEBUG
+  rc = dpgd_ledger_check(r->ledger);
+  if (rc) return rc;
+#endif
+  /* ONE Gaussian draw N(0, sigma^2 C^2 I) on the sum. */
+  rc = dpgd_rng_gaussian_add(r->rng_step, p->sigma * p->clip, r->sum, r->P);
+  if (rc) return rc;
+  r->m.noise_draws++;
+  double lr = lr_at(r, t), scale = lr / (double)n;
+  float *theta = dpgd_model_params(r->model);
+  int finite = 1;
+  for (size_t j = 0; j < r->P; j++) {
+    theta[j] = (float)((double)theta[j] - scale * r->sum[j]);
+    finite &= isfinite(theta[j]);
+  }
+  if (!finite)
+    return DPGD_FAIL(DPGD_ERANGE,
+                     "training diverged: parameters not finite after step %zu (lower train.lr)",
+                     t);
+  rc = dpgd_plan_add_step(r->acct, p, t);
+  if (rc) return rc;
+
+  /* Private stopping: noisy count of correct training predictions, std tau. */
+  r->last_query = NAN;
+  if (dpgd_plan_query_due(p, t)) {
+    size_t correct = 0;
+    double noise;
+    rc = dpgd_model_evaluate(r->model, r->train, 0, n, NULL, &correct, NULL);
+    if (!rc) rc = dpgd_rng_gaussian(r->rng_query, p->tau, &noise);
+    if (!rc) rc = dpgd_plan_add_query(r->acct, p);
+    if (rc) return rc;
+    r->m.noise_draws++;
+    r->m.queries_done++;
+    double noisy = ((double)correct + noise) / (double)n;
+    r->last_query = noisy;
+    if (noisy > r->m.best_noisy) {
+      r->m.best_noisy = noisy;
+      r->m.best_step = t;
+      memcpy(r->best, theta, r->P * sizeof *theta);
+    }
+  }
+  r->m.step = t;
+  dpgd_plan_epsilons(r->acct, p->delta, r->eps_now, NULL);
+
+  double test_acc = NAN;
+  size_t every = r->cfg.train_eval_every;
+  if ((every && t % every == 0) || t == p->steps) {
+    rc = test_accuracy(r, &test_acc);
+    if (rc) return rc;
+    r->m.last_test_acc = test_acc;
+  }
+
+  FILE *f = r->metrics;
+  fprintf(f, "%zu", t);
+  for (int k = 0; k < DPGD_ACCT_N_METHODS; k++) {
+    fputc(',', f);
+    put_num(f, r->eps_now[k]);
+  }
+  fputc(',', f);
+  put_num(f, dpgd_acct_gdp_mu(r->acct));
+  fputc(',', f);
+  put_num(f, test_acc);
+  fputc(',', f);
+  put_num(f, r->last_query);
+  fputc(',', f);
+  put_num(f, lr);
+  if (r->cfg.output_diagnostics) {
+    size_t correct = 0;
+    double loss = 0;
+    rc = dpgd_model_evaluate(r->model, r->train, 0, n, NULL, &correct, &loss);
+    if (rc) return rc;
+    fprintf(f, ",%.10g,%.10g,%zu", loss / (double)n, (double)correct / (double)n,
+            dpgd_ledger_active(r->ledger));
+  }
+  fputc('\n', f);
+  if (ferror(f)) return DPGD_FAIL(DPGD_EIO, "cannot write %s/metrics.csv", r->dir);
+
+  size_t ce = r->cfg.output_checkpoint_every;
+  if (ce && t % ce == 0 && t < p->steps) return write_checkpoint(r);
+  return DPGD_OK;
+}
+
+/* ---- the end of a run ---- */
+
+static int write_points(dpgd_run *r)
+{
+  char p[PATHLEN];
+  path_in(p, r, "points.csv");
+  FILE *f = fopen(p, "w");
+  if (!f) return DPGD_FAIL(DPGD_EIO, "cannot write %s: %s", p, strerror(errno));
+  const dpgd_plan *pl = &r->plan;
+  const dpgd_ledger *l = r->ledger;
+  /* Every point's bound is also bounded by the whole run's (min of two valid GDP
+   * guarantees); the stopping queries touch every point and compose in. */
+  double mu_run = dpgd_plan_mu_train(pl, (size_t)r->m.step);
+  double q = (double)r->m.queries_done / (pl->tau * pl->tau);
+  /* spend_frac: of B_norm, or of the steps * C^2 a plain run charges at most. */
+  double budget = pl->filtered ? l->budget : (double)pl->steps * pl->clip * pl->clip;
+  fprintf(f, "# SENSITIVE: per-point privacy spend of the training data. Each row may be "
+             "disclosed only to the owner of that point; never publish or ship this file.\n"
+             "index,label,spend,spend_frac,active,mu_i,eps_i\n");
+  for (size_t i = 0; i < l->n; i++) {
+    double mu = fmin(dpgd_ledger_point_mu(l, i, pl->sigma), mu_run);
+    mu = sqrt(mu * mu + q);
+    double eps = 0;
+    if (mu > 0 && dpgd_gdp_epsilon(mu, pl->delta, &eps)) eps = NAN;
+    fprintf(f, "%zu,%u,%.17g,", i, (unsigned)r->train->labels[i], l->spend[i]);
+    put_num(f, l->spend[i] / budget);
+    fprintf(f, ",%d,%.10g,", l->spend[i] < l->budget, mu);
+    put_num(f, eps);
+    fputc('\n', f);
+  }
+  dpgd_error_clear();
+  if (fclose(f)) return DPGD_FAIL(DPGD_EIO, "cannot write %s", p);
+  return DPGD_OK;
+}
+
+static void json_num(FILE *f, double v)
+{
+  if (isfinite(v)) fprintf(f, "%.10g", v);
+  else fputs("null", f);
+}
+
+static int write_summary(dpgd_run *r, double test_acc)
+{
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  if (!f) return DPGD_FAIL(DPGD_ENOMEM, "no memory for summary.json");
+  const dpgd_plan *p = &r->plan;
+  fprintf(f, "{\"dpgd_version\": \"%s\", \"model\": \"%s\", \"activation\": \"%s\",\n",
+          DPGD_VERSION, r->cfg.model_type,
+          r->cfg.model_activation == DPGD_ACT_TANH ? "tanh" : "relu");
+  fprintf(f, " \"algorithm\": \"%s\", \"n_train\": %zu, \"n_test\": %zu,\n",
+          p->filtered ? "filtered" : "plain", r->train->n, r->test->n);
+  fprintf(f, " \"steps\": %zu, \"selected_step\": %llu, \"queries\": %llu,\n", p->steps,
+          (unsigned long long)(r->m.queries_done ? r->m.best_step : r->m.step),
+          (unsigned long long)r->m.queries_done);
+  fprintf(f, " \"sigma\": ");
+  json_num(f, p->sigma);
+  fprintf(f, ", \"clip\": ");
+  json_num(f, p->clip);
+  fprintf(f, ", \"budget\": ");
+  json_num(f, p->filtered ? p->budget : (double)p->steps * p->clip * p->clip);
+  fprintf(f, ", \"tau\": ");
+  json_num(f, p->queries ? p->tau : NAN);
+  fprintf(f, ",\n \"delta\": %.10g, \"mu\": ", p->delta);
+  json_num(f, dpgd_acct_gdp_mu(r->acct));
+  fprintf(f, ",\n \"eps\": {");
+  for (int k = 0; k < DPGD_ACCT_N_METHODS; k++) {
+    fprintf(f, "%s\"%s\": ", k ? ", " : "", dpgd_acct_method_name((dpgd_acct_method)k));
+    json_num(f, r->eps_now[k]);
+  }
+  fprintf(f, "},\n \"test_acc\": ");
+  json_num(f, test_acc);
+  fprintf(f, ", \"wall_s\": %.3f, \"seed\": %llu, \"rng\": \"%s\"}\n", r->m.wall_s,
+          (unsigned long long)r->cfg.train_seed, dpgd_rng_mode_name(r->cfg.train_rng));
+  fclose(f);
+  char path[PATHLEN];
+  path_in(path, r, "summary.json");
+  int rc = dpgd_write_atomic(path, text, len);
+  free(text);
+  return rc;
+}
+
+int dpgd_run_finish(dpgd_run *r)
+{
+  if (!dpgd_run_done(r)) return DPGD_FAIL(DPGD_EINVAL, "the run has not done its steps");
+  int rc = write_checkpoint(r); /* the final state, ledger included */
+  if (rc) return rc;
+  if (fflush(r->metrics)) return DPGD_FAIL(DPGD_EIO, "cannot write %s/metrics.csv", r->dir);
+  /* The selected model: the best noisy iterate, or the last one without queries. */
+  if (r->m.queries_done)
+    memcpy(dpgd_model_params(r->model), r->best, r->P * sizeof(float));
+  double test_acc = r->m.last_test_acc;
+  if (r->m.queries_done) {
+    rc = test_accuracy(r, &test_acc);
+    if (rc) return rc;
+  }
+  char p[PATHLEN];
+  path_in(p, r, "model.bin");
+  rc = dpgd_model_save(r->model, p);
+  if (!rc) rc = write_points(r);
+  if (!rc) rc = write_summary(r, test_acc);
+  return rc;
+}
+
+int dpgd_run_train(const dpgd_config *c, const char *run_dir, int resume)
+{
+  dpgd_run *r = NULL;
+  int rc = resume ? dpgd_run_resume(&r, run_dir) : dpgd_run_open(&r, c, run_dir);
+  while (!rc && !dpgd_run_done(r)) rc = dpgd_run_step(r);
+  if (!rc) rc = dpgd_run_finish(r);
+  dpgd_run_free(r);
+  return rc;
+}
+
+/* ---- read access ---- */
+
+const dpgd_plan *dpgd_run_plan(const dpgd_run *r) { return &r->plan; }
+const dpgd_config *dpgd_run_config(const dpgd_run *r) { return &r->cfg; }
+const dpgd_ledger *dpgd_run_ledger(const dpgd_run *r) { return r->ledger; }
+size_t dpgd_run_step_index(const dpgd_run *r) { return (size_t)r->m.step; }
+double dpgd_run_last_test_acc(const dpgd_run *r) { return r->m.last_test_acc; }
+double dpgd_run_eps_now(const dpgd_run *r) { return r->eps_now[DPGD_ACCT_EXACT]; }
+uint64_t dpgd_run_noise_draws(const dpgd_run *r) { return r->m.noise_draws; }
+uint64_t dpgd_run_releases(const dpgd_run *r) { return dpgd_acct_n_releases(r->acct); }
+
+const float *dpgd_run_params(const dpgd_run *r, size_t *n_params)
+{
+  if (n_params) *n_params = r->P;
+  return dpgd_model_params_const(r->model);
+}
+
+void dpgd_run_progress(const dpgd_run *r, char *buf, size_t len)
+{
+  double el = now_s() - ((double)r->t0.tv_sec + 1e-9 * r->t0.tv_nsec);
+  uint64_t here = r->m.step - r->session_step; /* steps of this session: what el measured */
+  double per = here ? el / (double)here : 0;
+  double eta = per * (double)(r->plan.steps - r->m.step);
+  char acc[32] = "-";
+  if (isfinite(r->m.last_test_acc)) snprintf(acc, sizeof acc, "%.4f", r->m.last_test_acc);
+  snprintf(buf, len, "step %llu/%zu  ETA %dm%02ds  eps %.4g (exact, delta %g)  test acc %s",
+           (unsigned long long)r->m.step, r->plan.steps, (int)(eta / 60), (int)fmod(eta, 60),
+           r->eps_now[DPGD_ACCT_EXACT], r->plan.delta, acc);
+}
