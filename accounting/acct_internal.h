@@ -38,6 +38,10 @@ struct dpgd_accountant {
 #define ACCT_MAX_ITER 300
 /* Relative accuracy asked of the contour / Gil-Pelaez quadratures. */
 #define ACCT_QUAD_RELTOL 1e-9
+/* Relative size of the contour's truncation tail at which T stops growing (the tail
+ * bound is added to the reported error, so this trades time for a slightly larger
+ * upper bound, never for a wrong one). */
+#define ACCT_TAIL_RELTOL 1e-6
 /* Absolute error below which the contour's truncation is accepted (deltas this small
  * are zero for every purpose; the error is still reported and added). */
 #define ACCT_QUAD_ABSTOL 1e-30
@@ -52,7 +56,7 @@ struct dpgd_accountant {
 #define ACCT_SG_TAIL_SIGMAS 12.0
 /* Most panels one subsampled-Gaussian moment integral may use (NaN beyond: the
  * contour quadrature then reports a non-finite integrand). */
-#define ACCT_SG_MAX_PANELS 200000
+#define ACCT_SG_MAX_PANELS 2000
 /* Grid points and safety factor of the total variation V behind |M(c+it)| <= V/t. */
 #define ACCT_SG_TV_POINTS 4001
 #define ACCT_SG_TV_SAFETY 1.05

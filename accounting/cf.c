@@ -83,13 +83,14 @@ static int gl_init(void)
   return DPGD_OK;
 }
 
-/* The window [lo, hi] of o holding the mass of phi_sigma(o) e^{Re(w) u(o)}: the factor
- * e^{Re(w) u} shifts the Gaussian by at most Re(w) (u <= max(0, x)), so outside
- * ACCT_SG_TAIL_SIGMAS standard deviations of [min(0, Re w), max(0, Re w)] lies less than
+/* The window [lo, hi] of o holding the mass of phi_sigma(o) e^{Re(w) u(o)}. For
+ * Re w > 0 the factor shifts the Gaussian right by at most Re(w) (u <= max(0, x)); for
+ * Re w <= 0 it is at most (1 - q)^{Re w} and decreasing, so the Gaussian's own window
+ * holds the mass. Outside ACCT_SG_TAIL_SIGMAS standard deviations lies less than
  * 2 Q(12) ~ 4e-33 of the integrand's peak scale. */
 static void sg_window(double sigma, double rw, double *lo, double *hi)
 {
-  *lo = fmin(0, rw) - ACCT_SG_TAIL_SIGMAS * sigma;
+  *lo = -ACCT_SG_TAIL_SIGMAS * sigma;
   *hi = fmax(0, rw) + ACCT_SG_TAIL_SIGMAS * sigma;
 }
 
@@ -471,7 +472,7 @@ static double find_c(cf_ctx *x)
 }
 
 /* Integrates f over [0, inf) piecewise ([0, T0], [T0, 2 T0], ...) with GSL's QAG until
- * the tail bound tail(T) <= ACCT_QUAD_RELTOL |I| (or underflows); *err gets QAG's error
+ * the tail bound tail(T) <= ACCT_TAIL_RELTOL |I| (or ACCT_QUAD_ABSTOL); *err gets QAG's error
  * estimates plus the final tail bound. With `estimate` set (subsampled Gaussians
  * without a Gaussian entry, where no useful closed bound on |M(c + it)| is known), the
  * loop may also stop when the last piece and T |f(T)| are both below the tolerance; the
@@ -489,16 +490,14 @@ static int integrate_tail(gsl_function *F, const void *ctx, tail_fn *tail, int e
     double r, e;
     int gs = gsl_integration_qag(F, lo, hi, 0, ACCT_QUAD_RELTOL, ACCT_QUAD_LIMIT,
                                  GSL_INTEG_GAUSS31, w, &r, &e);
-    if (gs && gs != GSL_EROUND && gs != GSL_EMAXITER) {
-      st = DPGD_FAIL(DPGD_ENOCONV, "contour quadrature failed: %s", gsl_strerror(gs));
-      break;
-    }
-    if (!isfinite(r) || !isfinite(e)) {
-      st = DPGD_FAIL(DPGD_ERANGE, "contour integrand is not finite on [%g, %g]", lo, hi);
+    if ((gs && gs != GSL_EROUND && gs != GSL_EMAXITER) || !isfinite(r) || !isfinite(e)) {
+      st = DPGD_FAIL(DPGD_ERANGE,
+                     "the characteristic function decays too slowly for the contour "
+                     "integral beyond t = %g (few subsampled releases at a small rate?)", lo);
       break;
     }
     sum += r, E += e;
-    double tol = fmax(ACCT_QUAD_RELTOL * fabs(sum), ACCT_QUAD_ABSTOL);
+    double tol = fmax(ACCT_TAIL_RELTOL * fabs(sum), ACCT_QUAD_ABSTOL);
     tb = tail(ctx, hi);
     if (tb <= tol) break;
     if (estimate && k > 0) {

@@ -73,6 +73,21 @@ j = json.loads(out); m = j["methods"]
 assert set(m) == {"zcdp", "rdp_balle"} and m["zcdp"]["eps"] is None and "Gaussian-only" in m["zcdp"]["na"]
 assert m["rdp_balle"]["eps"] > 0 and j["gdp_mu"] is None
 '
+# Exact accounting of non-Gaussian mechanisms against MATH.md 3's oracles: k-fold RR
+# (binomial sum) and one Laplace (1 - exp((eps - a)/2)).
+expect_ok rr-exact "$DPGD" account --rr eps0=0.5,count=10 --epsilon 1 --json --method exact
+py rr-exact '
+p = math.exp(0.5) / (1 + math.exp(0.5))
+ref = sum(math.comb(10, j) * p ** j * (1 - p) ** (10 - j) * (1 - math.exp(1 - 0.5 * (2 * j - 10)))
+          for j in range(11) if 0.5 * (2 * j - 10) > 1)
+d = json.loads(out)["methods"]["exact"]["delta"]
+assert ref <= d <= ref * (1 + 1e-9), (d, ref)
+'
+expect_ok laplace-exact "$DPGD" account --laplace b=2 --epsilon 0.2 --method exact
+py laplace-exact '
+ref = 1 - math.exp((0.2 - 0.5) / 2); d = float(row("exact")[1])
+assert ref * (1 - 1e-9) <= d <= ref * (1 + 1e-5), (d, ref)
+'
 expect_ok discrete "$DPGD" account --discrete p=0.5:0.3:0.2,q=0.3:0.3:0.4,count=2 --subsampled q=0.01,sigma=1,count=10 --method rdp_classic
 expect_out discrete-rows '^rdp_classic +[0-9.]+'
 
