@@ -703,35 +703,76 @@ int acct_delta_enum(const dpgd_accountant *a, double eps, dpgd_acct_value *out)
 
 /* ---- the exact method ---- */
 
-/* The special case of one subsampled-Gaussian release alone: L is monotone in the
- * output, so delta = P(L > eps) - e^eps Q(L > eps) is a difference of normal tails. */
-static int single_sg(const dpgd_accountant *a)
-{
-  return a->n == 1 && a->e[0].kind == ACCT_SUBSAMPLED && a->e[0].count == 1;
-}
-
-/* Upper normal tail Q(z) and CDF. */
+/* One subsampled-Gaussian release: L is monotone in the output, so
+ * delta = P(L > eps) - e^eps Q(L > eps) is a difference of normal tails. Valid for any
+ * real eps (negative ones are needed by the few-release recursion below). */
 static double qtail(double z) { return 0.5 * gsl_sf_erfc(z / M_SQRT2); }
+
+static double sg1_delta(double q, double sigma, int dir, double eps)
+{
+  if (dir == 0) {
+    /* remove: L = u(o) > eps  <=>  x > log((e^eps - 1 + q)/q); all o if e^eps <= 1 - q,
+     * and then delta = 1 - e^eps E_P[e^{-L}] = 1 - e^eps */
+    double r = expm1(eps) + q;
+    if (r <= 0) return -expm1(eps);
+    double x = log(r / q), o = (2 * sigma * sigma * x + 1) / 2;
+    return (1 - q) * qtail(o / sigma) + q * qtail((o - 1) / sigma) - exp(eps) * qtail(o / sigma);
+  }
+  /* add: L = -u(o) > eps  <=>  (1 - q) + q e^x < e^{-eps} */
+  double r = expm1(-eps) + q; /* e^{-eps} - (1 - q) */
+  if (r <= 0) return 0;
+  double x = log(r / q), o = (2 * sigma * sigma * x + 1) / 2;
+  return qtail(-o / sigma) - exp(eps) * ((1 - q) * qtail(-o / sigma) + q * qtail(-(o - 1) / sigma));
+}
 
 int acct_delta_single_sg(double q, double sigma, int dir, double eps, dpgd_acct_value *out)
 {
-  double v;
-  if (dir == 0) {
-    /* remove: L = u(o) > eps  <=>  x > log((e^eps - 1 + q)/q) */
-    double x = log((expm1(eps) + q) / q), o = (2 * sigma * sigma * x + 1) / 2;
-    v = (1 - q) * qtail(o / sigma) + q * qtail((o - 1) / sigma) - exp(eps) * qtail(o / sigma);
-  } else {
-    /* add: L = -u(o) > eps  <=>  (1 - q) + q e^x < e^{-eps} */
-    double r = expm1(-eps) + q; /* e^{-eps} - (1 - q) */
-    if (r <= 0) v = 0;
-    else {
-      double x = log(r / q), o = (2 * sigma * sigma * x + 1) / 2;
-      v = qtail(-o / sigma) -
-          exp(eps) * ((1 - q) * qtail(-o / sigma) + q * qtail(-(o - 1) / sigma));
-    }
-  }
+  double v = sg1_delta(q, sigma, dir, eps);
   clamp_delta(out, v, 16 * DBL_EPSILON * (1 + exp(eps)) * fmax(q, 1e-300) + 1e-300);
   return DPGD_OK;
+}
+
+/* k releases of one subsampled Gaussian (k <= ACCT_SG_FEW_MAX): conditioning on the first
+ * output, delta_k(eps) = E_{o ~ P}[delta_{k-1}(eps - L(o))], a (k-1)-fold nested
+ * composite Gauss-Legendre integral of the closed form over the window
+ * [-12 sigma, 1 + 12 sigma] (both mixture components) with `panels` panels. */
+static double sg_few(double q, double sigma, int dir, uint64_t k, double eps, int panels)
+{
+  if (k == 1) return sg1_delta(q, sigma, dir, eps);
+  double lo = -ACCT_SG_TAIL_SIGMAS * sigma, hi = 1 + ACCT_SG_TAIL_SIGMAS * sigma;
+  double h = (hi - lo) / panels, s = 0, ln = -0.5 * log(2 * M_PI) - log(sigma);
+  for (int p = 0; p < panels; p++)
+    for (int i = 0; i < ACCT_SG_GL_NODES; i++) {
+      double o = lo + (p + 0.5) * h + 0.5 * h * gl_x[i];
+      double u = sg_u(q, sigma, o);
+      double l0 = ln - o * o / (2 * sigma * sigma);
+      /* P's density: the mixture (remove) or N(0, sigma^2) (add) */
+      double dens = dir ? exp(l0) : exp(l0 + u);
+      s += 0.5 * h * gl_w[i] * dens * sg_few(q, sigma, dir, k - 1, eps - (dir ? -u : u), panels);
+    }
+  return s;
+}
+
+/* The few-release value with an error estimate: the difference between
+ * ACCT_SG_FEW_PANELS and twice as many panels (the integrand has kinks where the inner
+ * threshold reaches its boundary, so this is an estimate, not a bound), times
+ * ACCT_TAIL_SAFETY. */
+static int sg_few_delta(double q, double sigma, int dir, uint64_t k, double eps,
+                        dpgd_acct_value *out)
+{
+  if (gl_init()) return DPGD_ENOMEM;
+  double v1 = sg_few(q, sigma, dir, k, eps, ACCT_SG_FEW_PANELS);
+  double v2 = sg_few(q, sigma, dir, k, eps, 2 * ACCT_SG_FEW_PANELS);
+  if (!isfinite(v2)) return DPGD_FAIL(DPGD_ERANGE, "few-release subsampled integral is not finite");
+  clamp_delta(out, v2, ACCT_TAIL_SAFETY * fabs(v2 - v1) + 64 * DBL_EPSILON * (1 + exp(eps)));
+  return DPGD_OK;
+}
+
+/* 1 if the composition is one subsampled-Gaussian entry of at most ACCT_SG_FEW_MAX
+ * releases. */
+static int few_sg(const dpgd_accountant *a)
+{
+  return a->n == 1 && a->e[0].kind == ACCT_SUBSAMPLED && a->e[0].count <= ACCT_SG_FEW_MAX;
 }
 
 int acct_exact_delta(const dpgd_accountant *a, double eps, dpgd_acct_value *out)
@@ -740,7 +781,9 @@ int acct_exact_delta(const dpgd_accountant *a, double eps, dpgd_acct_value *out)
   for (int dir = 0; dir <= acct_asymmetric(a); dir++) {
     dpgd_acct_value o;
     int st;
-    if (single_sg(a)) st = acct_delta_single_sg(a->e[0].par[0], a->e[0].par[1], dir, eps, &o);
+    const acct_entry *e0 = &a->e[0];
+    if (few_sg(a) && e0->count == 1) st = acct_delta_single_sg(e0->par[0], e0->par[1], dir, eps, &o);
+    else if (few_sg(a)) st = sg_few_delta(e0->par[0], e0->par[1], dir, e0->count, eps, &o);
     else {
       st = acct_delta_formula_b(a, dir, eps, &o);
       if (st && acct_gauss_mu2(a) > 0) {
