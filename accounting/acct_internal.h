@@ -68,6 +68,8 @@ struct dpgd_accountant {
  * per level), where the contour integral converges slowly (small q). */
 #define ACCT_SG_FEW_MAX 3
 #define ACCT_SG_FEW_PANELS 26
+/* Slots of the memo of log M(c + it) kept during one eps(delta) search. */
+#define ACCT_MEMO_SIZE 65536
 /* Factor on the estimated contour tail where no closed bound is small enough. */
 #define ACCT_TAIL_SAFETY 10.0
 
