@@ -110,13 +110,13 @@ static double complex sg_log_int(double q, double sigma, double complex w)
   size_t n = (size_t)np;
   h = (hi - lo) / n;
   lse acc = {-INFINITY, 0};
-  double lnorm = -0.5 * log(2 * M_PI) - log(sigma);
+  double lnorm = -0.5 * log(2 * M_PI) - log(sigma), lw0[ACCT_SG_GL_NODES];
+  for (int i = 0; i < ACCT_SG_GL_NODES; i++) lw0[i] = log(0.5 * h * gl_w[i]) + lnorm;
   for (size_t p = 0; p < n; p++) {
     double mid = lo + (p + 0.5) * h;
     for (int i = 0; i < ACCT_SG_GL_NODES; i++) {
       double o = mid + 0.5 * h * gl_x[i];
-      double lw = log(0.5 * h * gl_w[i]) + lnorm - o * o / (2 * sigma * sigma);
-      lse_add(&acc, lw + w * sg_u(q, sigma, o));
+      lse_add(&acc, lw0[i] - o * o / (2 * sigma * sigma) + w * sg_u(q, sigma, o));
     }
   }
   return lse_value(&acc);
