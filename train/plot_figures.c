@@ -261,7 +261,8 @@ static int fig_tradeoff(FILE *f, const dpgd_run *runs, size_t n, const char *png
   for (size_t i = 0; i < n; i++) {
     if (!show[i]) continue;
     char lab[240];
-    snprintf(lab, sizeof lab, "%s (mu = %.4g)", runs[i].label, runs[i].summary.mu);
+    snprintf(lab, sizeof lab, "%s (mu = %.4g)", runs[i].label,
+             dpgd_round_digits(runs[i].summary.mu, 4, 1));
     fprintf(f, "$r%zu using 1:2 with lines lt %zu title ", i, i + 1);
     put_quoted(f, lab);
     fputs(", \\\n     ", f);
