@@ -63,6 +63,13 @@ struct dpgd_accountant {
 /* Doublings of the contour's truncation point T before the tail bound is accepted as
  * it stands (it is then part of the reported error). */
 #define ACCT_MAX_DOUBLINGS 40
+/* Compositions of one subsampled Gaussian with at most this many releases are
+ * integrated directly over the outputs (nested Gauss-Legendre, ACCT_SG_FEW_PANELS panels
+ * per level), where the contour integral converges slowly (small q). */
+#define ACCT_SG_FEW_MAX 3
+#define ACCT_SG_FEW_PANELS 26
+/* Slots of the memo of log M(c + it) kept during one eps(delta) search. */
+#define ACCT_MEMO_SIZE 65536
 /* Factor on the estimated contour tail where no closed bound is small enough. */
 #define ACCT_TAIL_SAFETY 10.0
 

@@ -22,6 +22,7 @@
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_integration.h>
@@ -109,13 +110,13 @@ static double complex sg_log_int(double q, double sigma, double complex w)
   size_t n = (size_t)np;
   h = (hi - lo) / n;
   lse acc = {-INFINITY, 0};
-  double lnorm = -0.5 * log(2 * M_PI) - log(sigma);
+  double lnorm = -0.5 * log(2 * M_PI) - log(sigma), lw0[ACCT_SG_GL_NODES];
+  for (int i = 0; i < ACCT_SG_GL_NODES; i++) lw0[i] = log(0.5 * h * gl_w[i]) + lnorm;
   for (size_t p = 0; p < n; p++) {
     double mid = lo + (p + 0.5) * h;
     for (int i = 0; i < ACCT_SG_GL_NODES; i++) {
       double o = mid + 0.5 * h * gl_x[i];
-      double lw = log(0.5 * h * gl_w[i]) + lnorm - o * o / (2 * sigma * sigma);
-      lse_add(&acc, lw + w * sg_u(q, sigma, o));
+      lse_add(&acc, lw0[i] - o * o / (2 * sigma * sigma) + w * sg_u(q, sigma, o));
     }
   }
   return lse_value(&acc);
@@ -362,7 +363,40 @@ typedef struct {
   int dir;
   double eps, c;
   int subtract; /* integrate R = M - D (atoms enumerated separately) */
+  struct lm_memo *memo; /* NULL, or log M(c + i t) remembered across an eps search */
 } cf_ctx;
+
+/* Memo of log M(c + i t) of the whole composition in one direction at a fixed c. An
+ * eps(delta) search keeps c fixed (any c > 0 is exact; c only steers accuracy), so
+ * formula B's QAG visits the same nodes t for every eps and M, the expensive part for
+ * subsampled Gaussians, is computed once per node. Open addressing on the bits of t. */
+typedef struct lm_memo {
+  double c; /* 0 until the first evaluation fixes it */
+  size_t cap, n;
+  double *t;         /* (cap), NAN where empty */
+  double complex *v; /* (cap) */
+} lm_memo;
+
+static size_t memo_slot(const lm_memo *m, double t)
+{
+  uint64_t b;
+  memcpy(&b, &t, sizeof b);
+  return (size_t)((b * 0x9E3779B97F4A7C15ull) >> 20) % m->cap;
+}
+
+static double complex memo_log_mgf(lm_memo *m, const dpgd_accountant *a, int dir, double c,
+                                   double t)
+{
+  size_t i = memo_slot(m, t);
+  for (size_t k = 0; k < m->cap && !isnan(m->t[i]); k++, i = (i + 1) % m->cap)
+    if (m->t[i] == t) return m->v[i];
+  double complex v = acct_log_mgf(a, dir, c + I * t);
+  if (isnan(m->t[i]) && 2 * (m->n + 1) <= m->cap) {
+    m->t[i] = t, m->v[i] = v;
+    m->n++;
+  }
+  return v;
+}
 
 /* log of the bound on |M_j(c + i t)| pieces, summed over the composition:
  * A(t) = sum_j n_j log(D_j(c) + C_j(t)) and Bd = sum_j n_j log D_j(c). */
@@ -413,7 +447,8 @@ static double b_integrand(double t, void *vp)
 {
   const cf_ctx *x = vp;
   double complex s = x->c + I * t;
-  double complex lm = acct_log_mgf(x->a, x->dir, s);
+  double complex lm = x->memo ? memo_log_mgf(x->memo, x->a, x->dir, x->c, t)
+                              : acct_log_mgf(x->a, x->dir, s);
   double complex k = -s * x->eps - clog(s * (s + 1));
   double complex v = cexp(lm + k);
   if (x->subtract) {
@@ -582,9 +617,9 @@ static void clamp_delta(dpgd_acct_value *out, double v, double err)
 }
 
 static int formula_b(const dpgd_accountant *a, int dir, double eps, const atoms *at,
-                     dpgd_acct_value *out)
+                     lm_memo *memo, dpgd_acct_value *out)
 {
-  cf_ctx x = {.a = a, .dir = dir, .eps = eps, .subtract = at && at->n > 0};
+  cf_ctx x = {.a = a, .dir = dir, .eps = eps, .subtract = at && at->n > 0, .memo = memo};
   double dv = 0, derr = 0;
   if (eps >= max_loss(a, dir)) { /* no outcome has loss above eps */
     out->value = out->err = 0;
@@ -599,7 +634,9 @@ static int formula_b(const dpgd_accountant *a, int dir, double eps, const atoms 
       return DPGD_OK;
     }
   }
-  x.c = find_c(&x);
+  if (memo && memo->c > 0) x.c = memo->c;
+  else x.c = find_c(&x);
+  if (memo) memo->c = x.c;
   gsl_function F = {b_integrand, &x};
   double v = 0, e = 0;
   int st = integrate_tail(&F, &x, b_tail, has_sg_only(a), t_scale(&x), &v, &e);
@@ -616,7 +653,7 @@ int acct_delta_formula_b(const dpgd_accountant *a, int dir, double eps,
   int st = enumerate(a, dir, &at);
   if (st) return st;
   gsl_error_handler_t *old = gsl_set_error_handler_off();
-  st = formula_b(a, dir, eps, &at, out);
+  st = formula_b(a, dir, eps, &at, NULL, out);
   gsl_set_error_handler(old);
   free(at.at);
   return st;
@@ -703,51 +740,140 @@ int acct_delta_enum(const dpgd_accountant *a, double eps, dpgd_acct_value *out)
 
 /* ---- the exact method ---- */
 
-/* The special case of one subsampled-Gaussian release alone: L is monotone in the
- * output, so delta = P(L > eps) - e^eps Q(L > eps) is a difference of normal tails. */
-static int single_sg(const dpgd_accountant *a)
-{
-  return a->n == 1 && a->e[0].kind == ACCT_SUBSAMPLED && a->e[0].count == 1;
-}
-
-/* Upper normal tail Q(z) and CDF. */
+/* One subsampled-Gaussian release: L is monotone in the output, so
+ * delta = P(L > eps) - e^eps Q(L > eps) is a difference of normal tails. Valid for any
+ * real eps (negative ones are needed by the few-release recursion below). */
 static double qtail(double z) { return 0.5 * gsl_sf_erfc(z / M_SQRT2); }
+
+static double sg1_delta(double q, double sigma, int dir, double eps)
+{
+  if (dir == 0) {
+    /* remove: L = u(o) > eps  <=>  x > log((e^eps - 1 + q)/q); all o if e^eps <= 1 - q,
+     * and then delta = 1 - e^eps E_P[e^{-L}] = 1 - e^eps */
+    double r = expm1(eps) + q;
+    if (r <= 0) return -expm1(eps);
+    double x = log(r / q), o = (2 * sigma * sigma * x + 1) / 2;
+    return (1 - q) * qtail(o / sigma) + q * qtail((o - 1) / sigma) - exp(eps) * qtail(o / sigma);
+  }
+  /* add: L = -u(o) > eps  <=>  (1 - q) + q e^x < e^{-eps} */
+  double r = expm1(-eps) + q; /* e^{-eps} - (1 - q) */
+  if (r <= 0) return 0;
+  double x = log(r / q), o = (2 * sigma * sigma * x + 1) / 2;
+  return qtail(-o / sigma) - exp(eps) * ((1 - q) * qtail(-o / sigma) + q * qtail(-(o - 1) / sigma));
+}
 
 int acct_delta_single_sg(double q, double sigma, int dir, double eps, dpgd_acct_value *out)
 {
-  double v;
-  if (dir == 0) {
-    /* remove: L = u(o) > eps  <=>  x > log((e^eps - 1 + q)/q) */
-    double x = log((expm1(eps) + q) / q), o = (2 * sigma * sigma * x + 1) / 2;
-    v = (1 - q) * qtail(o / sigma) + q * qtail((o - 1) / sigma) - exp(eps) * qtail(o / sigma);
-  } else {
-    /* add: L = -u(o) > eps  <=>  (1 - q) + q e^x < e^{-eps} */
-    double r = expm1(-eps) + q; /* e^{-eps} - (1 - q) */
-    if (r <= 0) v = 0;
-    else {
-      double x = log(r / q), o = (2 * sigma * sigma * x + 1) / 2;
-      v = qtail(-o / sigma) -
-          exp(eps) * ((1 - q) * qtail(-o / sigma) + q * qtail(-(o - 1) / sigma));
-    }
-  }
+  double v = sg1_delta(q, sigma, dir, eps);
   clamp_delta(out, v, 16 * DBL_EPSILON * (1 + exp(eps)) * fmax(q, 1e-300) + 1e-300);
   return DPGD_OK;
 }
 
-int acct_exact_delta(const dpgd_accountant *a, double eps, dpgd_acct_value *out)
+/* k releases of one subsampled Gaussian (k <= ACCT_SG_FEW_MAX): conditioning on the first
+ * output, delta_k(eps) = E_{o ~ P}[delta_{k-1}(eps - L(o))], a (k-1)-fold nested
+ * composite Gauss-Legendre integral of the closed form over the window
+ * [-12 sigma, 1 + 12 sigma] (both mixture components) with `panels` panels. */
+static double sg_few(double q, double sigma, int dir, uint64_t k, double eps, int panels)
+{
+  if (k == 1) return sg1_delta(q, sigma, dir, eps);
+  double lo = -ACCT_SG_TAIL_SIGMAS * sigma, hi = 1 + ACCT_SG_TAIL_SIGMAS * sigma;
+  double h = (hi - lo) / panels, s = 0, ln = -0.5 * log(2 * M_PI) - log(sigma);
+  for (int p = 0; p < panels; p++)
+    for (int i = 0; i < ACCT_SG_GL_NODES; i++) {
+      double o = lo + (p + 0.5) * h + 0.5 * h * gl_x[i];
+      double u = sg_u(q, sigma, o);
+      double l0 = ln - o * o / (2 * sigma * sigma);
+      /* P's density: the mixture (remove) or N(0, sigma^2) (add) */
+      double dens = dir ? exp(l0) : exp(l0 + u);
+      s += 0.5 * h * gl_w[i] * dens * sg_few(q, sigma, dir, k - 1, eps - (dir ? -u : u), panels);
+    }
+  return s;
+}
+
+/* The few-release value with an error estimate: the difference between
+ * ACCT_SG_FEW_PANELS and twice as many panels (the integrand has kinks where the inner
+ * threshold reaches its boundary, so this is an estimate, not a bound), times
+ * ACCT_TAIL_SAFETY. */
+static int sg_few_delta(double q, double sigma, int dir, uint64_t k, double eps,
+                        dpgd_acct_value *out)
+{
+  if (gl_init()) return DPGD_ENOMEM;
+  double v1 = sg_few(q, sigma, dir, k, eps, ACCT_SG_FEW_PANELS);
+  double v2 = sg_few(q, sigma, dir, k, eps, 2 * ACCT_SG_FEW_PANELS);
+  if (!isfinite(v2)) return DPGD_FAIL(DPGD_ERANGE, "few-release subsampled integral is not finite");
+  clamp_delta(out, v2, ACCT_TAIL_SAFETY * fabs(v2 - v1) + 64 * DBL_EPSILON * (1 + exp(eps)));
+  return DPGD_OK;
+}
+
+/* 1 if the composition is one subsampled-Gaussian entry of at most ACCT_SG_FEW_MAX
+ * releases. */
+static int few_sg(const dpgd_accountant *a)
+{
+  return a->n == 1 && a->e[0].kind == ACCT_SUBSAMPLED && a->e[0].count <= ACCT_SG_FEW_MAX;
+}
+
+/* What an eps(delta) search keeps between its delta evaluations, per direction: the
+ * enumerated atoms and, with subsampled entries, the memo of log M at a fixed c. */
+typedef struct {
+  atoms at[2];
+  lm_memo memo[2];
+  int ready[2], use_memo;
+} search;
+
+static void search_free(search *S)
+{
+  for (int d = 0; d < 2; d++) {
+    free(S->at[d].at);
+    free(S->memo[d].t);
+    free(S->memo[d].v);
+  }
+}
+
+/* The exact method in one direction: closed form / direct integral for a few subsampled
+ * releases, else formula B (A as fallback with a Gaussian entry). */
+static int exact_dir(const dpgd_accountant *a, int dir, double eps, search *S,
+                     dpgd_acct_value *o)
+{
+  const acct_entry *e0 = &a->e[0];
+  if (few_sg(a) && e0->count == 1) return acct_delta_single_sg(e0->par[0], e0->par[1], dir, eps, o);
+  if (few_sg(a)) return sg_few_delta(e0->par[0], e0->par[1], dir, e0->count, eps, o);
+  int st;
+  if (!S) {
+    st = acct_delta_formula_b(a, dir, eps, o);
+  } else {
+    if (gl_init()) return DPGD_ENOMEM;
+    if (!S->ready[dir]) {
+      st = enumerate(a, dir, &S->at[dir]);
+      if (st) return st;
+      lm_memo *m = &S->memo[dir];
+      m->cap = ACCT_MEMO_SIZE;
+      m->t = malloc(m->cap * sizeof *m->t);
+      m->v = malloc(m->cap * sizeof *m->v);
+      if (!m->t || !m->v) return DPGD_FAIL(DPGD_ENOMEM, "out of memory (contour memo)");
+      for (size_t i = 0; i < m->cap; i++) m->t[i] = NAN;
+      S->ready[dir] = 1;
+    }
+    gsl_error_handler_t *old = gsl_set_error_handler_off();
+    st = formula_b(a, dir, eps, &S->at[dir], S->use_memo ? &S->memo[dir] : NULL, o);
+    if (st && S->use_memo) { /* the fixed c may be poor far from the root: choose afresh */
+      dpgd_error_clear();
+      st = formula_b(a, dir, eps, &S->at[dir], NULL, o);
+    }
+    gsl_set_error_handler(old);
+  }
+  if (st && acct_gauss_mu2(a) > 0) {
+    dpgd_error_clear();
+    st = acct_delta_formula_a(a, dir, eps, o);
+  }
+  return st;
+}
+
+static int exact_delta_s(const dpgd_accountant *a, double eps, search *S, dpgd_acct_value *out)
 {
   dpgd_acct_value best = {0, 0};
   for (int dir = 0; dir <= acct_asymmetric(a); dir++) {
     dpgd_acct_value o;
-    int st;
-    if (single_sg(a)) st = acct_delta_single_sg(a->e[0].par[0], a->e[0].par[1], dir, eps, &o);
-    else {
-      st = acct_delta_formula_b(a, dir, eps, &o);
-      if (st && acct_gauss_mu2(a) > 0) {
-        dpgd_error_clear();
-        st = acct_delta_formula_a(a, dir, eps, &o);
-      }
-    }
+    int st = exact_dir(a, dir, eps, S, &o);
     if (st) return st;
     if (o.value > best.value || dir == 0) best = o;
   }
@@ -755,9 +881,15 @@ int acct_exact_delta(const dpgd_accountant *a, double eps, dpgd_acct_value *out)
   return DPGD_OK;
 }
 
+int acct_exact_delta(const dpgd_accountant *a, double eps, dpgd_acct_value *out)
+{
+  return exact_delta_s(a, eps, NULL, out);
+}
+
 typedef struct {
   const dpgd_accountant *a;
   double log_target;
+  search *S;
   int status;
 } eps_root;
 
@@ -765,7 +897,7 @@ static double eps_f(double eps, void *vp)
 {
   eps_root *r = vp;
   dpgd_acct_value v;
-  int st = acct_exact_delta(r->a, eps, &v);
+  int st = exact_delta_s(r->a, eps, r->S, &v);
   if (st) {
     r->status = st;
     return GSL_NAN;
@@ -774,30 +906,54 @@ static double eps_f(double eps, void *vp)
   return fmax(l, -1e4) - r->log_target;
 }
 
-int acct_exact_epsilon(const dpgd_accountant *a, double delta, dpgd_acct_value *out)
+/* Brent on [0, hi] where hi is the Balle et al. RDP eps (an upper bound of the exact
+ * one; doubled if numerics disagree), with c fixed per direction at the saddle for
+ * 0.9 hi and log M remembered across evaluations. */
+static int exact_epsilon_s(eps_root *r, double delta, dpgd_acct_value *out)
 {
-  eps_root r = {a, log(delta), DPGD_OK};
-  double f0 = eps_f(0, &r);
-  if (r.status) return r.status;
+  dpgd_acct_value rv;
+  double hi = 1;
+  if (acct_rdp_epsilon(r->a, DPGD_ACCT_RDP_BALLE, delta, &rv) == DPGD_OK && rv.value > 0 &&
+      rv.value < 1e4)
+    hi = rv.value;
+  dpgd_error_clear();
+  if (gl_init()) return DPGD_ENOMEM;
+  for (int dir = 0; dir <= acct_asymmetric(r->a); dir++) {
+    cf_ctx x = {.a = r->a, .dir = dir, .eps = 0.9 * hi};
+    r->S->memo[dir].c = find_c(&x);
+  }
+  double f0 = eps_f(0, r);
+  if (r->status) return r->status;
   if (f0 <= 0) {
     out->value = out->err = 0;
     return DPGD_OK;
   }
-  double lo = 0, hi = 1;
+  r->S->use_memo = 1;
+  double lo = 0;
   for (int i = 0;; i++) {
-    double f = eps_f(hi, &r);
-    if (r.status) return r.status;
+    double f = eps_f(hi, r);
+    if (r->status) return r->status;
     if (f <= 0) break;
     if (i > 60 || hi > 1e4)
       return DPGD_FAIL(DPGD_ERANGE, "exact eps(delta=%g) exceeds %g", delta, hi);
     lo = hi, hi *= 2;
   }
-  gsl_function F = {eps_f, &r};
+  gsl_function F = {eps_f, r};
   double e;
   int st = acct_brent(&F, lo, hi, 1, &e);
-  if (r.status) return r.status;
+  if (r->status) return r->status;
   if (st) return st;
   out->value = e;
   out->err = e * ACCT_ROOT_RELTOL;
   return DPGD_OK;
+}
+
+int acct_exact_epsilon(const dpgd_accountant *a, double delta, dpgd_acct_value *out)
+{
+  search S;
+  memset(&S, 0, sizeof S);
+  eps_root r = {a, log(delta), &S, DPGD_OK};
+  int st = exact_epsilon_s(&r, delta, out);
+  search_free(&S);
+  return st;
 }

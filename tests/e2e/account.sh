@@ -119,6 +119,15 @@ assert gdp_eps(mu, 1e-5) <= 0.3 * (1 + 1e-10) and 0.3 < gdp_eps(mu * (1 + 1e-6),
 assert int(row("exact")[2]) == math.floor(b / 100)
 '
 
+# Calibration with non-Gaussian extra releases (exact method), checked by 'dpgd account'.
+expect_ok cal-laplace "$DPGD" calibrate --epsilon 1 --steps 100 --laplace b=10,count=5 --method exact
+S=$(awk '$1 == "exact" { print $2 }' "$TMP/out")
+S_LESS=$(python3 -c "print(repr(float('$S') * (1 - 1e-6)))")
+expect_ok cal-laplace-check "$DPGD" account --gaussian sigma=$S,count=100 --laplace b=10,count=5 --method exact --json
+py cal-laplace-check 'assert json.loads(out)["methods"]["exact"]["eps"] <= 1 + 1e-12'
+expect_ok cal-laplace-less "$DPGD" account --gaussian sigma=$S_LESS,count=100 --laplace b=10,count=5 --method exact --json
+py cal-laplace-less 'assert json.loads(out)["methods"]["exact"]["eps"] > 1'
+
 # Help.
 expect_ok account-help "$DPGD" account --help
 expect_out account-help-usage '^usage: dpgd account'
