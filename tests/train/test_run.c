@@ -417,7 +417,8 @@ static void test_secure_and_diverged(void **state)
   finish_run(a);
   finish_run(b);
   size_t P, len;
-  assert_memory_not_equal(dpgd_run_params(a, &P), dpgd_run_params(b, NULL), P * sizeof(float));
+  const float *pa = dpgd_run_params(a, &P);
+  assert_memory_not_equal(pa, dpgd_run_params(b, NULL), P * sizeof(float));
   char *sum = (char *)slurp("secA", "summary.json", &len);
   assert_non_null(strstr(sum, "\"rng\": \"secure\""));
   free(sum);
@@ -441,7 +442,7 @@ static double plan_of(const char *file, dpgd_plan *p)
 {
   char path[1024];
   const char *src = getenv("DPGD_SOURCE_DIR");
-  snprintf(path, sizeof path, "%s/configs/%s", src ? src : ".", file);
+  snprintf(path, sizeof path, "%s/configs/%s", src && src[0] ? src : DPGD_SOURCE_DIR, file);
   dpgd_config c;
   dpgd_config_defaults(&c);
   int rc = dpgd_config_load(&c, path);
