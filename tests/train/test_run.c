@@ -238,6 +238,11 @@ static void test_stopping_accounted(void **state)
   print_message("  eps with 3 queries %.9g, closed form %.9g\n", got, want);
   assert_true(fabs(got - want) <= 1e-9 * want);
   assert_true(fabs(p->eps[DPGD_ACCT_EXACT] - want) <= 1e-9 * want); /* planned = done */
+  /* Algorithm 7: 8 step draws and 3 query draws; the accountant holds the 4 full-norm
+   * steps and the 3 queries: steps after B_norm/C^2 add nothing (the filter bounds every
+   * point's sum of mu^2 by B_norm/(sigma C)^2, MATH.md section 1). */
+  assert_int_equal(dpgd_run_noise_draws(r), 8 + 3);
+  assert_int_equal(dpgd_run_releases(r), 4 + 3);
   dpgd_config c0 = c;
   c0.stopping_queries = 0;
   c0.train_steps = 8;
