@@ -46,15 +46,15 @@ expect_fail learn-again 'finished run' "$DPGD" train --config "$CFG" "${SUB[@]}"
 expect_fail resume-finished 'finished run' "$DPGD" train --resume "$R"
 
 # 2. SIGKILL mid-training, then --resume: bit-identical to the uninterrupted run.
-KILLSET=(--set train.steps=150 --set output.checkpoint_every=7 --set stopping.queries=4
-         --set stopping.every=9 --set output.diagnostics=true)
+KILLSET=(--set data.n_train=1500 --set train.steps=120 --set output.checkpoint_every=7
+         --set stopping.queries=4 --set stopping.every=9 --set output.diagnostics=true)
 expect_ok full "$DPGD" train --config "$CFG" "${SUB[@]}" "${KILLSET[@]}" --out "$TMP/full"
 "$DPGD" train --config "$CFG" "${SUB[@]}" "${KILLSET[@]}" --out "$TMP/cut" >/dev/null 2>&1 &
 pid=$!
 rows=0
 for _ in $(seq 1 2000); do
   rows=$( (wc -l < "$TMP/cut/metrics.csv") 2>/dev/null || echo 0)
-  [ "$rows" -gt 40 ] && break
+  [ "$rows" -gt 30 ] && break
   sleep 0.01
 done
 kill -9 $pid 2>/dev/null

@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -121,6 +123,44 @@ static void test_wrong_hash_and_missing(void **state)
   assert_non_null(strstr(dpgd_error_last(), "ck.bin"));
 }
 
+/* A write that fails after N bytes (file size limit; SIGXFSZ ignored so write(2) fails
+ * with EFBIG) for N = 0 .. the new file's size - 1: the call fails naming the file, the
+ * old checkpoint survives intact and no temp file is left. */
+static void test_failed_write_keeps_old(void **state)
+{
+  (void)state;
+  write_sample(7);
+  size_t good_len;
+  unsigned char *good = tt_slurp(path, &good_len);
+  static double big[64];
+  for (size_t i = 0; i < 64; i++) big[i] = (double)i;
+  dpgd_ckpt_section s = {"big", big, sizeof big};
+  struct rlimit old;
+  assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+  void (*prev)(int) = signal(SIGXFSZ, SIG_IGN);
+  char tmp[300];
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  for (rlim_t n = 0; n < sizeof big; n += 37) {
+    struct rlimit lim = {n, old.rlim_max};
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+    int rc = dpgd_ckpt_write(path, 8, &s, 1);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+    assert_int_equal(rc, DPGD_EIO);
+    assert_non_null(strstr(dpgd_error_last(), "checkpoint.bin"));
+    assert_int_not_equal(access(tmp, F_OK), 0);
+    size_t len;
+    unsigned char *now = tt_slurp(path, &len);
+    assert_int_equal(len, good_len);
+    assert_memory_equal(now, good, len);
+    free(now);
+  }
+  signal(SIGXFSZ, prev);
+  free(good);
+  dpgd_ckpt *c;
+  assert_int_equal(dpgd_ckpt_read(&c, path, 7), DPGD_OK);
+  dpgd_ckpt_free(c);
+}
+
 int main(void)
 {
   dir = tu_tmpdir();
@@ -129,6 +169,7 @@ int main(void)
     cmocka_unit_test(test_round_trip),
     cmocka_unit_test(test_every_flip_refused),
     cmocka_unit_test(test_wrong_hash_and_missing),
+    cmocka_unit_test(test_failed_write_keeps_old),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   tu_rmtree(dir);

@@ -111,11 +111,15 @@ static void assert_same_file(const char *run_a, const char *run_b, const char *n
  * parameters after every step and the same model file. With C = 0.375 every gradient is
  * clipped at every step, so every point exhausts its budget exactly on the last step;
  * with C = 2.375 some points stop being clipped. */
-static void alg6_vs_alg7(double clip, const char *n6, const char *n7)
+static void alg6_vs_alg7(const char *model, double clip, const char *n6, const char *n7)
 {
   dpgd_config c6, c7;
   base_config(&c6, n6);
   base_config(&c7, n7);
+  snprintf(c6.model_type, sizeof c6.model_type, "%s", model);
+  snprintf(c7.model_type, sizeof c7.model_type, "%s", model);
+  /* CNN with 2 threads: its parallel reduction must be deterministic run to run. */
+  c6.model_threads = c7.model_threads = strcmp(model, "cnn") ? 1 : 2;
   c6.privacy_clip = c7.privacy_clip = clip;
   c7.filter_enabled = 1;
   c7.filter_k = 12; /* B = k C^2, k_max = k = train.steps */
@@ -131,7 +135,8 @@ static void alg6_vs_alg7(double clip, const char *n6, const char *n7)
   const dpgd_ledger *l = dpgd_run_ledger(r7);
   assert_int_equal(dpgd_ledger_check(l), DPGD_OK);
   size_t exhausted = l->n - dpgd_ledger_active(l);
-  print_message("  C = %g: %zu of %zu points exhausted after k steps\n", clip, exhausted, l->n);
+  print_message("  %s, C = %g: %zu of %zu points exhausted after k steps\n", model, clip,
+                exhausted, l->n);
   if (clip < 1) assert_int_equal(exhausted, l->n);
   assert_int_equal(dpgd_run_finish(r6), DPGD_OK);
   assert_int_equal(dpgd_run_finish(r7), DPGD_OK);
@@ -146,8 +151,9 @@ static void alg6_vs_alg7(double clip, const char *n6, const char *n7)
 static void test_alg6_equals_alg7(void **state)
 {
   (void)state;
-  alg6_vs_alg7(2.375, "alg6", "alg7");
-  alg6_vs_alg7(0.375, "alg6c", "alg7c");
+  alg6_vs_alg7("softmax", 2.375, "alg6", "alg7");
+  alg6_vs_alg7("softmax", 0.375, "alg6c", "alg7c");
+  alg6_vs_alg7("cnn", 0.375, "alg6cnn", "alg7cnn");
 }
 
 /* A budget of 1.5 C^2: points are exhausted after two steps, the ledger invariant is
@@ -232,6 +238,11 @@ static void test_stopping_accounted(void **state)
   print_message("  eps with 3 queries %.9g, closed form %.9g\n", got, want);
   assert_true(fabs(got - want) <= 1e-9 * want);
   assert_true(fabs(p->eps[DPGD_ACCT_EXACT] - want) <= 1e-9 * want); /* planned = done */
+  /* Algorithm 7: 8 step draws and 3 query draws; the accountant holds the 4 full-norm
+   * steps and the 3 queries: steps after B_norm/C^2 add nothing (the filter bounds every
+   * point's sum of mu^2 by B_norm/(sigma C)^2, MATH.md section 1). */
+  assert_int_equal(dpgd_run_noise_draws(r), 8 + 3);
+  assert_int_equal(dpgd_run_releases(r), 4 + 3);
   dpgd_config c0 = c;
   c0.stopping_queries = 0;
   c0.train_steps = 8;
@@ -417,7 +428,8 @@ static void test_secure_and_diverged(void **state)
   finish_run(a);
   finish_run(b);
   size_t P, len;
-  assert_memory_not_equal(dpgd_run_params(a, &P), dpgd_run_params(b, NULL), P * sizeof(float));
+  const float *pa = dpgd_run_params(a, &P);
+  assert_memory_not_equal(pa, dpgd_run_params(b, NULL), P * sizeof(float));
   char *sum = (char *)slurp("secA", "summary.json", &len);
   assert_non_null(strstr(sum, "\"rng\": \"secure\""));
   free(sum);
@@ -441,7 +453,7 @@ static double plan_of(const char *file, dpgd_plan *p)
 {
   char path[1024];
   const char *src = getenv("DPGD_SOURCE_DIR");
-  snprintf(path, sizeof path, "%s/configs/%s", src ? src : ".", file);
+  snprintf(path, sizeof path, "%s/configs/%s", src && src[0] ? src : DPGD_SOURCE_DIR, file);
   dpgd_config c;
   dpgd_config_defaults(&c);
   int rc = dpgd_config_load(&c, path);
