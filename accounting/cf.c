@@ -943,8 +943,10 @@ static int exact_epsilon_s(eps_root *r, double delta, dpgd_acct_value *out)
   int st = acct_brent(&F, lo, hi, 1, &e);
   if (r->status) return r->status;
   if (st) return st;
-  out->value = e;
+  /* e is the bracket's private end (delta bound <= delta there); the value also carries
+   * the root tolerance, as every dpgd_acct_value does. */
   out->err = e * ACCT_ROOT_RELTOL;
+  out->value = acct_round_up(e + out->err);
   return DPGD_OK;
 }
 

@@ -39,7 +39,8 @@ static void print_plan(const dpgd_plan *p, const dpgd_config *c)
                                          : "plain (Algorithm 6)");
   printf("data        n = %zu (public)\n", p->n);
   printf("noise       sigma = %.6g, clip C = %.6g, noise std sigma*C = %.6g, rng %s\n",
-         p->sigma, p->clip, p->sigma * p->clip, dpgd_rng_mode_name(c->train_rng));
+         dpgd_round_digits(p->sigma, 6, -1), p->clip,
+         dpgd_round_digits(p->sigma * p->clip, 6, -1), dpgd_rng_mode_name(c->train_rng));
   if (p->filtered)
     printf("budget      B_norm = %.10g (%.6g full-norm steps), k_max = %zu steps\n",
            dpgd_round_digits(p->budget, 10, -1),
@@ -49,7 +50,8 @@ static void print_plan(const dpgd_plan *p, const dpgd_config *c)
   if (p->queries)
     printf("stopping    %zu noisy accuracy queries every %zu steps from step %zu, tau = %.6g "
            "(mu %.3g each)\n",
-           p->queries, p->every, p->first_query, p->tau, dpgd_round_digits(1 / p->tau, 3, 1));
+           p->queries, p->every, p->first_query, dpgd_round_digits(p->tau, 6, -1),
+           dpgd_round_digits(1 / p->tau, 3, 1));
   else
     printf("stopping    none (last iterate)\n");
   printf("guarantee   mu = %.6g GDP (training %.6g), delta = %g; eps by method:\n",
@@ -60,7 +62,9 @@ static void print_plan(const dpgd_plan *p, const dpgd_config *c)
       printf("  %-12s %.6g\n", name, dpgd_round_digits(p->eps[m], 6, 1));
     else
       printf("  %-12s n/a (%s)\n", name,
-             p->eps_status[m] == DPGD_ENOTIMPL ? "not built yet" : dpgd_error_str(p->eps_status[m]));
+             p->eps_status[m] == DPGD_ENOTIMPL ? "not built yet"
+             : p->eps_status[m] == DPGD_OK    ? "infinite"
+                                              : dpgd_error_str(p->eps_status[m]));
   }
   fflush(stdout);
 }
