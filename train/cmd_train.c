@@ -139,6 +139,7 @@ int dpgd_cmd_train(int argc, char **argv)
   else if (resume && dpgd_run_redone(r))
     printf("redone      %zu steps after the checkpoint, replayed bit for bit (research rng)\n",
            dpgd_run_redone(r));
+  fflush(stdout); /* the resume's report is out before the first step */
 
   int progress = c->output_progress && !quiet;
   int tty = isatty(STDERR_FILENO);
