@@ -4,6 +4,7 @@
  * directory of train/RUN_FORMAT.md. The loop is driven by the caller (dpgd_run_step). */
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -417,7 +418,12 @@ int dpgd_run_resume(dpgd_run **out, const char *run_dir)
   if (!rc) rc = dpgd_rng_state_set(r->rng_query, d, len);
   if (!rc) rc = dpgd_ckpt_get(ck, "acct", 0, &d, &len);
   if (!rc) rc = dpgd_acct_deserialize(&r->acct, d, len);
-  if (!rc && r->secure) rc = dpgd_ckpt_get(ck, "row", 0, &d, &len);
+  if (!rc && r->secure && dpgd_ckpt_get(ck, "row", 0, &d, &len))
+    rc = DPGD_FAIL(DPGD_EFORMAT,
+                   "checkpoint %s has no metrics row: a dpgd that did not checkpoint secure "
+                   "runs at every step wrote it, and the steps after it may have been released; "
+                   "start the run again",
+                   p);
   if (!rc && r->secure && len >= sizeof r->row)
     rc = DPGD_FAIL(DPGD_EFORMAT, "checkpoint %s: metrics row of %zu bytes", p, len);
   if (!rc && r->secure) {
@@ -474,6 +480,24 @@ static void put_num(FILE *f, double v)
 static void put_up(FILE *f, double v)
 {
   put_num(f, dpgd_round_digits(v, 10, 1));
+}
+
+/* Appends to the metrics row in r->row at *len; *len >= ROW_MAX says it did not fit. */
+static void row_put(dpgd_run *r, size_t *len, const char *fmt, ...)
+{
+  if (*len >= sizeof r->row) return;
+  va_list ap;
+  va_start(ap, fmt);
+  int k = vsnprintf(r->row + *len, sizeof r->row - *len, fmt, ap);
+  va_end(ap);
+  *len += k > 0 ? (size_t)k : 0;
+}
+
+/* ",v" in the row; v empty when not finite; up: a privacy number (as put_up). */
+static void row_num(dpgd_run *r, size_t *len, double v, int up)
+{
+  if (up) v = dpgd_round_digits(v, 10, 1);
+  row_put(r, len, isfinite(v) ? ",%.10g" : ",", v);
 }
 
 static int test_accuracy(dpgd_run *r, double *acc)
@@ -553,37 +577,24 @@ int dpgd_run_step(dpgd_run *r)
   }
 
   /* The row is composed in r->row first: a secure run checkpoints it before writing it. */
-  FILE *f = fmemopen(r->row, sizeof r->row, "w");
-  if (!f) return DPGD_FAIL(DPGD_ENOMEM, "no memory for the metrics row");
-  fprintf(f, "%zu", t);
-  for (int k = 0; k < DPGD_ACCT_N_METHODS; k++) {
-    fputc(',', f);
-    put_up(f, r->eps_now[k]);
-  }
-  fputc(',', f);
-  put_up(f, dpgd_acct_gdp_mu(r->acct));
-  fputc(',', f);
-  put_num(f, test_acc);
-  fputc(',', f);
-  put_num(f, r->last_query);
-  fputc(',', f);
-  put_num(f, lr);
+  size_t len = 0;
+  row_put(r, &len, "%zu", t);
+  for (int k = 0; k < DPGD_ACCT_N_METHODS; k++) row_num(r, &len, r->eps_now[k], 1);
+  row_num(r, &len, dpgd_acct_gdp_mu(r->acct), 1);
+  row_num(r, &len, test_acc, 0);
+  row_num(r, &len, r->last_query, 0);
+  row_num(r, &len, lr, 0);
   if (r->cfg.output_diagnostics) {
     size_t correct = 0;
     double loss = 0;
     rc = dpgd_model_evaluate(r->model, r->train, 0, n, NULL, &correct, &loss);
-    if (rc) {
-      fclose(f);
-      return rc;
-    }
-    fprintf(f, ",%.10g,%.10g,%zu", loss / (double)n, (double)correct / (double)n,
+    if (rc) return rc;
+    row_put(r, &len, ",%.10g,%.10g,%zu", loss / (double)n, (double)correct / (double)n,
             dpgd_ledger_active(r->ledger));
   }
-  fputc('\n', f);
-  long row_len = ftell(f);
-  if (fclose(f) || row_len < 0 || (size_t)row_len >= sizeof r->row)
+  row_put(r, &len, "\n");
+  if (len >= sizeof r->row)
     return DPGD_FAIL(DPGD_ERANGE, "metrics row of step %zu longer than %d bytes", t, ROW_MAX);
-  r->row[row_len] = '\0';
 
   if (!r->secure) {
     /* Research mode: a resume replays the steps after the checkpoint bit for bit (the
