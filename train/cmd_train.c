@@ -26,7 +26,9 @@ static void usage(FILE *f)
           "  --config FILE    INI configuration (configs/*.ini)\n"
           "  --set S.K=V      override one key (repeatable)\n"
           "  --out DIR        run directory (overrides output.dir)\n"
-          "  --resume DIR     continue the unfinished run in DIR from its checkpoint\n"
+          "  --resume DIR     continue the unfinished run in DIR from its checkpoint; with\n"
+          "                   train.rng = secure a checkpoint is written after every step,\n"
+          "                   before its results, so no released step is ever redone\n"
           "  --quiet          no progress line\n"
           "  --dry-run        print the plan and its guarantee under every method; no training\n\n"
           "configuration keys:\n");
@@ -47,6 +49,10 @@ static void print_plan(const dpgd_plan *p, const dpgd_config *c)
            dpgd_round_digits(p->budget / (p->clip * p->clip), 6, -1), p->steps);
   else
     printf("steps       %zu\n", p->steps);
+  if (c->train_rng == DPGD_RNG_SECURE)
+    printf("checkpoint  after every step, before its metrics row (train.rng = secure: the noise "
+           "cannot be replayed, so no released step is ever redone; output.checkpoint_every "
+           "ignored)\n");
   if (p->queries)
     printf("stopping    %zu noisy accuracy queries every %zu steps from step %zu, tau = %.6g "
            "(mu %.3g each)\n",
@@ -130,6 +136,14 @@ int dpgd_cmd_train(int argc, char **argv)
   printf("run         %s%s\n", c->output_dir, resume ? " (resumed)" : "");
   print_plan(p, c);
   if (resume) printf("resuming    after step %zu\n", dpgd_run_step_index(r));
+  if (resume && c->train_rng == DPGD_RNG_SECURE)
+    printf("redone      %zu released steps (secure: every step is checkpointed before it is "
+           "emitted; a step cut short released nothing and is drawn afresh)%s\n",
+           dpgd_run_redone(r), dpgd_run_row_restored(r) ? "; metrics row of the checkpointed step restored" : "");
+  else if (resume && dpgd_run_redone(r))
+    printf("redone      %zu steps after the checkpoint, replayed bit for bit (research rng)\n",
+           dpgd_run_redone(r));
+  fflush(stdout); /* the resume's report is out before the first step */
 
   int progress = c->output_progress && !quiet;
   int tty = isatty(STDERR_FILENO);

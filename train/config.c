@@ -105,7 +105,7 @@ static const key_spec schema[] = {
   {"output", "dir", T_PATH, OFF(output_dir), "runs/default", NULL, NOHASH,
    "run directory (metrics.csv, summary.json, model.bin, points.csv, checkpoint.bin)"},
   {"output", "checkpoint_every", T_SIZE, OFF(output_checkpoint_every), "50", NULL, NOHASH,
-   "checkpoint every N steps; 0 = only at the end"},
+   "checkpoint every N steps; 0 = only at the end (train.rng = secure: every step, always)"},
   {"output", "diagnostics", T_BOOL, OFF(output_diagnostics), "false", NULL, NOHASH,
    "write non-private diagnostic columns (exact train loss/accuracy, active count)"},
   {"output", "progress", T_BOOL, OFF(output_progress), "true", NULL, NOHASH,

@@ -165,11 +165,18 @@ typedef struct dpgd_run dpgd_run;
  * data_dir overrides the config's data.dir when not NULL. */
 int dpgd_run_open(dpgd_run **out, const dpgd_config *c, const char *run_dir);
 /* Reopens run_dir from its config.ini and checkpoint.bin. The steps already done are
- * kept (metrics rows after the checkpoint are dropped and written again). */
+ * kept (metrics rows after the checkpoint are dropped and written again). Research mode
+ * replays those steps bit for bit. Secure mode (train.rng = secure) checkpoints every
+ * step before emitting anything of it, so no emitted step is ever redone: the step cut
+ * short by the kill released nothing and is drawn afresh; a row the kill cut off after
+ * its checkpoint is written from the checkpoint; a secure run with emitted rows after
+ * its checkpoint is refused (DPGD_EINVAL: redoing them would release them twice). */
 int dpgd_run_resume(dpgd_run **out, const char *run_dir);
 
 /* One step: caps, clipped sum, ledger, noise, update; a stopping query if one is due;
- * test accuracy if due; the metrics row; a checkpoint if due. */
+ * test accuracy if due; the metrics row; a checkpoint if due (research), or a checkpoint
+ * of this step BEFORE its metrics row (secure: every step, output.checkpoint_every is
+ * ignored). Print the progress line only after this returns. */
 int dpgd_run_step(dpgd_run *r);
 int dpgd_run_done(const dpgd_run *r);
 /* Writes model.bin (the selected iterate), points.csv, the final checkpoint and last
@@ -194,6 +201,11 @@ double dpgd_run_eps_now(const dpgd_run *r);        /* exact eps after the steps 
 const float *dpgd_run_params(const dpgd_run *r, size_t *n_params);
 uint64_t dpgd_run_noise_draws(const dpgd_run *r);  /* Gaussian vectors + query draws */
 uint64_t dpgd_run_releases(const dpgd_run *r);     /* releases in the running accountant */
+/* After dpgd_run_resume: metrics rows (emitted steps) after the checkpoint that the run
+ * computes again: replayed bit for bit in research mode; always 0 in secure mode. */
+size_t dpgd_run_redone(const dpgd_run *r);
+/* After dpgd_run_resume (secure): 1 if the checkpoint's row was missing and written. */
+int dpgd_run_row_restored(const dpgd_run *r);
 /* One-line progress text (no newline): step/total, ETA, eps so far, last test acc. */
 void dpgd_run_progress(const dpgd_run *r, char *buf, size_t len);
 

@@ -4,6 +4,7 @@
  * directory of train/RUN_FORMAT.md. The loop is driven by the caller (dpgd_run_step). */
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include "plan_internal.h"
 
 #define PATHLEN (DPGD_CONFIG_PATH_MAX + 32)
+#define ROW_MAX 512 /* one metrics.csv row: 13 fields of at most 24 characters */
 
 /* Scalars saved in the checkpoint's "meta" section (all 8-byte fields). */
 typedef struct {
@@ -46,6 +48,10 @@ struct dpgd_run {
   struct timespec t0;
   double wall_before;        /* wall seconds of earlier sessions (resume) */
   uint64_t session_step;     /* steps done when this session started (ETA) */
+  char row[ROW_MAX];         /* metrics.csv row of step m.step ("" before step 1) */
+  int secure;                /* train.rng = secure: the noise cannot be replayed */
+  size_t redone;             /* resume: emitted rows after the checkpoint, replayed */
+  int row_restored;          /* resume: the checkpoint's row was written to metrics.csv */
 };
 
 #ifndef DPGD_VERSION
@@ -178,6 +184,7 @@ static int setup(dpgd_run *r)
   r->m.best_noisy = -INFINITY;
   r->m.last_test_acc = NAN;
   r->last_query = NAN;
+  r->secure = c->train_rng == DPGD_RNG_SECURE;
   for (int k = 0; k < DPGD_ACCT_N_METHODS; k++) r->eps_now[k] = 0;
   return DPGD_OK;
 }
@@ -286,7 +293,9 @@ static int write_checkpoint(dpgd_run *r)
     {"rngstep", sst, rs},
     {"rngquery", sq, rq},
     {"acct", acct_buf, acct_len},
+    {"row", r->row, strlen(r->row)}, /* secure runs only: see dpgd_run_step */
   };
+  size_t n_sections = sizeof s / sizeof s[0] - !r->secure;
   char p[PATHLEN];
   path_in(p, r, "checkpoint.bin");
   /* The metrics rows up to this step reach the disk before the checkpoint does. */
@@ -296,7 +305,7 @@ static int write_checkpoint(dpgd_run *r)
     free(acct_buf);
     return DPGD_FAIL(DPGD_EIO, "cannot write %s/metrics.csv: %s", r->dir, strerror(errno));
   }
-  rc = dpgd_ckpt_write(p, r->config_hash, s, sizeof s / sizeof s[0]);
+  rc = dpgd_ckpt_write(p, r->config_hash, s, n_sections);
   free(sst);
   free(sq);
   free(acct_buf);
@@ -304,8 +313,11 @@ static int write_checkpoint(dpgd_run *r)
 }
 
 /* Keeps the header and the rows of steps <= step (rows after a checkpoint are written
- * again by the resumed run), then reopens for appending. */
-static int trim_metrics(dpgd_run *r, uint64_t step)
+ * again by the resumed run; their count goes to r->redone), then reopens for appending.
+ * *last: the step of the last row kept (0: none). A secure run with rows after its
+ * checkpoint is refused, file untouched: those steps were released and cannot be
+ * replayed (only a run written before secure runs checkpointed every step has them). */
+static int trim_metrics(dpgd_run *r, uint64_t step, uint64_t *last)
 {
   char p[PATHLEN];
   path_in(p, r, "metrics.csv");
@@ -316,9 +328,17 @@ static int trim_metrics(dpgd_run *r, uint64_t step)
   FILE *mem = open_memstream(&text, &tlen);
   ssize_t len;
   int first = 1;
+  uint64_t after = 0; /* first dropped step */
+  *last = 0;
+  r->redone = 0;
   while (mem && (len = getline(&line, &cap, f)) > 0) {
     if (line[len - 1] != '\n') break; /* a partial last line from the kill */
-    if (!first && strtoull(line, NULL, 10) > step) break;
+    uint64_t s = first ? 0 : strtoull(line, NULL, 10);
+    if (s > step) {
+      if (!r->redone++) after = s;
+      continue;
+    }
+    if (!first) *last = s;
     first = 0;
     fputs(line, mem);
   }
@@ -326,6 +346,14 @@ static int trim_metrics(dpgd_run *r, uint64_t step)
   fclose(f);
   if (!mem) return DPGD_FAIL(DPGD_ENOMEM, "no memory to rewrite %s", p);
   fclose(mem);
+  if (r->secure && r->redone) {
+    free(text);
+    return DPGD_FAIL(DPGD_EINVAL,
+                     "%s: steps %llu.. of this secure run were released after its last "
+                     "checkpoint (step %llu); redoing them with fresh noise would release them "
+                     "twice, so it cannot be resumed",
+                     p, (unsigned long long)after, (unsigned long long)step);
+  }
   int rc = dpgd_write_atomic(p, text, tlen);
   free(text);
   if (rc) return rc;
@@ -353,6 +381,10 @@ int dpgd_run_resume(dpgd_run **out, const char *run_dir)
     rc = setup(r);
   }
   dpgd_ckpt *ck = NULL;
+  /* A secure run's checkpoint write cut off by the kill: it holds the step that was never
+   * emitted and is now redone with fresh noise; leave no copy of it behind. */
+  path_in(p, r, "checkpoint.bin.tmp");
+  if (!rc && r->secure) unlink(p);
   path_in(p, r, "checkpoint.bin");
   if (!rc) rc = dpgd_ckpt_read(&ck, p, r->config_hash);
   const void *d;
@@ -386,14 +418,40 @@ int dpgd_run_resume(dpgd_run **out, const char *run_dir)
   if (!rc) rc = dpgd_rng_state_set(r->rng_query, d, len);
   if (!rc) rc = dpgd_ckpt_get(ck, "acct", 0, &d, &len);
   if (!rc) rc = dpgd_acct_deserialize(&r->acct, d, len);
+  if (!rc && r->secure && dpgd_ckpt_get(ck, "row", 0, &d, &len))
+    rc = DPGD_FAIL(DPGD_EFORMAT,
+                   "checkpoint %s has no metrics row: a dpgd that did not checkpoint secure "
+                   "runs at every step wrote it, and the steps after it may have been released; "
+                   "start the run again",
+                   p);
+  if (!rc && r->secure && len >= sizeof r->row)
+    rc = DPGD_FAIL(DPGD_EFORMAT, "checkpoint %s: metrics row of %zu bytes", p, len);
+  if (!rc && r->secure) {
+    memcpy(r->row, d, len);
+    r->row[len] = '\0';
+  }
   dpgd_ckpt_free(ck);
+  uint64_t last = 0;
   if (!rc) {
     r->m = m;
     r->wall_before = m.wall_s;
     dpgd_plan_epsilons(r->acct, r->plan.delta, r->eps_now, NULL);
     r->session_step = m.step;
-    rc = trim_metrics(r, m.step);
+    rc = trim_metrics(r, m.step, &last);
   }
+  /* Secure: the checkpoint of step t is written before row t (dpgd_run_step), so a kill
+   * between the two leaves the rows up to t - 1; the checkpointed row completes them. */
+  if (!rc && r->secure && m.step > 0 && last + 1 == m.step) {
+    fputs(r->row, r->metrics);
+    if (fflush(r->metrics) || ferror(r->metrics))
+      rc = DPGD_FAIL(DPGD_EIO, "cannot write %s/metrics.csv", r->dir);
+    r->row_restored = 1;
+    last = m.step;
+  }
+  if (!rc && r->secure && last != m.step)
+    rc = DPGD_FAIL(DPGD_EFORMAT,
+                   "%s/metrics.csv ends at step %llu but the checkpoint is at step %llu",
+                   r->dir, (unsigned long long)last, (unsigned long long)m.step);
   if (rc) {
     dpgd_run_free(r);
     return rc;
@@ -422,6 +480,24 @@ static void put_num(FILE *f, double v)
 static void put_up(FILE *f, double v)
 {
   put_num(f, dpgd_round_digits(v, 10, 1));
+}
+
+/* Appends to the metrics row in r->row at *len; *len >= ROW_MAX says it did not fit. */
+static void row_put(dpgd_run *r, size_t *len, const char *fmt, ...)
+{
+  if (*len >= sizeof r->row) return;
+  va_list ap;
+  va_start(ap, fmt);
+  int k = vsnprintf(r->row + *len, sizeof r->row - *len, fmt, ap);
+  va_end(ap);
+  *len += k > 0 ? (size_t)k : 0;
+}
+
+/* ",v" in the row; v empty when not finite; up: a privacy number (as put_up). */
+static void row_num(dpgd_run *r, size_t *len, double v, int up)
+{
+  if (up) v = dpgd_round_digits(v, 10, 1);
+  row_put(r, len, isfinite(v) ? ",%.10g" : ",", v);
 }
 
 static int test_accuracy(dpgd_run *r, double *acc)
@@ -500,33 +576,54 @@ int dpgd_run_step(dpgd_run *r)
     r->m.last_test_acc = test_acc;
   }
 
-  FILE *f = r->metrics;
-  fprintf(f, "%zu", t);
-  for (int k = 0; k < DPGD_ACCT_N_METHODS; k++) {
-    fputc(',', f);
-    put_up(f, r->eps_now[k]);
-  }
-  fputc(',', f);
-  put_up(f, dpgd_acct_gdp_mu(r->acct));
-  fputc(',', f);
-  put_num(f, test_acc);
-  fputc(',', f);
-  put_num(f, r->last_query);
-  fputc(',', f);
-  put_num(f, lr);
+  /* The row is composed in r->row first: a secure run checkpoints it before writing it. */
+  size_t len = 0;
+  row_put(r, &len, "%zu", t);
+  for (int k = 0; k < DPGD_ACCT_N_METHODS; k++) row_num(r, &len, r->eps_now[k], 1);
+  row_num(r, &len, dpgd_acct_gdp_mu(r->acct), 1);
+  row_num(r, &len, test_acc, 0);
+  row_num(r, &len, r->last_query, 0);
+  row_num(r, &len, lr, 0);
   if (r->cfg.output_diagnostics) {
     size_t correct = 0;
     double loss = 0;
     rc = dpgd_model_evaluate(r->model, r->train, 0, n, NULL, &correct, &loss);
     if (rc) return rc;
-    fprintf(f, ",%.10g,%.10g,%zu", loss / (double)n, (double)correct / (double)n,
+    row_put(r, &len, ",%.10g,%.10g,%zu", loss / (double)n, (double)correct / (double)n,
             dpgd_ledger_active(r->ledger));
   }
-  fputc('\n', f);
-  if (ferror(f)) return DPGD_FAIL(DPGD_EIO, "cannot write %s/metrics.csv", r->dir);
+  row_put(r, &len, "\n");
+  if (len >= sizeof r->row)
+    return DPGD_FAIL(DPGD_ERANGE, "metrics row of step %zu longer than %d bytes", t, ROW_MAX);
 
-  size_t ce = r->cfg.output_checkpoint_every;
-  if (ce && t % ce == 0 && t < p->steps) return write_checkpoint(r);
+  if (!r->secure) {
+    /* Research mode: a resume replays the steps after the checkpoint bit for bit (the
+     * streams' states are in it), so rows may reach the disk before their checkpoint. */
+    fputs(r->row, r->metrics);
+    if (ferror(r->metrics)) return DPGD_FAIL(DPGD_EIO, "cannot write %s/metrics.csv", r->dir);
+    size_t ce = r->cfg.output_checkpoint_every;
+    if (ce && t % ce == 0 && t < p->steps) return write_checkpoint(r);
+    return DPGD_OK;
+  }
+  /* Secure mode: the noise cannot be replayed, so a step redone after a resume is a NEW
+   * Gaussian release of the same step (and, under Algorithm 7, a spend the checkpointed
+   * ledger never saw). Releasing step t twice would be a composition the accountant does
+   * not count. Hence a durable checkpoint covering step t (parameters, ledger,
+   * accountant, best iterate, and this row's text) is written after EVERY step
+   * (output.checkpoint_every is ignored) and BEFORE anything of step t is emitted: its
+   * metrics row (eps, test accuracy, the noisy query), and the progress line, which the
+   * caller prints after this returns. Why that is enough: a kill before the checkpoint's
+   * rename loses a step of which nothing was emitted (the checkpoint is training state
+   * like the ledger, not a release), so the resume redoes it with fresh noise and releases
+   * it once; a kill after the rename resumes AFTER step t, never redoing it, and the
+   * resume writes the checkpointed row if the kill cut it off (dpgd_run_resume), so the
+   * row is the very text already (partly) emitted and exactly one row per step remains.
+   * The accountant in the checkpoint therefore counts exactly the emitted releases. */
+  rc = write_checkpoint(r);
+  if (rc) return rc;
+  fputs(r->row, r->metrics);
+  if (fflush(r->metrics) || ferror(r->metrics))
+    return DPGD_FAIL(DPGD_EIO, "cannot write %s/metrics.csv", r->dir);
   return DPGD_OK;
 }
 
@@ -657,6 +754,8 @@ double dpgd_run_last_test_acc(const dpgd_run *r) { return r->m.last_test_acc; }
 double dpgd_run_eps_now(const dpgd_run *r) { return r->eps_now[DPGD_ACCT_EXACT]; }
 uint64_t dpgd_run_noise_draws(const dpgd_run *r) { return r->m.noise_draws; }
 uint64_t dpgd_run_releases(const dpgd_run *r) { return dpgd_acct_n_releases(r->acct); }
+size_t dpgd_run_redone(const dpgd_run *r) { return r->redone; }
+int dpgd_run_row_restored(const dpgd_run *r) { return r->row_restored; }
 
 const float *dpgd_run_params(const dpgd_run *r, size_t *n_params)
 {

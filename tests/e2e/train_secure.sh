@@ -1,0 +1,134 @@
+# train_secure.sh -- a train.rng = secure run killed with SIGKILL at random moments,
+# several times, and resumed each time, releases every step and noisy query exactly once
+# (the secure noise cannot be replayed, so a redone step would be a second, unaccounted
+# release): nothing of a step reaches metrics.csv or the progress line before the
+# checkpoint covering it, so what a killed session emitted (complete or partial rows,
+# progress lines) never goes past the step the next --resume continues after, and stays
+# byte for byte in the final metrics.csv; the final file has one row per step 1..T; the
+# accountant (summary.json mu and eps) counts exactly T steps and the queries in the rows,
+# checked against the closed form; the ledger invariant s(i) <= B_norm holds.
+. "$(dirname "$0")/lib.sh"
+CFG=${DPGD_SOURCE_DIR:-$(dirname "$0")/../..}/configs/softmax.ini
+export OMP_NUM_THREADS=1
+# Algorithm 7, B_norm = 30 C^2, 30 queries one step apart: T = 30 + 29 = 59 steps.
+# sigma 20, C 1, tau = 0.5 n = 150 (a query is a Gaussian release with mu 1/tau).
+SET=(--set data.dir="$MNIST" --set data.n_train=300 --set data.n_test=200
+     --set model.threads=1 --set train.rng=secure --set filter.enabled=true
+     --set filter.k=30 --set train.steps=0 --set stopping.queries=30 --set stopping.every=1
+     --set privacy.calibrate=none --set privacy.sigma=20 --set privacy.clip=1
+     --set stopping.tau_frac=0.5 --set train.eval_every=3 --set output.checkpoint_every=0)
+T=59
+R=$TMP/run
+
+# rows_max FILE: the largest step number on any line after the header (partial lines too).
+rows_max() { awk -F, 'NR > 1 && $1 ~ /^[0-9]+$/ && $1 + 0 > m { m = $1 + 0 } END { print m + 0 }' "$1"; }
+
+# One session in the background, up to KILLS times killed at a random moment: mostly
+# 0..1 s after it wrote its first row (the first session always, so that the run
+# directory exists), one time in four 0..0.5 s after it started (while it loads).
+KILLS=5
+kills=0
+pending=()  # snapshots (metrics.csv and stderr) of killed sessions not yet checked
+session=0
+check_pending() {  # $1: the step a --resume said it continues after
+  local n=$1 s
+  for s in "${pending[@]}"; do
+    checks=$((checks + 1))
+    local rm pm
+    rm=$(rows_max "$s.csv")
+    pm=$(sed -n 's/^step \([0-9]*\)\/.*/\1/p' "$s.err" | sort -n | tail -1)
+    [ "$rm" -le "$n" ] || fail "$s: metrics.csv reached step $rm but resume continues after $n"
+    [ "${pm:-0}" -le "$n" ] || fail "$s: progress line showed step $pm, resume continues after $n"
+  done
+  pending=()
+}
+while :; do
+  session=$((session + 1))
+  if [ $session -eq 1 ]; then
+    "$DPGD" train --config "$CFG" "${SET[@]}" --out "$R" >"$TMP/s$session.out" 2>"$TMP/s$session.err" &
+  else
+    "$DPGD" train --resume "$R" >"$TMP/s$session.out" 2>"$TMP/s$session.err" &
+  fi
+  pid=$!
+  if [ $kills -lt $KILLS ]; then
+    if [ $session -eq 1 ] || [ $((RANDOM % 4)) -ne 0 ]; then
+      r0=$( (wc -l < "$R/metrics.csv") 2>/dev/null || echo 1)
+      for _ in $(seq 1 1000); do
+        [ "$( (wc -l < "$R/metrics.csv") 2>/dev/null || echo 0)" -gt "$r0" ] && break
+        kill -0 $pid 2>/dev/null || break
+        sleep 0.01
+      done
+      sleep "0.$((RANDOM % 10))$((RANDOM % 10))"
+    else
+      sleep "0.$((RANDOM % 6))$((RANDOM % 10))"
+    fi
+    kill -9 $pid 2>/dev/null
+  fi
+  wait $pid
+  rc=$?
+  if [ $session -gt 1 ]; then
+    n=$(sed -n 's/^resuming *after step \([0-9]*\)$/\1/p' "$TMP/s$session.out")
+    if [ -n "$n" ]; then
+      check_pending "$n"
+      checks=$((checks + 1))
+      grep -Eq '^redone +0 released steps' "$TMP/s$session.out" ||
+        fail "session $session: no 'redone 0 released steps' line: $(head -c 300 "$TMP/s$session.out")"
+    fi
+  fi
+  if [ -e "$R/summary.json" ]; then
+    [ $rc -eq 0 ] || fail "session $session: exit $rc after finishing"
+    break
+  fi
+  [ $rc -eq 137 ] || { fail "session $session: exit $rc: $(head -c 300 "$TMP/s$session.err")"; break; }
+  kills=$((kills + 1))
+  snap=$TMP/snap$kills
+  cp "$R/metrics.csv" "$snap.csv"
+  cp "$TMP/s$session.err" "$snap.err"
+  pending+=("$snap")
+  echo "kill $kills: session $session killed at metrics.csv step $(rows_max "$snap.csv")"
+  [ $session -lt 20 ] || { fail "no end after $session sessions"; break; }
+done
+checks=$((checks + 1))
+[ $kills -ge 2 ] || fail "only $kills kills landed before the run ended; make it longer"
+
+# Everything a killed session emitted is still there, unchanged (not drawn again).
+for s in "$TMP"/snap*.csv; do
+  [ -e "$s" ] || continue
+  checks=$((checks + 1))
+  cmp -s -n "$(wc -c < "$s")" "$s" "$R/metrics.csv" ||
+    fail "$(basename "$s"): an emitted row changed after resume: $(diff "$s" "$R/metrics.csv" | head -4)"
+done
+
+# One row per step 1..T, in order, no duplicates.
+checks=$((checks + 1))
+steps=$(awk -F, 'NR > 1 { print $1 }' "$R/metrics.csv" | tr '\n' ' ')
+[ "$steps" = "$(seq -s ' ' 1 $T) " ] || fail "metrics.csv steps are not 1..$T: $steps"
+# The accountant counts what was emitted: T steps and the queries in the rows.
+q_rows=$(awk -F, 'NR > 1 && $9 != "" { q++ } END { print q + 0 }' "$R/metrics.csv")
+checks=$((checks + 1))
+grep -q "\"steps\": $T, .*\"queries\": $q_rows," "$R/summary.json" && [ "$q_rows" -eq 30 ] ||
+  fail "summary.json steps/queries vs $T rows and $q_rows queries: $(head -c 300 "$R/summary.json")"
+# mu^2 = min(B, T C^2)/(sigma C)^2 + queries/tau^2 (MATH.md section 1) = 30/400 + 30/150^2.
+mu=$(sed -n 's/.*"mu": \([0-9.e+-]*\).*/\1/p' "$R/summary.json")
+checks=$((checks + 1))
+awk -v m="$mu" -v q="$q_rows" 'BEGIN { e = sqrt(30 / 400 + q / 22500); d = m - e;
+  exit !(d >= 0 && d <= 1e-8 * e) }' || fail "summary mu $mu is not sqrt(30/400 + $q_rows/22500)"
+checks=$((checks + 1))
+eps_sum=$(sed -n 's/.*"exact": \([0-9.e+-]*\).*/\1/p' "$R/summary.json")
+eps_row=$(tail -1 "$R/metrics.csv" | cut -d, -f2)
+[ -n "$eps_sum" ] && [ "$eps_sum" = "$eps_row" ] ||
+  fail "summary eps exact '$eps_sum' differs from the last row's '$eps_row'"
+# The ledger invariant: 0 <= s(i) <= B_norm = 30 for every point.
+checks=$((checks + 1))
+awk -F, 'NR > 2 && !($3 >= 0 && $3 <= 30 && $4 <= 1) { bad++ } END { exit bad > 0 }' \
+  "$R/points.csv" || fail "points.csv: a spend outside [0, B_norm]"
+checks=$((checks + 1))
+[ "$(wc -l < "$R/points.csv")" -eq 302 ] || fail "points.csv should have 300 rows"
+echo "secure: $kills kills in $session sessions; $T rows, $q_rows queries, mu $mu"
+
+# A secure run with rows after its checkpoint (as a dpgd without this check left them)
+# cannot be resumed: redoing those steps would release them twice.
+cp -r "$R" "$TMP/old"; rm "$TMP/old/summary.json"
+tail -1 "$TMP/old/metrics.csv" | sed "s/^$T,/$((T + 1)),/" >> "$TMP/old/metrics.csv"
+expect_fail old-secure 'release them twice' "$DPGD" train --resume "$TMP/old"
+finish
