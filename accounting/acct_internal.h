@@ -38,6 +38,13 @@ struct dpgd_accountant {
 #define ACCT_MAX_ITER 300
 /* Relative accuracy asked of the contour / Gil-Pelaez quadratures. */
 #define ACCT_QUAD_RELTOL 1e-9
+/* Relative size of the contour's truncation tail at which T stops growing (the tail
+ * bound is added to the reported error, so this trades time for a slightly larger
+ * upper bound, never for a wrong one). */
+#define ACCT_TAIL_RELTOL 1e-6
+/* Absolute error below which the contour's truncation is accepted (deltas this small
+ * are zero for every purpose; the error is still reported and added). */
+#define ACCT_QUAD_ABSTOL 1e-30
 /* Sub-intervals of the adaptive quadrature workspace. */
 #define ACCT_QUAD_LIMIT 2000
 /* Largest number of atoms exact enumeration of a pure-discrete composition may use. */
@@ -47,6 +54,24 @@ struct dpgd_accountant {
 #define ACCT_SG_GL_NODES 16
 /* Half-width (in units of sigma) of the window around the integrand's mass. */
 #define ACCT_SG_TAIL_SIGMAS 12.0
+/* Most panels one subsampled-Gaussian moment integral may use (NaN beyond: the
+ * contour quadrature then reports a non-finite integrand). */
+#define ACCT_SG_MAX_PANELS 2000
+/* Grid points and safety factor of the total variation V behind |M(c+it)| <= V/t. */
+#define ACCT_SG_TV_POINTS 4001
+#define ACCT_SG_TV_SAFETY 1.05
+/* Doublings of the contour's truncation point T before the tail bound is accepted as
+ * it stands (it is then part of the reported error). */
+#define ACCT_MAX_DOUBLINGS 40
+/* Compositions of one subsampled Gaussian with at most this many releases are
+ * integrated directly over the outputs (nested Gauss-Legendre, ACCT_SG_FEW_PANELS panels
+ * per level), where the contour integral converges slowly (small q). */
+#define ACCT_SG_FEW_MAX 3
+#define ACCT_SG_FEW_PANELS 26
+/* Slots of the memo of log M(c + it) kept during one eps(delta) search. */
+#define ACCT_MEMO_SIZE 65536
+/* Factor on the estimated contour tail where no closed bound is small enough. */
+#define ACCT_TAIL_SAFETY 10.0
 
 /* ---- gdp.c: the Gaussian curve (MATH.md section 2) ---- */
 double acct_log_phi(double x);                  /* log Phi(x) */
@@ -93,6 +118,9 @@ int acct_delta_formula_b(const dpgd_accountant *a, int dir, double eps,
 int acct_delta_formula_a(const dpgd_accountant *a, int dir, double eps,
                          dpgd_acct_value *out);
 int acct_delta_enum(const dpgd_accountant *a, double eps, dpgd_acct_value *out);
+/* delta(eps) of one Poisson-subsampled Gaussian release in direction dir, in closed
+ * form (its privacy loss is monotone in the output). */
+int acct_delta_single_sg(double q, double sigma, int dir, double eps, dpgd_acct_value *out);
 /* 1 if the composition has an asymmetric entry (two directions to take the max of). */
 int acct_asymmetric(const dpgd_accountant *a);
 /* The exact method: delta(eps) (max over directions, error added). */

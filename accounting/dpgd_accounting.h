@@ -34,6 +34,16 @@ typedef enum {
 const char *dpgd_acct_method_name(dpgd_acct_method m);
 int dpgd_acct_method_find(const char *name);
 
+/* v rounded to `digits` significant decimal digits (1..17) towards +inf (dir > 0: the
+ * private direction for eps, delta and sigma) or towards -inf (dir < 0: for budgets).
+ * Printed with "%.<digits>g" the result shows exactly those digits, and the printed
+ * number is on the stated side of v up to 4 ulps of v (so that a value that already is
+ * a short decimal, like 0.2033 read from a file, prints as it is; every privacy number
+ * is padded by more than that when it is computed). NaN, +-inf, 0 and
+ * negative values are returned unchanged. Every privacy number shown to a user goes
+ * through this, so that no display rounding moves it the wrong way. */
+double dpgd_round_digits(double v, int digits, int dir);
+
 /* A reported number: value already includes err (it is the private-side bound). */
 typedef struct {
   double value;

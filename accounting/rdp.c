@@ -108,23 +108,29 @@ static double opt_logm(double p, void *vp)
   return logsumexp2(t1, t2);
 }
 
-/* min over p of log M by a scan then GSL's Brent minimiser; the value returned is the
- * objective at a point, so it is >= the true minimum (see acct_rdp_conv_optimal). */
+/* min over p of log M by a scan then GSL's Brent minimiser. The value returned is the
+ * objective at a point, so it is >= the true minimum: an error on the unsafe side of
+ * zeta*, which acct_rdp_conv_optimal covers with a small margin. When the scan's best
+ * point is at an end of the scanned range, the minimum may lie outside it and that
+ * margin means nothing: -inf is returned, which makes every caller fall back to the
+ * valid Balle et al. / closed-form value. */
 static double opt_min_logm(const opt_par *o)
 {
   enum { NS = 48 };
   double best = INFINITY, bp = 0, ps[NS];
   int bi = -1;
+  /* points spread in log(p - delta) between min(1e-14, 1e-6 delta) and 1 - delta */
+  double lo_gap = fmin(1e-14, 1e-6 * o->delta);
+  if (lo_gap < 1e-300) lo_gap = 1e-300;
   for (int i = 0; i < NS; i++) {
-    /* points spread in log(p - delta) between delta*1e-12 and 1 - delta */
     double u = (i + 0.5) / NS;
-    double gap = exp(log(1e-14) * (1 - u) + log1p(-o->delta) * u);
+    double gap = exp(log(lo_gap) * (1 - u) + log1p(-o->delta) * u);
     ps[i] = o->delta + gap;
     if (ps[i] >= 1) ps[i] = nextafter(1, 0);
     double v = opt_logm(ps[i], (void *)o);
     if (v < best) best = v, bp = ps[i], bi = i;
   }
-  if (bi <= 0 || bi >= NS - 1) return best;
+  if (bi <= 0 || bi >= NS - 1 || isnan(best)) return -INFINITY;
   gsl_function F = {opt_logm, (void *)o};
   gsl_min_fminimizer *m = gsl_min_fminimizer_alloc(gsl_min_fminimizer_brent);
   if (!m) return best;
@@ -328,8 +334,12 @@ int acct_rdp_delta(const dpgd_accountant *a, dpgd_acct_method m, double eps,
   rdp_obj o = {a, m, eps, 1};
   double ld = rdp_minimise(&o);
   gsl_set_error_handler(old);
+  if (isnan(ld))
+    return DPGD_FAIL(DPGD_ERANGE, "%s: delta(eps = %g) is not finite numerically",
+                     dpgd_acct_method_name(m), eps);
   double d = exp(ld);
-  out->err = d * (64 * DBL_EPSILON * (1 + fabs(ld)));
+  /* d * (..) with ld = -inf would be 0 * inf: below the smallest normal, pad by it */
+  out->err = d < DBL_MIN ? DBL_MIN : d * (64 * DBL_EPSILON * (1 + fabs(ld)));
   d += out->err;
   out->value = d > 1 ? 1 : d;
   return DPGD_OK;

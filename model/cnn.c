@@ -212,8 +212,7 @@ static void cnn_chunk_step(const dpgd_model *m, float *scratch, double *acc, dou
                       b.n1, kc1, C1);
     conv_grad_example(g + OW2, g + OB2, b.da2 + i * b.n2 * C2, b.cols2 + i * b.n2 * kc2,
                       b.n2, kc2, C2);
-    double sq = 0.0;
-    for (size_t p = 0; p < PCONV; p++) sq += (double)g[p] * g[p];
+    double sq = sqnorm_d(g, PCONV);
     sq += linear_sqnorm(b.da3 + i * HID, b.f + i * FLAT, HID, FLAT);
     sq += linear_sqnorm(b.dz + i * K, b.a3 + i * HID, K, HID);
     b.scale[i] = clip_scale(sq, caps[i], &pre[i], &post[i]);

@@ -75,12 +75,19 @@ void accumulate_linear(double *accW, double *accb, float *tmp, float *rs, const 
     for (size_t k = 0; k < K; k++) accb[k] += rs[i * K + k];
 }
 
+double sqnorm_d(const float *v, size_t n)
+{
+  double s[8] = {0};
+  size_t j = 0;
+  for (; j + 8 <= n; j += 8)
+    for (size_t q = 0; q < 8; q++) s[q] += (double)v[j + q] * v[j + q];
+  for (; j < n; j++) s[0] += (double)v[j] * v[j];
+  return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+}
+
 double linear_sqnorm(const float *r, const float *x, size_t K, size_t d)
 {
-  double xx = 0.0, rr = 0.0;
-  for (size_t j = 0; j < d; j++) xx += (double)x[j] * x[j];
-  for (size_t k = 0; k < K; k++) rr += (double)r[k] * r[k];
-  return (xx + 1.0) * rr;
+  return (sqnorm_d(x, d) + 1.0) * sqnorm_d(r, K);
 }
 
 static size_t round_up(size_t bytes) { return (bytes + ALIGN - 1) / ALIGN * ALIGN; }

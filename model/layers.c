@@ -19,10 +19,45 @@ conv_shape conv_shape_make(size_t h, size_t w, size_t cin, size_t cout, size_t k
   return s;
 }
 
+/* One input channel (conv1): each kernel row is a contiguous run of the input row,
+ * copied whole, zeros where it overhangs the padding. */
+static void im2col_1ch(float *cols, const float *x, const conv_shape *s, size_t B)
+{
+  const size_t k = s->k, kk = k * k;
+  for (size_t b = 0; b < B; b++) {
+    const float *xb = x + b * s->h * s->w;
+    for (size_t oy = 0; oy < s->oh; oy++) {
+      for (size_t ox = 0; ox < s->ow; ox++) {
+        float *row = cols + ((b * s->oh + oy) * s->ow + ox) * kk;
+        long ix0 = (long)(ox * s->stride) - (long)s->pad;
+        size_t lo = ix0 < 0 ? (size_t)-ix0 : 0;
+        size_t hi = (long)s->w - ix0 < (long)k ? (size_t)((long)s->w - ix0) : k;
+        for (size_t ky = 0; ky < k; ky++) {
+          long iy = (long)(oy * s->stride + ky) - (long)s->pad;
+          float *dst = row + ky * k;
+          if (iy < 0 || iy >= (long)s->h || lo >= hi) {
+            for (size_t kx = 0; kx < k; kx++) dst[kx] = 0.0f;
+            continue;
+          }
+          /* plain loops, not memcpy/memset: the runs are a few floats long */
+          const float *src = xb + (size_t)iy * s->w + (size_t)ix0;
+          for (size_t kx = 0; kx < lo; kx++) dst[kx] = 0.0f;
+          for (size_t kx = lo; kx < hi; kx++) dst[kx] = src[kx];
+          for (size_t kx = hi; kx < k; kx++) dst[kx] = 0.0f;
+        }
+      }
+    }
+  }
+}
+
 /* Row-oriented: per output position, per kernel offset, one bounds test, then the
  * channels of that input pixel (contiguous in channels-last input). */
 void im2col(float *cols, const float *x, const conv_shape *s, size_t B)
 {
+  if (s->cin == 1) {
+    im2col_1ch(cols, x, s, B);
+    return;
+  }
   const size_t kk = s->k * s->k, K = s->cin * kk;
   for (size_t b = 0; b < B; b++) {
     const float *xb = x + b * s->h * s->w * s->cin;
@@ -47,21 +82,10 @@ void im2col(float *cols, const float *x, const conv_shape *s, size_t B)
   }
 }
 
-/* Element by element from the definition. */
-static float pixel_ref(const float *x, const conv_shape *s, size_t b, size_t oy, size_t ox,
-                       size_t c, size_t ky, size_t kx, long *at)
-{
-  long iy = (long)(oy * s->stride + ky) - (long)s->pad;
-  long ix = (long)(ox * s->stride + kx) - (long)s->pad;
-  if (iy < 0 || ix < 0 || iy >= (long)s->h || ix >= (long)s->w) {
-    *at = -1;
-    return 0.0f;
-  }
-  *at = (long)(((b * s->h + (size_t)iy) * s->w + (size_t)ix) * s->cin + c);
-  return x[*at];
-}
-
-void im2col_ref(float *cols, const float *x, const conv_shape *s, size_t B)
+/* Element by element from the definition: each (column entry, input pixel) pair of the
+ * convolution's patch matrix, gathered into cols (im2col) or scattered back into x
+ * (col2im, its adjoint). */
+static void patch_map_ref(float *cols, float *x, const conv_shape *s, size_t B, int scatter)
 {
   const size_t K = s->cin * s->k * s->k;
   for (size_t b = 0; b < B; b++)
@@ -70,10 +94,22 @@ void im2col_ref(float *cols, const float *x, const conv_shape *s, size_t B)
         for (size_t c = 0; c < s->cin; c++)
           for (size_t ky = 0; ky < s->k; ky++)
             for (size_t kx = 0; kx < s->k; kx++) {
-              long at;
-              size_t r = (b * s->oh + oy) * s->ow + ox;
-              cols[r * K + (c * s->k + ky) * s->k + kx] = pixel_ref(x, s, b, oy, ox, c, ky, kx, &at);
+              float *col = &cols[((b * s->oh + oy) * s->ow + ox) * K + (c * s->k + ky) * s->k + kx];
+              long iy = (long)(oy * s->stride + ky) - (long)s->pad;
+              long ix = (long)(ox * s->stride + kx) - (long)s->pad;
+              int inside = iy >= 0 && ix >= 0 && iy < (long)s->h && ix < (long)s->w;
+              size_t at = inside ? ((b * s->h + (size_t)iy) * s->w + (size_t)ix) * s->cin + c : 0;
+              if (scatter) {
+                if (inside) x[at] += *col;
+              } else {
+                *col = inside ? x[at] : 0.0f;
+              }
             }
+}
+
+void im2col_ref(float *cols, const float *x, const conv_shape *s, size_t B)
+{
+  patch_map_ref(cols, (float *)x, s, B, 0); /* gathers only: x is not written */
 }
 
 void col2im(float *dx, const float *dcols, const conv_shape *s, size_t B)
@@ -102,18 +138,7 @@ void col2im(float *dx, const float *dcols, const conv_shape *s, size_t B)
 
 void col2im_ref(float *dx, const float *dcols, const conv_shape *s, size_t B)
 {
-  const size_t K = s->cin * s->k * s->k;
-  for (size_t b = 0; b < B; b++)
-    for (size_t oy = 0; oy < s->oh; oy++)
-      for (size_t ox = 0; ox < s->ow; ox++)
-        for (size_t c = 0; c < s->cin; c++)
-          for (size_t ky = 0; ky < s->k; ky++)
-            for (size_t kx = 0; kx < s->k; kx++) {
-              long at;
-              size_t r = (b * s->oh + oy) * s->ow + ox;
-              pixel_ref(dx, s, b, oy, ox, c, ky, kx, &at);
-              if (at >= 0) dx[at] += dcols[r * K + (c * s->k + ky) * s->k + kx];
-            }
+  patch_map_ref((float *)dcols, dx, s, B, 1); /* scatters only: dcols is not written */
 }
 
 void linear_forward(float *y, const float *x, const float *W, const float *b, size_t rows,

@@ -100,6 +100,11 @@ void accumulate_linear(double *accW /* (K, d) */, double *accb /* (K) */,
                        const float *r /* (B, K) */, float *x /* (B, d) */,
                        const float *scale /* (B) */, size_t B, size_t K, size_t d);
 
+/* ||v||^2 accumulated in double, in eight interleaved partial sums (a fixed order,
+ * so results do not depend on anything but v; eight independent additions in flight
+ * instead of one dependent chain). */
+double sqnorm_d(const float *v /* (n) */, size_t n);
+
 /* Squared norm of one example's linear-layer gradient r x^T (+ bias r):
  * (||x||^2 + 1) ||r||^2, in double. */
 double linear_sqnorm(const float *r /* (K) */, const float *x /* (d) */, size_t K, size_t d);

@@ -3,7 +3,6 @@
  * (sigma for k steps, or the filter budget B_norm for a given sigma and clip, per method).
  * All numbers come from the accountant library (MATH.md sections 2-5); this file only
  * parses, times and prints. A method that does not apply prints "n/a" and the reason. */
-#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -352,17 +351,6 @@ typedef struct {
   char why[256];
 } answer;
 
-/* value to 10 significant digits, rounded up (dir > 0) or down (dir < 0): a printed
- * eps or sigma is never below, a printed budget never above, the library's answer. */
-static double round10(double v, int dir)
-{
-  if (!(v > 0) || isinf(v)) return v;
-  double p = pow(10, floor(log10(v)) - 9);
-  double k = v / p;
-  k = dir > 0 ? ceil(k * (1 + 4 * DBL_EPSILON)) : floor(k * (1 - 4 * DBL_EPSILON));
-  return k * p;
-}
-
 static void answer_fail(answer *r, int st)
 {
   const char *why = dpgd_error_last();
@@ -409,14 +397,14 @@ static void print_answers(const options *o, const answer *r, const char *what,
     } else if (!r[m].ok) {
       printf("%-12s %-18s (%s)\n", name, "n/a", r[m].why);
     } else if (clip2 > 0) {
-      printf("%-12s %-18.10g %-12.0f %.3f\n", name, round10(r[m].value, dir),
+      printf("%-12s %-18.10g %-12.0f %.3f\n", name, dpgd_round_digits(r[m].value, 10, dir),
              floor(r[m].value / clip2),
              r[m].ms);
     } else if (clip2 < 0) {
-      printf("%-12s %-18.10g %-12s %.3f\n", name, round10(r[m].value, dir), "", r[m].ms);
+      printf("%-12s %-18.10g %-12s %.3f\n", name, dpgd_round_digits(r[m].value, 10, dir), "", r[m].ms);
     } else {
-      printf("%-12s %-18.10g %-12.3g %.3f\n", name, round10(r[m].value, dir),
-             round10(r[m].err, 1), r[m].ms);
+      printf("%-12s %-18.10g %-12.3g %.3f\n", name, dpgd_round_digits(r[m].value, 10, dir),
+             dpgd_round_digits(r[m].err, 3, 1), r[m].ms);
     }
   }
   if (o->json) printf("}}\n");

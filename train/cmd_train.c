@@ -41,22 +41,23 @@ static void print_plan(const dpgd_plan *p, const dpgd_config *c)
   printf("noise       sigma = %.6g, clip C = %.6g, noise std sigma*C = %.6g, rng %s\n",
          p->sigma, p->clip, p->sigma * p->clip, dpgd_rng_mode_name(c->train_rng));
   if (p->filtered)
-    printf("budget      B_norm = %.10g (%.6g full-norm steps), k_max = %zu steps\n", p->budget,
-           p->budget / (p->clip * p->clip), p->steps);
+    printf("budget      B_norm = %.10g (%.6g full-norm steps), k_max = %zu steps\n",
+           dpgd_round_digits(p->budget, 10, -1),
+           dpgd_round_digits(p->budget / (p->clip * p->clip), 6, -1), p->steps);
   else
     printf("steps       %zu\n", p->steps);
   if (p->queries)
     printf("stopping    %zu noisy accuracy queries every %zu steps from step %zu, tau = %.6g "
            "(mu %.3g each)\n",
-           p->queries, p->every, p->first_query, p->tau, 1 / p->tau);
+           p->queries, p->every, p->first_query, p->tau, dpgd_round_digits(1 / p->tau, 3, 1));
   else
     printf("stopping    none (last iterate)\n");
   printf("guarantee   mu = %.6g GDP (training %.6g), delta = %g; eps by method:\n",
-         p->mu_total, p->mu_train, p->delta);
+         dpgd_round_digits(p->mu_total, 6, 1), dpgd_round_digits(p->mu_train, 6, 1), p->delta);
   for (int m = 0; m < DPGD_ACCT_N_METHODS; m++) {
     const char *name = dpgd_acct_method_name((dpgd_acct_method)m);
     if (isfinite(p->eps[m]))
-      printf("  %-12s %.6g\n", name, p->eps[m]);
+      printf("  %-12s %.6g\n", name, dpgd_round_digits(p->eps[m], 6, 1));
     else
       printf("  %-12s n/a (%s)\n", name,
              p->eps_status[m] == DPGD_ENOTIMPL ? "not built yet" : dpgd_error_str(p->eps_status[m]));
@@ -146,7 +147,8 @@ int dpgd_cmd_train(int argc, char **argv)
     return dpgd_cli_status_error(rc, "training failed");
   }
   printf("done        %zu steps; eps %.6g (exact, delta %g); results in %s (summary.json)\n",
-         dpgd_run_step_index(r), dpgd_run_eps_now(r), p->delta, c->output_dir);
+         dpgd_run_step_index(r), dpgd_round_digits(dpgd_run_eps_now(r), 6, 1), p->delta,
+         c->output_dir);
   dpgd_run_free(r);
   return DPGD_EXIT_OK;
 }

@@ -3,7 +3,9 @@
  * the guarantee of the whole planned run under every accounting method. Also the public
  * running guarantee mu(t) and the releases one step adds to the accountant, shared by
  * the plan and the training loop so that both account the same way. */
+#include <float.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "dpgd_accounting.h"
@@ -11,9 +13,13 @@
 
 double dpgd_plan_mu_train(const dpgd_plan *p, size_t t)
 {
-  double tc2 = (double)t * p->clip * p->clip;
-  if (p->filtered && tc2 > p->budget) tc2 = p->budget;
-  return sqrt(tc2) / (p->sigma * p->clip);
+  /* sqrt(min(B, t C^2)) / (sigma C), written so that no C^2 over- or underflows */
+  double steps = (double)t;
+  if (p->filtered) {
+    double full = p->budget / (p->clip * p->clip);
+    if (full < steps) steps = full;
+  }
+  return sqrt(steps) / p->sigma;
 }
 
 size_t dpgd_plan_queries_by(const dpgd_plan *p, size_t t)
@@ -50,16 +56,18 @@ int dpgd_plan_add_query(dpgd_accountant *a, const dpgd_plan *p)
   return dpgd_acct_add_gaussian(a, 1.0 / p->tau, 1);
 }
 
-/* Accountant of the whole run up to step t, queries included. */
+/* Accountant of the whole run up to step t, queries included. Composition does not
+ * depend on order, so the releases go in as counted entries (time independent of t):
+ * the same mechanisms the training loop adds one step at a time. */
 int dpgd_plan_accountant(dpgd_accountant **out, const dpgd_plan *p, size_t t)
 {
   dpgd_accountant *a = dpgd_acct_alloc();
   if (!a) return DPGD_FAIL(DPGD_ENOMEM, "no memory for the accountant");
-  int rc = DPGD_OK;
-  for (size_t s = 1; s <= t && !rc; s++) {
-    rc = dpgd_plan_add_step(a, p, s);
-    if (!rc && dpgd_plan_query_due(p, s)) rc = dpgd_plan_add_query(a, p);
-  }
+  size_t full = p->filtered && t > p->full_steps ? p->full_steps : t;
+  int rc = full ? dpgd_acct_add_gaussian(a, 1.0 / p->sigma, full) : DPGD_OK;
+  if (!rc && full < t) rc = dpgd_plan_add_step(a, p, full + 1); /* the filter's rest */
+  size_t q = dpgd_plan_queries_by(p, t);
+  if (!rc && q) rc = dpgd_acct_add_gaussian(a, 1.0 / p->tau, q);
   if (rc) {
     dpgd_acct_free(a);
     return rc;
@@ -94,6 +102,16 @@ int dpgd_plan_make(dpgd_plan *p, const dpgd_config *c, size_t n)
   int rc = dpgd_config_validate(c);
   if (rc) return rc;
   if (n == 0) return DPGD_FAIL(DPGD_EINVAL, "the training set is empty");
+  {
+    double c2 = c->privacy_clip * c->privacy_clip;
+    if (!(c2 >= DBL_MIN) || !isfinite(c2))
+      return DPGD_FAIL(DPGD_ERANGE, "privacy.clip = %g: its square is outside the range of "
+                       "double precision", c->privacy_clip);
+  }
+  if (c->stopping_queries > 1 &&
+      c->stopping_every > (SIZE_MAX / 2) / (c->stopping_queries - 1))
+    return DPGD_FAIL(DPGD_ERANGE, "stopping: %zu queries every %zu steps span more steps "
+                     "than can be counted", c->stopping_queries, c->stopping_every);
   *p = (dpgd_plan){0};
   p->filtered = c->filter_enabled;
   p->n = n;
@@ -111,6 +129,22 @@ int dpgd_plan_make(dpgd_plan *p, const dpgd_config *c, size_t n)
     if (!extra) return DPGD_FAIL(DPGD_ENOMEM, "no memory for the accountant");
     rc = dpgd_acct_add_gaussian(extra, 1.0 / p->tau, p->queries);
     if (rc) goto done;
+  }
+
+  /* A value the calibration would overwrite is a contradiction, not a default. */
+  if (c->privacy_calibrate == DPGD_CALIBRATE_SIGMA && c->privacy_sigma > 0) {
+    rc = DPGD_FAIL(DPGD_EINVAL,
+                   "privacy.sigma = %g conflicts with privacy.calibrate = sigma, which "
+                   "computes sigma (set privacy.calibrate = none to use a given sigma)",
+                   c->privacy_sigma);
+    goto done;
+  }
+  if (c->privacy_calibrate == DPGD_CALIBRATE_BUDGET && p->filtered &&
+      (c->filter_budget > 0 || c->filter_k > 0)) {
+    rc = DPGD_FAIL(DPGD_EINVAL,
+                   "filter.budget/filter.k conflict with privacy.calibrate = budget, which "
+                   "computes B_norm (set privacy.calibrate = none to use a given budget)");
+    goto done;
   }
 
   if (p->filtered && c->privacy_calibrate != DPGD_CALIBRATE_BUDGET)
@@ -171,6 +205,13 @@ int dpgd_plan_make(dpgd_plan *p, const dpgd_config *c, size_t n)
   if (rc) goto done;
   dpgd_plan_epsilons(all, p->delta, p->eps, p->eps_status);
   dpgd_acct_free(all);
+  /* A run whose guarantee cannot be stated does not run (e.g. tau -> 0: a query with
+   * no noise). */
+  if (!isfinite(p->mu_total) || !isfinite(p->eps[DPGD_ACCT_EXACT])) {
+    rc = DPGD_FAIL(DPGD_ERANGE, "the planned run has no finite guarantee (mu = %g; check "
+                   "privacy.sigma, privacy.clip and stopping.tau_frac)", p->mu_total);
+    goto done;
+  }
 
 done:
   dpgd_acct_free(extra);

@@ -126,7 +126,13 @@ static int fig_active(FILE *f, const dpgd_run *runs, size_t n, const char *png)
                      "(train with output.diagnostics = true to record active points)");
   preamble(f, png, "Active points vs step -- diagnostic (not private)",
            "step (full-batch gradient steps)", "active points (not yet out of budget)");
-  fputs("set yrange [0:*]\n", f);
+  /* Headroom above n, so that a run in which every point stays active is not drawn on
+   * the frame. */
+  double n_max = 0;
+  for (size_t i = 0; i < n; i++)
+    if (runs[i].summary.n_train > n_max) n_max = runs[i].summary.n_train;
+  if (n_max > 0) fprintf(f, "set yrange [0:%.17g]\n", 1.08 * n_max);
+  else fputs("set yrange [0:*]\n", f);
   /* seed 003 Figure 1: the step B_norm/C^2 after which points can run out of budget */
   for (size_t i = 0; i < n; i++) {
     const dpgd_run_summary *s = &runs[i].summary;
@@ -255,7 +261,8 @@ static int fig_tradeoff(FILE *f, const dpgd_run *runs, size_t n, const char *png
   for (size_t i = 0; i < n; i++) {
     if (!show[i]) continue;
     char lab[240];
-    snprintf(lab, sizeof lab, "%s (mu = %.4g)", runs[i].label, runs[i].summary.mu);
+    snprintf(lab, sizeof lab, "%s (mu = %.4g)", runs[i].label,
+             dpgd_round_digits(runs[i].summary.mu, 4, 1));
     fprintf(f, "$r%zu using 1:2 with lines lt %zu title ", i, i + 1);
     put_quoted(f, lab);
     fputs(", \\\n     ", f);

@@ -418,6 +418,12 @@ static void put_num(FILE *f, double v)
   if (isfinite(v)) fprintf(f, "%.10g", v);
 }
 
+/* A privacy number (eps, mu): 10 digits, rounded up (the private direction). */
+static void put_up(FILE *f, double v)
+{
+  put_num(f, dpgd_round_digits(v, 10, 1));
+}
+
 static int test_accuracy(dpgd_run *r, double *acc)
 {
   size_t correct = 0;
@@ -498,10 +504,10 @@ int dpgd_run_step(dpgd_run *r)
   fprintf(f, "%zu", t);
   for (int k = 0; k < DPGD_ACCT_N_METHODS; k++) {
     fputc(',', f);
-    put_num(f, r->eps_now[k]);
+    put_up(f, r->eps_now[k]);
   }
   fputc(',', f);
-  put_num(f, dpgd_acct_gdp_mu(r->acct));
+  put_up(f, dpgd_acct_gdp_mu(r->acct));
   fputc(',', f);
   put_num(f, test_acc);
   fputc(',', f);
@@ -550,8 +556,10 @@ static int write_points(dpgd_run *r)
     if (mu > 0 && dpgd_gdp_epsilon(mu, pl->delta, &eps)) eps = NAN;
     fprintf(f, "%zu,%u,%.17g,", i, (unsigned)r->train->labels[i], l->spend[i]);
     put_num(f, l->spend[i] / budget);
-    fprintf(f, ",%d,%.10g,", l->spend[i] < l->budget, mu);
-    put_num(f, eps);
+    fprintf(f, ",%d,", l->spend[i] < l->budget);
+    put_up(f, mu);
+    fputc(',', f);
+    put_up(f, eps);
     fputc('\n', f);
   }
   dpgd_error_clear();
@@ -589,11 +597,11 @@ static int write_summary(dpgd_run *r, double test_acc)
   fprintf(f, ", \"tau\": ");
   json_num(f, p->queries ? p->tau : NAN);
   fprintf(f, ",\n \"delta\": %.10g, \"mu\": ", p->delta);
-  json_num(f, dpgd_acct_gdp_mu(r->acct));
+  json_num(f, dpgd_round_digits(dpgd_acct_gdp_mu(r->acct), 10, 1));
   fprintf(f, ",\n \"eps\": {");
   for (int k = 0; k < DPGD_ACCT_N_METHODS; k++) {
     fprintf(f, "%s\"%s\": ", k ? ", " : "", dpgd_acct_method_name((dpgd_acct_method)k));
-    json_num(f, r->eps_now[k]);
+    json_num(f, dpgd_round_digits(r->eps_now[k], 10, 1));
   }
   fprintf(f, "},\n \"test_acc\": ");
   json_num(f, test_acc);
@@ -666,5 +674,5 @@ void dpgd_run_progress(const dpgd_run *r, char *buf, size_t len)
   if (isfinite(r->m.last_test_acc)) snprintf(acc, sizeof acc, "%.4f", r->m.last_test_acc);
   snprintf(buf, len, "step %llu/%zu  ETA %dm%02ds  eps %.4g (exact, delta %g)  test acc %s",
            (unsigned long long)r->m.step, r->plan.steps, (int)(eta / 60), (int)fmod(eta, 60),
-           r->eps_now[DPGD_ACCT_EXACT], r->plan.delta, acc);
+           dpgd_round_digits(r->eps_now[DPGD_ACCT_EXACT], 4, 1), r->plan.delta, acc);
 }

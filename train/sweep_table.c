@@ -137,8 +137,9 @@ static int read_cell(cell_stats *cs, const char *dir, const char *cell, FILE *tr
     fprintf(trials, "%s,%lld,%s,%.6f", cell, seed_of(seeds[i]), s.algorithm, s.test_acc);
     for (int m = 0; m < DPGD_ACCT_N_METHODS; m++)
       if (isnan(s.eps[m])) fputs(",", trials);
-      else fprintf(trials, ",%.6g", s.eps[m]);
-    fprintf(trials, ",%.6g,%.6g,%.6g,%.6g\n", s.delta, s.mu, s.steps, s.wall_s);
+      else fprintf(trials, ",%.6g", dpgd_round_digits(s.eps[m], 6, 1));
+    fprintf(trials, ",%.6g,%.6g,%.6g,%.6g\n", s.delta, dpgd_round_digits(s.mu, 6, 1), s.steps,
+            s.wall_s);
   }
   free_list(seeds, n_seeds);
   if (st) return st;
@@ -174,7 +175,7 @@ static void put_acc(FILE *f, const cell_stats *c)
 static void put_eps(FILE *f, double v)
 {
   if (isnan(v)) fputs("—", f);
-  else fprintf(f, "%.4g", v);
+  else fprintf(f, "%.4g", dpgd_round_digits(v, 4, 1)); /* private direction: up */
 }
 
 /* The cell pairing c with "-plain" in its name replaced by "-filtered", or -1. */
@@ -306,7 +307,7 @@ int dpgd_sweep_tables(const char *dir, size_t *n_cells, size_t *n_trials)
         put_num(f, a->acc_std, "%.6f");
         for (int m = 0; m < DPGD_ACCT_N_METHODS; m++) {
           fputc(',', f);
-          put_num(f, a->eps[m], "%.6g");
+          put_num(f, dpgd_round_digits(a->eps[m], 6, 1), "%.6g");
         }
         fputc(',', f);
         put_num(f, a->delta, "%g");

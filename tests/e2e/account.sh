@@ -73,6 +73,21 @@ j = json.loads(out); m = j["methods"]
 assert set(m) == {"zcdp", "rdp_balle"} and m["zcdp"]["eps"] is None and "Gaussian-only" in m["zcdp"]["na"]
 assert m["rdp_balle"]["eps"] > 0 and j["gdp_mu"] is None
 '
+# Exact accounting of non-Gaussian mechanisms against MATH.md 3's oracles: k-fold RR
+# (binomial sum) and one Laplace (1 - exp((eps - a)/2)).
+expect_ok rr-exact "$DPGD" account --rr eps0=0.5,count=10 --epsilon 1 --json --method exact
+py rr-exact '
+p = math.exp(0.5) / (1 + math.exp(0.5))
+ref = sum(math.comb(10, j) * p ** j * (1 - p) ** (10 - j) * (1 - math.exp(1 - 0.5 * (2 * j - 10)))
+          for j in range(11) if 0.5 * (2 * j - 10) > 1)
+d = json.loads(out)["methods"]["exact"]["delta"]
+assert ref <= d <= ref * (1 + 1e-9), (d, ref)
+'
+expect_ok laplace-exact "$DPGD" account --laplace b=2 --epsilon 0.2 --method exact
+py laplace-exact '
+ref = 1 - math.exp((0.2 - 0.5) / 2); d = float(row("exact")[1])
+assert ref * (1 - 1e-9) <= d <= ref * (1 + 1e-5), (d, ref)
+'
 expect_ok discrete "$DPGD" account --discrete p=0.5:0.3:0.2,q=0.3:0.3:0.4,count=2 --subsampled q=0.01,sigma=1,count=10 --method rdp_classic
 expect_out discrete-rows '^rdp_classic +[0-9.]+'
 
@@ -103,6 +118,15 @@ b = float(row("exact")[1]); mu = math.sqrt(b / 1700 ** 2 + 8 / 600 ** 2)
 assert gdp_eps(mu, 1e-5) <= 0.3 * (1 + 1e-10) and 0.3 < gdp_eps(mu * (1 + 1e-6), 1e-5), b
 assert int(row("exact")[2]) == math.floor(b / 100)
 '
+
+# Calibration with non-Gaussian extra releases (exact method), checked by 'dpgd account'.
+expect_ok cal-laplace "$DPGD" calibrate --epsilon 1 --steps 100 --laplace b=10,count=5 --method exact
+S=$(awk '$1 == "exact" { print $2 }' "$TMP/out")
+S_LESS=$(python3 -c "print(repr(float('$S') * (1 - 1e-6)))")
+expect_ok cal-laplace-check "$DPGD" account --gaussian sigma=$S,count=100 --laplace b=10,count=5 --method exact --json
+py cal-laplace-check 'assert json.loads(out)["methods"]["exact"]["eps"] <= 1 + 1e-12'
+expect_ok cal-laplace-less "$DPGD" account --gaussian sigma=$S_LESS,count=100 --laplace b=10,count=5 --method exact --json
+py cal-laplace-less 'assert json.loads(out)["methods"]["exact"]["eps"] > 1'
 
 # Help.
 expect_ok account-help "$DPGD" account --help

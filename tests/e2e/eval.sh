@@ -46,6 +46,15 @@ paste -d' ' <(tail -n +2 "$TMP/p.csv") "$TMP/out" | awk '
     split($(6 + $4), kv, ":"); if (kv[2] != best) { print file ": p(class) is not the largest"; bad = 1 }
   } END { exit bad }' || fail "predict disagrees with eval (above)"
 
+# the CNN through the same commands: predict agrees with eval on 12 images
+"$FIX" model "$TMP/cnn.bin" cnn 2385 || fail "eval_fixture model cnn failed"
+expect_ok eval-cnn "$DPGD" eval --model "$TMP/cnn.bin" --data "$TMP/ds" --n 12 --predictions "$TMP/pc.csv"
+expect_out eval-cnn '26010 parameters, 10 classes'
+expect_ok predict-cnn "$DPGD" predict --model "$TMP/cnn.bin" "${imgs[@]:0:12}"
+checks=$((checks + 1))
+[ "$(awk '{ print $3 }' "$TMP/out" | tr '\n' ' ')" = "$(tail -n +2 "$TMP/pc.csv" | cut -d, -f3 | tr '\n' ' ')" ] ||
+  fail "predict with the CNN disagrees with eval"
+
 # a subset, and the order of the files given is kept
 expect_ok eval-n "$DPGD" eval --model "$TMP/m.bin" --data "$TMP/ds" --n 10
 expect_out eval-n 'test split: 10 examples'

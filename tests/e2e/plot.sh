@@ -73,7 +73,7 @@ head -c 200 /dev/urandom >"$TMP/bad/summary.json"
 expect_fail binary-summary 'summary.json' "$DPGD" plot "$TMP/bad"
 
 # ---- dpgd sweep without training: the plan (--dry-run), tables of a synthetic sweep,
-# and bad input. (sweep.sh runs real trials when MNIST is available.)
+# and bad input. (pipeline.sh runs real trials when MNIST is available.)
 printf '[model]\ntype = softmax\n[train]\nsteps = 4\n[privacy]\nsigma = 10\nclip = 1\n' >"$TMP/q-plain.ini"
 cp "$TMP/q-plain.ini" "$TMP/q-filtered.ini"
 printf '[filter]\nenabled = true\nk = 4\n' >>"$TMP/q-filtered.ini"
@@ -113,5 +113,20 @@ grep -q '^eps03-plain,plain,3,0,0.920000,0.010000,0.2033,0.3007,,,,1e-05,20.000,
 printf '{"algorithm": ' >"$TMP/tab/eps03-plain/seed2/summary.json"
 expect_fail table-corrupt 'eps03-plain/seed2/summary.json: invalid JSON' "$DPGD" sweep --table "$TMP/tab"
 expect_fail table-missing 'not a sweep directory' "$DPGD" sweep --table "$TMP/nothing"
+
+# the paper's sweep files: 6 configs x 10 seeds each, every config they name exists and
+# passes the configuration check, and together they use every configs/paper/*.ini
+SRC=${DPGD_SOURCE_DIR:-$(dirname "$0")/../..}
+: >"$TMP/paper-configs"
+for f in tuned subclip subnoise exact; do
+  expect_ok "paper-$f" "$DPGD" sweep "$SRC/configs/paper/$f.sweep" --dry-run --out "$TMP/paper"
+  checks=$((checks + 1))
+  [ "$(grep -c '  to run  config=' "$TMP/out")" = 60 ] || fail "paper-$f: not 60 trials"
+  sed -n 's/.*config=\([^ ]*\).*/\1/p' "$TMP/out" >>"$TMP/paper-configs"
+done
+checks=$((checks + 1))
+[ "$(sort -u "$TMP/paper-configs" | xargs -n1 basename | sort | tr '\n' ' ')" = \
+  "$(ls "$SRC/configs/paper/" | grep '\.ini$' | sort | tr '\n' ' ')" ] ||
+  fail "the .sweep files do not use exactly the configs/paper/*.ini files"
 
 finish

@@ -283,7 +283,11 @@ static void check_clipping(fixture *f)
   const double factors[] = {0.0, 0.3, 0.999, 1.0, 1.0 + 1e-9, 2.385};
   for (size_t k = 0; k < sizeof factors / sizeof factors[0]; k++) {
     for (size_t q = 0; q < n; q++) caps[q] = 0.0;
-    caps[i] = factors[k] == 1.0 ? sqrt(pre[i]) : factors[k] * norm;
+    caps[i] = factors[k] * norm;
+    if (factors[k] == 1.0) { /* the smallest cap with cap^2 >= ||g||^2: the boundary */
+      caps[i] = sqrt(pre[i]);
+      while (caps[i] * caps[i] < pre[i]) caps[i] = nextafter(caps[i], INFINITY);
+    }
     assert_int_equal(dpgd_model_clipped_grad_sum(f->m, f->ws, f->ds, caps, c, pre, post), 0);
     for (size_t q = 0; q < n; q++)
       if (q != i) {
