@@ -257,6 +257,35 @@ static void test_stopping_accounted(void **state)
   assert_non_null(strstr(sum, "\"queries\": 3"));
   assert_non_null(strstr(sum, "\"rng\": \"research\""));
   free(sum);
+  /* points.csv: spend_frac = spend / B; active iff spend < B; every mu_i at most the
+   * run's mu (and equal to it for a point that spent all of B: its odometer passed the
+   * run's bound); eps_i is the GDP curve at mu_i; the ledger is the run's. */
+  char *pts = (char *)slurp("stop", "points.csv", &len), *line = strchr(pts, '\n') + 1;
+  assert_true(pts[0] == '#');
+  line = strchr(line, '\n') + 1;
+  const dpgd_ledger *l = dpgd_run_ledger(r);
+  size_t rows = 0;
+  for (; *line; line = strchr(line, '\n') + 1, rows++) {
+    size_t idx;
+    unsigned lab;
+    int active;
+    double spend, frac, mu_i, eps_i, eps_want;
+    assert_int_equal(sscanf(line, "%zu,%u,%lf,%lf,%d,%lf,%lf", &idx, &lab, &spend, &frac,
+                            &active, &mu_i, &eps_i), 7);
+    assert_int_equal(idx, rows);
+    assert_true(spend == l->spend[idx]);
+    assert_true(fabs(frac - spend / l->budget) <= 1e-9);
+    assert_int_equal(active, spend < l->budget);
+    assert_true(mu_i <= mu * (1 + 1e-9));
+    if (!active) assert_true(fabs(mu_i - mu) <= 1e-9 * mu);
+    assert_int_equal(dpgd_gdp_epsilon(mu_i, c.privacy_delta, &eps_want), DPGD_OK);
+    assert_true(fabs(eps_i - eps_want) <= 1e-8 * eps_want);
+  }
+  assert_int_equal(rows, N_TRAIN);
+  size_t spent = N_TRAIN - dpgd_ledger_active(l);
+  print_message("  points.csv: %zu of %d points spent all of B_norm\n", spent, N_TRAIN);
+  assert_true(spent > 0 && spent < N_TRAIN); /* both kinds of rows were checked */
+  free(pts);
   dpgd_run_free(r);
 }
 
