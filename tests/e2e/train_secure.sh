@@ -24,8 +24,10 @@ R=$TMP/run
 rows_max() { awk -F, 'NR > 1 && $1 ~ /^[0-9]+$/ && $1 + 0 > m { m = $1 + 0 } END { print m + 0 }' "$1"; }
 
 # One session in the background, up to KILLS times killed at a random moment: mostly
-# 0..1 s after it wrote its first row (the first session always, so that the run
-# directory exists), one time in four 0..0.5 s after it started (while it loads).
+# 0..20 ms after it wrote its first to third new row (the first session always, so that
+# the run directory exists), one time in four 0..90 ms after it started (while it
+# loads). The moments follow the run's progress, not the clock, so that kills land on a
+# fast idle machine as on a busy one.
 KILLS=5
 kills=0
 pending=()  # snapshots (metrics.csv and stderr) of killed sessions not yet checked
@@ -52,15 +54,15 @@ while :; do
   pid=$!
   if [ $kills -lt $KILLS ]; then
     if [ $session -eq 1 ] || [ $((RANDOM % 4)) -ne 0 ]; then
-      r0=$( (wc -l < "$R/metrics.csv") 2>/dev/null || echo 1)
-      for _ in $(seq 1 1000); do
+      r0=$(( $( (wc -l < "$R/metrics.csv") 2>/dev/null || echo 1) + RANDOM % 3 ))
+      for _ in $(seq 1 5000); do
         [ "$( (wc -l < "$R/metrics.csv") 2>/dev/null || echo 0)" -gt "$r0" ] && break
         kill -0 $pid 2>/dev/null || break
-        sleep 0.01
+        sleep 0.002
       done
-      sleep "0.$((RANDOM % 10))$((RANDOM % 10))"
+      sleep "0.0$((RANDOM % 3))"
     else
-      sleep "0.$((RANDOM % 6))$((RANDOM % 10))"
+      sleep "0.0$((RANDOM % 10))"
     fi
     kill -9 $pid 2>/dev/null
   fi
