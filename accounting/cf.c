@@ -37,11 +37,17 @@
 
 /* Privacy loss of the remove pair at output o: u(o) = log((1-q) + q e^x),
  * x = (2o - 1)/(2 sigma^2); the add pair's loss is -u(o). */
-static double sg_u(double q, double sigma, double o)
+static double sg_u_c(double l1, double lq, double sigma, double o)
 {
   double x = (2 * o - 1) / (2 * sigma * sigma);
-  double l1 = log1p(-q), l2 = log(q) + x;
+  double l2 = lq + x;
   return l1 > l2 ? l1 + log1p(exp(l2 - l1)) : l2 + log1p(exp(l1 - l2));
+}
+
+/* The same with l1 = log(1 - q) and lq = log q computed by the caller (hot loops). */
+static double sg_u(double q, double sigma, double o)
+{
+  return sg_u_c(log1p(-q), log(q), sigma, o);
 }
 
 /* Streaming complex log-sum-exp. */
@@ -95,29 +101,33 @@ static void sg_window(double sigma, double rw, double *lo, double *hi)
   *hi = fmax(0, rw) + ACCT_SG_TAIL_SIGMAS * sigma;
 }
 
-/* log int phi_sigma(o) exp(w u(o)) do by composite Gauss-Legendre: panels at most sigma
- * wide and with a phase change |Im w| max u' * width <= 2 pi (u' <= 1/sigma^2), where
- * the 16-point rule's error is below 1e-19 of the panel's mass. */
+/* log int phi_sigma(o) exp(w u(o)) do by composite Gauss-Legendre: panels [a, b] at most
+ * sigma wide and with a phase change |Im w| max_[a,b] u' * (b - a) <= 2 pi, where the
+ * 16-point rule's error is below 1e-19 of the panel's mass. u' = q e^x / ((1 - q) +
+ * q e^x) / sigma^2 increases with o, so its maximum on a panel is u'(b) <= 1/sigma^2:
+ * panels are laid left to right, each as wide as the bound at its right end allows
+ * (wide where the mass is, narrow only in the right tail where u' nears 1/sigma^2). */
 static double complex sg_log_int(double q, double sigma, double complex w)
 {
   double lo, hi;
   sg_window(sigma, creal(w), &lo, &hi);
-  double h = sigma;
-  double ph = fabs(cimag(w)) / (sigma * sigma);
-  if (ph * h > 2 * M_PI) h = 2 * M_PI / ph;
-  double np = ceil((hi - lo) / h);
-  if (np > ACCT_SG_MAX_PANELS) return NAN;
-  size_t n = (size_t)np;
-  h = (hi - lo) / n;
-  lse acc = {-INFINITY, 0};
+  double ph = fabs(cimag(w)), s2 = sigma * sigma;
+  double l1 = log1p(-q), lq = log(q);
   double lnorm = -0.5 * log(2 * M_PI) - log(sigma), lw0[ACCT_SG_GL_NODES];
-  for (int i = 0; i < ACCT_SG_GL_NODES; i++) lw0[i] = log(0.5 * h * gl_w[i]) + lnorm;
-  for (size_t p = 0; p < n; p++) {
-    double mid = lo + (p + 0.5) * h;
+  for (int i = 0; i < ACCT_SG_GL_NODES; i++) lw0[i] = log(0.5 * gl_w[i]) + lnorm;
+  lse acc = {-INFINITY, 0};
+  size_t np = 0;
+  for (double a = lo; a < hi;) {
+    double b = fmin(a + sigma, hi);
+    double up = exp(lq + (2 * b - 1) / (2 * s2) - sg_u_c(l1, lq, sigma, b)) / s2;
+    if (ph * up * (b - a) > 2 * M_PI) b = a + 2 * M_PI / (ph * up);
+    if (++np > ACCT_SG_MAX_PANELS || !(b > a)) return NAN;
+    double h = b - a, mid = a + 0.5 * h, lh = log(h);
     for (int i = 0; i < ACCT_SG_GL_NODES; i++) {
       double o = mid + 0.5 * h * gl_x[i];
-      lse_add(&acc, lw0[i] - o * o / (2 * sigma * sigma) + w * sg_u(q, sigma, o));
+      lse_add(&acc, lw0[i] + lh - o * o / (2 * s2) + w * sg_u_c(l1, lq, sigma, o));
     }
+    a = b;
   }
   return lse_value(&acc);
 }
@@ -131,20 +141,34 @@ static double complex sg_log_mgf(double q, double sigma, int dir, double complex
 /* V: total variation of h/u' with h = phi_sigma e^{Re(w) u}, so that
  * |M(c + i t)| <= V/t (integration by parts). Evaluated on a grid of
  * ACCT_SG_TV_POINTS points over the window, inflated by ACCT_SG_TV_SAFETY. */
+static double sg_tv_eval(double q, double sigma, double rw);
+
+/* sg_tv remembers its last arguments and value: a contour integral and an eps search
+ * ask for the same (q, sigma, c) at every tail check. */
 static double sg_tv(double q, double sigma, double rw)
+{
+  static double lq = NAN, ls, lr, lv;
+  if (q == lq && sigma == ls && rw == lr) return lv;
+  lv = sg_tv_eval(q, sigma, rw);
+  lq = q, ls = sigma, lr = rw;
+  return lv;
+}
+
+static double sg_tv_eval(double q, double sigma, double rw)
 {
   double lo, hi;
   sg_window(sigma, rw, &lo, &hi);
   double prev = 0, tv = 0, lmax = -INFINITY;
   double *l = malloc(ACCT_SG_TV_POINTS * sizeof *l);
   if (!l) return INFINITY;
+  double l1 = log1p(-q), lq = log(q), ls = log(sigma);
   for (int i = 0; i < ACCT_SG_TV_POINTS; i++) {
     double o = lo + (hi - lo) * i / (ACCT_SG_TV_POINTS - 1);
     double x = (2 * o - 1) / (2 * sigma * sigma);
-    double u = sg_u(q, sigma, o);
+    double u = sg_u_c(l1, lq, sigma, o);
     /* log u' = log q + x - u - 2 log sigma */
-    l[i] = -o * o / (2 * sigma * sigma) - 0.5 * log(2 * M_PI) - log(sigma) + rw * u -
-           (log(q) + x - u - 2 * log(sigma));
+    l[i] = -o * o / (2 * sigma * sigma) - 0.5 * log(2 * M_PI) - ls + rw * u -
+           (lq + x - u - 2 * ls);
     if (l[i] > lmax) lmax = l[i];
   }
   for (int i = 0; i < ACCT_SG_TV_POINTS; i++) {
