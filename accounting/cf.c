@@ -111,6 +111,7 @@ static double complex sg_log_int(double q, double sigma, double complex w)
 {
   double lo, hi;
   sg_window(sigma, creal(w), &lo, &hi);
+  if ((hi - lo) / sigma > ACCT_SG_MAX_PANELS) return NAN; /* panels are <= sigma wide */
   double ph = fabs(cimag(w)), s2 = sigma * sigma;
   double l1 = log1p(-q), lq = log(q);
   double lnorm = -0.5 * log(2 * M_PI) - log(sigma), lw0[ACCT_SG_GL_NODES];
@@ -136,6 +137,18 @@ static double complex sg_log_int(double q, double sigma, double complex w)
 static double complex sg_log_mgf(double q, double sigma, int dir, double complex s)
 {
   return sg_log_int(q, sigma, dir ? -s : 1 + s);
+}
+
+/* log M(c) of one release at real c, remembering the last arguments and value (the
+ * truncation bound asks for the same c at every tail check of a contour integral). */
+static double sg_log_mgf_real(double q, double sigma, int dir, double c)
+{
+  static double lq = NAN, ls, lc, lv;
+  static int ld;
+  if (q == lq && sigma == ls && dir == ld && c == lc) return lv;
+  lv = creal(sg_log_mgf(q, sigma, dir, c));
+  lq = q, ls = sigma, ld = dir, lc = c;
+  return lv;
 }
 
 /* V: total variation of h/u' with h = phi_sigma e^{Re(w) u}, so that
@@ -396,6 +409,7 @@ typedef struct {
  * subsampled Gaussians, is computed once per node. Open addressing on the bits of t. */
 typedef struct lm_memo {
   double c; /* 0 until the first evaluation fixes it */
+  double t0; /* t_scale at c, 0 until computed */
   size_t cap, n;
   double *t;         /* (cap), NAN where empty */
   double complex *v; /* (cap) */
@@ -449,7 +463,7 @@ static void bound_logs(const cf_ctx *x, double t, double *A, double *Bd)
     case ACCT_SUBSAMPLED: {
       double q = en->par[0], sg = en->par[1];
       double rw = x->dir ? -c : 1 + c;
-      double mc = creal(sg_log_mgf(q, sg, x->dir, c));
+      double mc = sg_log_mgf_real(q, sg, x->dir, c);
       double lv = t > 0 ? log(sg_tv(q, sg, rw)) - log(t) : INFINITY;
       *A += n * fmin(mc, lv);
       *Bd = -INFINITY;
@@ -538,8 +552,36 @@ static double find_c(cf_ctx *x)
  * tail is then estimated as ACCT_TAIL_SAFETY times their sum (an estimate, not a proof). */
 typedef double tail_fn(const void *ctx, double T);
 
+/* QAG's rule and stopping test on a fixed, eps-independent set of nodes: the Gauss-
+ * Kronrod 31-point rule on n equal subintervals of [a, b], n = 1, 2, 4, ... until the
+ * summed error estimates (each GSL's qk31 estimate, as QAG sums them) fall below
+ * ACCT_QUAD_RELTOL |result|, below ACCT_QUAD_ABSTOL (a far tail piece; the estimate is
+ * still added to the error) or below the rounding level 50 eps resabs where QAG stops
+ * with GSL_EROUND; past ACCT_QUAD_LIMIT subintervals the last sum and its estimate are
+ * returned (QAG's GSL_EMAXITER, accepted the same way). Used by the eps search, whose
+ * memo of log M then serves every eps after the first from the same nodes t. */
+static int quad_fixed(gsl_function *F, double a, double b, double *res, double *err)
+{
+  double s = 0, e = 0;
+  for (size_t n = 1; n <= ACCT_QUAD_LIMIT; n *= 2) {
+    double h = (b - a) / (double)n, ra = 0;
+    s = 0, e = 0;
+    for (size_t i = 0; i < n; i++) {
+      double r, ee, rabs, rasc;
+      double x0 = a + (double)i * h, x1 = i + 1 == n ? b : a + (double)(i + 1) * h;
+      gsl_integration_qk31(F, x0, x1, &r, &ee, &rabs, &rasc);
+      s += r, e += ee, ra += rabs;
+    }
+    if (!isfinite(s) || !isfinite(e)) break;
+    if (e <= fmax(ACCT_QUAD_RELTOL * fabs(s), ACCT_QUAD_ABSTOL) || e <= 50 * DBL_EPSILON * ra)
+      break;
+  }
+  *res = s, *err = e;
+  return isfinite(s) && isfinite(e) ? GSL_SUCCESS : GSL_EFAILED;
+}
+
 static int integrate_tail(gsl_function *F, const void *ctx, tail_fn *tail, int estimate,
-                          double T0, double *val, double *err)
+                          int fixed, double T0, double *val, double *err)
 {
   gsl_integration_workspace *w = gsl_integration_workspace_alloc(ACCT_QUAD_LIMIT);
   if (!w) return DPGD_FAIL(DPGD_ENOMEM, "out of memory (quadrature workspace)");
@@ -547,8 +589,9 @@ static int integrate_tail(gsl_function *F, const void *ctx, tail_fn *tail, int e
   int st = DPGD_OK;
   for (int k = 0; k < ACCT_MAX_DOUBLINGS; k++) {
     double r, e;
-    int gs = gsl_integration_qag(F, lo, hi, 0, ACCT_QUAD_RELTOL, ACCT_QUAD_LIMIT,
-                                 GSL_INTEG_GAUSS31, w, &r, &e);
+    int gs = fixed ? quad_fixed(F, lo, hi, &r, &e)
+                   : gsl_integration_qag(F, lo, hi, 0, ACCT_QUAD_RELTOL, ACCT_QUAD_LIMIT,
+                                         GSL_INTEG_GAUSS31, w, &r, &e);
     if ((gs && gs != GSL_EROUND && gs != GSL_EMAXITER) || !isfinite(r) || !isfinite(e)) {
       st = DPGD_FAIL(DPGD_ERANGE,
                      "the characteristic function decays too slowly for the contour "
@@ -660,10 +703,13 @@ static int formula_b(const dpgd_accountant *a, int dir, double eps, const atoms 
   }
   if (memo && memo->c > 0) x.c = memo->c;
   else x.c = find_c(&x);
+  if (memo && memo->c != x.c) memo->t0 = 0;
   if (memo) memo->c = x.c;
   gsl_function F = {b_integrand, &x};
   double v = 0, e = 0;
-  int st = integrate_tail(&F, &x, b_tail, has_sg_only(a), t_scale(&x), &v, &e);
+  double t0 = memo && memo->t0 > 0 ? memo->t0 : t_scale(&x);
+  if (memo) memo->t0 = t0;
+  int st = integrate_tail(&F, &x, b_tail, has_sg_only(a), memo != NULL, t0, &v, &e);
   if (st) return st;
   clamp_delta(out, v + dv, e + derr);
   return DPGD_OK;
@@ -732,7 +778,7 @@ int acct_delta_formula_a(const dpgd_accountant *a, int dir, double eps,
   gsl_function F = {a_integrand, &x};
   gsl_error_handler_t *old = gsl_set_error_handler_off();
   double v = 0, e = 0;
-  int st = integrate_tail(&F, &x, a_tail, 0, 4 / x.mu_g, &v, &e);
+  int st = integrate_tail(&F, &x, a_tail, 0, 0, 4 / x.mu_g, &v, &e);
   gsl_set_error_handler(old);
   if (st) return st;
   /* the O(1) terms cancel: the rounding error is relative to them, not to delta */
@@ -945,6 +991,7 @@ static int exact_epsilon_s(eps_root *r, double delta, dpgd_acct_value *out)
   for (int dir = 0; dir <= acct_asymmetric(r->a); dir++) {
     cf_ctx x = {.a = r->a, .dir = dir, .eps = 0.9 * hi};
     r->S->memo[dir].c = find_c(&x);
+    r->S->memo[dir].t0 = 0;
   }
   double f0 = eps_f(0, r);
   if (r->status) return r->status;
