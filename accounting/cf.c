@@ -993,13 +993,21 @@ static int exact_epsilon_s(eps_root *r, double delta, dpgd_acct_value *out)
     r->S->memo[dir].c = find_c(&x);
     r->S->memo[dir].t0 = 0;
   }
+  /* eps = 0 on the memo's nodes too (an upper bound at any c); the answer 0 is given
+   * only when c chosen afresh for eps = 0 confirms it */
+  r->S->use_memo = 1;
   double f0 = eps_f(0, r);
   if (r->status) return r->status;
+  if (f0 <= 0) {
+    r->S->use_memo = 0;
+    f0 = eps_f(0, r);
+    if (r->status) return r->status;
+    r->S->use_memo = 1;
+  }
   if (f0 <= 0) {
     out->value = out->err = 0;
     return DPGD_OK;
   }
-  r->S->use_memo = 1;
   double lo = 0;
   for (int i = 0;; i++) {
     double f = eps_f(hi, r);
