@@ -961,11 +961,15 @@ typedef struct {
   double log_target;
   search *S;
   int status;
+  int nknown;
+  double known_eps[2], known_f[2]; /* the bracket's ends, already evaluated */
 } eps_root;
 
 static double eps_f(double eps, void *vp)
 {
   eps_root *r = vp;
+  for (int i = 0; i < r->nknown; i++)
+    if (eps == r->known_eps[i]) return r->known_f[i];
   dpgd_acct_value v;
   int st = exact_delta_s(r->a, eps, r->S, &v);
   if (st) {
@@ -993,33 +997,32 @@ static int exact_epsilon_s(eps_root *r, double delta, dpgd_acct_value *out)
     r->S->memo[dir].c = find_c(&x);
     r->S->memo[dir].t0 = 0;
   }
-  /* eps = 0 on the memo's nodes too (an upper bound at any c); the answer 0 is given
-   * only when c chosen afresh for eps = 0 confirms it */
-  r->S->use_memo = 1;
   double f0 = eps_f(0, r);
   if (r->status) return r->status;
-  if (f0 <= 0) {
-    r->S->use_memo = 0;
-    f0 = eps_f(0, r);
-    if (r->status) return r->status;
-    r->S->use_memo = 1;
-  }
   if (f0 <= 0) {
     out->value = out->err = 0;
     return DPGD_OK;
   }
-  double lo = 0;
+  r->S->use_memo = 1;
+  double lo = 0, flo = f0, fhi;
   for (int i = 0;; i++) {
     double f = eps_f(hi, r);
     if (r->status) return r->status;
+    fhi = f;
     if (f <= 0) break;
     if (i > 60 || hi > 1e4)
       return DPGD_FAIL(DPGD_ERANGE, "exact eps(delta=%g) exceeds %g", delta, hi);
-    lo = hi, hi *= 2;
+    lo = hi, flo = f, hi *= 2;
   }
+  /* Brent starts from the values at the bracket's ends found above (f(0) with c chosen
+   * afresh; any c gives an upper bound) instead of evaluating them again */
   gsl_function F = {eps_f, r};
+  r->known_eps[0] = lo, r->known_f[0] = flo;
+  r->known_eps[1] = hi, r->known_f[1] = fhi;
+  r->nknown = 2;
   double e;
   int st = acct_brent(&F, lo, hi, 1, &e);
+  r->nknown = 0;
   if (r->status) return r->status;
   if (st) return st;
   /* e is the bracket's private end (delta bound <= delta there); the value also carries
@@ -1033,7 +1036,7 @@ int acct_exact_epsilon(const dpgd_accountant *a, double delta, dpgd_acct_value *
 {
   search S;
   memset(&S, 0, sizeof S);
-  eps_root r = {a, log(delta), &S, DPGD_OK};
+  eps_root r = {a, log(delta), &S, DPGD_OK, 0, {0, 0}, {0, 0}};
   int st = exact_epsilon_s(&r, delta, out);
   search_free(&S);
   return st;
