@@ -139,6 +139,35 @@ static int add_status(const char *flag, int st)
   return 1;
 }
 
+/* The Gaussian and Laplace specifications: either scale=S[,sensitivity=D] (the
+ * mechanism's ratio is D/S) or ratio=R directly, plus count=N. *ratio gets the ratio
+ * (mu of a Gaussian, a of a Laplace). Returns 0, or 1 after printing an error. */
+static int scale_or_ratio(const char *flag, char *spec, const char *scale, const char *ratio,
+                          double *out, uint64_t *count)
+{
+  kv k[] = {{scale, NULL}, {ratio, NULL}, {"sensitivity", NULL}, {"count", NULL}};
+  double x, d;
+  if (parse_kv(flag, spec, k, 4) || kv_count(flag, &k[3], count)) return 1;
+  if (!k[0].val == !k[1].val) {
+    dpgd_cli_error("%s: give exactly one of %s= and %s=", flag, scale, ratio);
+    return 1;
+  }
+  if (k[1].val) {
+    if (k[2].val) {
+      dpgd_cli_error("%s: sensitivity= goes with %s=, not %s=", flag, scale, ratio);
+      return 1;
+    }
+    return kv_double(flag, &k[1], 1, 0, out);
+  }
+  if (kv_double(flag, &k[0], 1, 0, &x) || kv_double(flag, &k[2], 0, 1, &d)) return 1;
+  if (!(x > 0) || !(d > 0)) {
+    dpgd_cli_error("%s: %s and sensitivity must be > 0", flag, scale);
+    return 1;
+  }
+  *out = d / x;
+  return 0;
+}
+
 /* Adds the mechanism of one flag (--gaussian etc.) with its specification to a.
  * Returns 0, 1 after printing an error, or -1 if flag is not a mechanism flag. */
 static int add_mechanism(dpgd_accountant *a, const char *flag, const char *spec_in)
@@ -159,52 +188,14 @@ static int add_mechanism(dpgd_accountant *a, const char *flag, const char *spec_
   }
   strcpy(spec, spec_in);
   uint64_t count = 1;
-  double x, y, d;
+  double x, y;
   switch (which) {
-  case 0: { /* gaussian */
-    kv k[] = {{"sigma", NULL}, {"mu", NULL}, {"sensitivity", NULL}, {"count", NULL}};
-    if (parse_kv(flag, spec, k, 4) || kv_count(flag, &k[3], &count)) return 1;
-    if (!k[0].val == !k[1].val) {
-      dpgd_cli_error("%s: give exactly one of sigma= and mu=", flag);
+  case 0: /* gaussian: sigma or mu */
+  case 1: /* laplace: b or a */
+    if (scale_or_ratio(flag, spec, which ? "b" : "sigma", which ? "a" : "mu", &x, &count))
       return 1;
-    }
-    if (k[1].val) {
-      if (k[2].val) {
-        dpgd_cli_error("%s: sensitivity= goes with sigma=, not mu=", flag);
-        return 1;
-      }
-      if (kv_double(flag, &k[1], 1, 0, &x)) return 1;
-      return add_status(flag, dpgd_acct_add_gaussian(a, x, count));
-    }
-    if (kv_double(flag, &k[0], 1, 0, &x) || kv_double(flag, &k[2], 0, 1, &d)) return 1;
-    if (!(x > 0) || !(d > 0)) {
-      dpgd_cli_error("%s: sigma and sensitivity must be > 0", flag);
-      return 1;
-    }
-    return add_status(flag, dpgd_acct_add_gaussian(a, d / x, count));
-  }
-  case 1: { /* laplace */
-    kv k[] = {{"b", NULL}, {"a", NULL}, {"sensitivity", NULL}, {"count", NULL}};
-    if (parse_kv(flag, spec, k, 4) || kv_count(flag, &k[3], &count)) return 1;
-    if (!k[0].val == !k[1].val) {
-      dpgd_cli_error("%s: give exactly one of b= and a=", flag);
-      return 1;
-    }
-    if (k[1].val) {
-      if (k[2].val) {
-        dpgd_cli_error("%s: sensitivity= goes with b=, not a=", flag);
-        return 1;
-      }
-      if (kv_double(flag, &k[1], 1, 0, &x)) return 1;
-      return add_status(flag, dpgd_acct_add_laplace(a, x, count));
-    }
-    if (kv_double(flag, &k[0], 1, 0, &x) || kv_double(flag, &k[2], 0, 1, &d)) return 1;
-    if (!(x > 0) || !(d > 0)) {
-      dpgd_cli_error("%s: b and sensitivity must be > 0", flag);
-      return 1;
-    }
-    return add_status(flag, dpgd_acct_add_laplace(a, d / x, count));
-  }
+    return add_status(flag, which ? dpgd_acct_add_laplace(a, x, count)
+                                  : dpgd_acct_add_gaussian(a, x, count));
   case 2: { /* rr */
     kv k[] = {{"eps0", NULL}, {"count", NULL}};
     if (parse_kv(flag, spec, k, 2) || kv_count(flag, &k[1], &count) ||
