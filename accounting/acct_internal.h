@@ -47,6 +47,9 @@ struct dpgd_accountant {
 #define ACCT_QUAD_ABSTOL 1e-30
 /* Sub-intervals of the adaptive quadrature workspace. */
 #define ACCT_QUAD_LIMIT 2000
+/* Most equal sub-intervals the eps search's fixed-node quadrature of one contour piece
+ * may use before that piece falls back to the adaptive QAG. */
+#define ACCT_QUAD_FIXED_MAX 64
 /* Largest number of atoms exact enumeration of a pure-discrete composition may use. */
 #define ACCT_ENUM_MAX_ATOMS 4000000
 /* Nodes of the composite Gauss-Legendre rule over the output o of the subsampled

@@ -557,13 +557,14 @@ typedef double tail_fn(const void *ctx, double T);
  * summed error estimates (each GSL's qk31 estimate, as QAG sums them) fall below
  * ACCT_QUAD_RELTOL |result|, below ACCT_QUAD_ABSTOL (a far tail piece; the estimate is
  * still added to the error) or below the rounding level 50 eps resabs where QAG stops
- * with GSL_EROUND; past ACCT_QUAD_LIMIT subintervals the last sum and its estimate are
- * returned (QAG's GSL_EMAXITER, accepted the same way). Used by the eps search, whose
- * memo of log M then serves every eps after the first from the same nodes t. */
+ * with GSL_EROUND. Past ACCT_QUAD_FIXED_MAX subintervals it gives up (GSL_EMAXITER) and
+ * the caller runs QAG on the piece instead. Used by the eps search, whose memo of log M
+ * then serves every eps after the first from the same nodes t. */
 static int quad_fixed(gsl_function *F, double a, double b, double *res, double *err)
 {
   double s = 0, e = 0;
-  for (size_t n = 1; n <= ACCT_QUAD_LIMIT; n *= 2) {
+  for (size_t n = 1;; n *= 2) {
+    if (n > ACCT_QUAD_FIXED_MAX) return GSL_EMAXITER;
     double h = (b - a) / (double)n, ra = 0;
     s = 0, e = 0;
     for (size_t i = 0; i < n; i++) {
@@ -576,8 +577,9 @@ static int quad_fixed(gsl_function *F, double a, double b, double *res, double *
     if (e <= fmax(ACCT_QUAD_RELTOL * fabs(s), ACCT_QUAD_ABSTOL) || e <= 50 * DBL_EPSILON * ra)
       break;
   }
+  if (!isfinite(s) || !isfinite(e)) return GSL_EMAXITER;
   *res = s, *err = e;
-  return isfinite(s) && isfinite(e) ? GSL_SUCCESS : GSL_EFAILED;
+  return GSL_SUCCESS;
 }
 
 static int integrate_tail(gsl_function *F, const void *ctx, tail_fn *tail, int estimate,
@@ -589,9 +591,10 @@ static int integrate_tail(gsl_function *F, const void *ctx, tail_fn *tail, int e
   int st = DPGD_OK;
   for (int k = 0; k < ACCT_MAX_DOUBLINGS; k++) {
     double r, e;
-    int gs = fixed ? quad_fixed(F, lo, hi, &r, &e)
-                   : gsl_integration_qag(F, lo, hi, 0, ACCT_QUAD_RELTOL, ACCT_QUAD_LIMIT,
-                                         GSL_INTEG_GAUSS31, w, &r, &e);
+    int gs = fixed ? quad_fixed(F, lo, hi, &r, &e) : GSL_EMAXITER;
+    if (gs)
+      gs = gsl_integration_qag(F, lo, hi, 0, ACCT_QUAD_RELTOL, ACCT_QUAD_LIMIT,
+                               GSL_INTEG_GAUSS31, w, &r, &e);
     if ((gs && gs != GSL_EROUND && gs != GSL_EMAXITER) || !isfinite(r) || !isfinite(e)) {
       st = DPGD_FAIL(DPGD_ERANGE,
                      "the characteristic function decays too slowly for the contour "
