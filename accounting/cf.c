@@ -549,18 +549,23 @@ static double find_c(cf_ctx *x)
  * estimates plus the final tail bound. With `estimate` set (subsampled Gaussians
  * without a Gaussian entry, where no useful closed bound on |M(c + it)| is known), the
  * loop may also stop when the last piece and T |f(T)| are both below the tolerance; the
- * tail is then estimated as ACCT_TAIL_SAFETY times their sum (an estimate, not a proof). */
+ * tail is then estimated as ACCT_TAIL_SAFETY times their sum (an estimate, not a proof).
+ * `base` >= 0 is a part of the answer known apart from this integral (the enumerated
+ * atoms' delta beside the integral of R = M - D >= 0): the tolerances are relative to
+ * base + |integral|, so a continuous part far smaller than the atoms' delta is not
+ * resolved to a relative accuracy nobody asked for (every error is still added). */
 typedef double tail_fn(const void *ctx, double T);
 
 /* QAG's rule and stopping test on a fixed, eps-independent set of nodes: the Gauss-
  * Kronrod 31-point rule on n equal subintervals of [a, b], n = 1, 2, 4, ... until the
  * summed error estimates (each GSL's qk31 estimate, as QAG sums them) fall below
- * ACCT_QUAD_RELTOL |result|, below ACCT_QUAD_ABSTOL (a far tail piece; the estimate is
+ * ACCT_QUAD_RELTOL |result|, below abstol (a far tail piece; the estimate is
  * still added to the error) or below the rounding level 50 eps resabs where QAG stops
  * with GSL_EROUND. Past ACCT_QUAD_FIXED_MAX subintervals it gives up (GSL_EMAXITER) and
  * the caller runs QAG on the piece instead. Used by the eps search, whose memo of log M
  * then serves every eps after the first from the same nodes t. */
-static int quad_fixed(gsl_function *F, double a, double b, double *res, double *err)
+static int quad_fixed(gsl_function *F, double a, double b, double abstol, double *res,
+                      double *err)
 {
   double s = 0, e = 0;
   for (size_t n = 1;; n *= 2) {
@@ -574,7 +579,7 @@ static int quad_fixed(gsl_function *F, double a, double b, double *res, double *
       s += r, e += ee, ra += rabs;
     }
     if (!isfinite(s) || !isfinite(e)) break;
-    if (e <= fmax(ACCT_QUAD_RELTOL * fabs(s), ACCT_QUAD_ABSTOL) || e <= 50 * DBL_EPSILON * ra)
+    if (e <= fmax(ACCT_QUAD_RELTOL * fabs(s), abstol) || e <= 50 * DBL_EPSILON * ra)
       break;
   }
   if (!isfinite(s) || !isfinite(e)) return GSL_EMAXITER;
@@ -583,7 +588,7 @@ static int quad_fixed(gsl_function *F, double a, double b, double *res, double *
 }
 
 static int integrate_tail(gsl_function *F, const void *ctx, tail_fn *tail, int estimate,
-                          int fixed, double T0, double *val, double *err)
+                          int fixed, double T0, double base, double *val, double *err)
 {
   gsl_integration_workspace *w = gsl_integration_workspace_alloc(ACCT_QUAD_LIMIT);
   if (!w) return DPGD_FAIL(DPGD_ENOMEM, "out of memory (quadrature workspace)");
@@ -591,9 +596,10 @@ static int integrate_tail(gsl_function *F, const void *ctx, tail_fn *tail, int e
   int st = DPGD_OK;
   for (int k = 0; k < ACCT_MAX_DOUBLINGS; k++) {
     double r, e;
-    int gs = fixed ? quad_fixed(F, lo, hi, &r, &e) : GSL_EMAXITER;
+    double abstol = fmax(ACCT_QUAD_RELTOL * base, ACCT_QUAD_ABSTOL);
+    int gs = fixed ? quad_fixed(F, lo, hi, abstol, &r, &e) : GSL_EMAXITER;
     if (gs)
-      gs = gsl_integration_qag(F, lo, hi, 0, ACCT_QUAD_RELTOL, ACCT_QUAD_LIMIT,
+      gs = gsl_integration_qag(F, lo, hi, abstol, ACCT_QUAD_RELTOL, ACCT_QUAD_LIMIT,
                                GSL_INTEG_GAUSS31, w, &r, &e);
     if ((gs && gs != GSL_EROUND && gs != GSL_EMAXITER) || !isfinite(r) || !isfinite(e)) {
       st = DPGD_FAIL(DPGD_ERANGE,
@@ -602,7 +608,7 @@ static int integrate_tail(gsl_function *F, const void *ctx, tail_fn *tail, int e
       break;
     }
     sum += r, E += e;
-    double tol = fmax(ACCT_TAIL_RELTOL * fabs(sum), ACCT_QUAD_ABSTOL);
+    double tol = fmax(ACCT_TAIL_RELTOL * (base + fabs(sum)), ACCT_QUAD_ABSTOL);
     tb = tail(ctx, hi);
     if (tb <= tol) break;
     if (estimate && k > 0) {
@@ -712,7 +718,7 @@ static int formula_b(const dpgd_accountant *a, int dir, double eps, const atoms 
   double v = 0, e = 0;
   double t0 = memo && memo->t0 > 0 ? memo->t0 : t_scale(&x);
   if (memo) memo->t0 = t0;
-  int st = integrate_tail(&F, &x, b_tail, has_sg_only(a), memo != NULL, t0, &v, &e);
+  int st = integrate_tail(&F, &x, b_tail, has_sg_only(a), memo != NULL, t0, dv, &v, &e);
   if (st) return st;
   clamp_delta(out, v + dv, e + derr);
   return DPGD_OK;
@@ -781,7 +787,7 @@ int acct_delta_formula_a(const dpgd_accountant *a, int dir, double eps,
   gsl_function F = {a_integrand, &x};
   gsl_error_handler_t *old = gsl_set_error_handler_off();
   double v = 0, e = 0;
-  int st = integrate_tail(&F, &x, a_tail, 0, 0, 4 / x.mu_g, &v, &e);
+  int st = integrate_tail(&F, &x, a_tail, 0, 0, 4 / x.mu_g, 0, &v, &e);
   gsl_set_error_handler(old);
   if (st) return st;
   /* the O(1) terms cancel: the rounding error is relative to them, not to delta */

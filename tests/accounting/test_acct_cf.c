@@ -72,6 +72,106 @@ static void test_laplace_oracle(void **state)
   }
 }
 
+/* Independent oracle for n Laplace releases (a = 1/b) composed with k RR releases
+ * (eps0), from MATH.md's Laplace M(s): one Laplace release's loss under P has atoms 1/2 at
+ * a and e^{-a}/2 at -a and density e^{(l - a)/2}/4 on (-a, a), i.e. P_L = e^{l/2} nu with
+ * nu = e^{-a/2}/2 (delta_a + delta_{-a} + 1_{(-a,a)}/2) symmetric, so the n-fold loss is
+ * e^{l/2} nu^{*n}: atoms at (2i - (n - j)) a convolved with j boxes 1_{(-a,a)} (the
+ * Irwin-Hall density scaled by (2a)^j), and delta(eps) sums
+ * int (e^{l/2} - e^{eps - l/2})_+ over those pieces, each integrated here by Gauss-Legendre
+ * between the spline's knots (n <= 4). Each RR atom (loss r, probability w) adds w times
+ * the Laplace part's delta at eps - r. */
+typedef struct {
+  double m, eps, a;
+  int j;
+} lap_piece;
+
+static double lap_piece_f(double u, void *vp)
+{
+  const lap_piece *x = vp;
+  double y = x->m + u, a2 = 2 * x->a, z = (u + x->j * x->a) / a2, ih = 0, f = 1;
+  if (y <= x->eps) return 0;
+  for (int k = 1; k < x->j; k++) f *= k; /* (j - 1)! */
+  for (int k = 0; k <= (int)floor(z) && k <= x->j; k++) {
+    double c = 1;
+    for (int i = 0; i < k; i++) c = c * (x->j - i) / (i + 1);
+    ih += (k % 2 ? -1 : 1) * c * pow(z - k, x->j - 1);
+  }
+  /* box^{*j}(u) = (2a)^j IH_j(z) / (2a) */
+  return (exp(y / 2) - exp(x->eps - y / 2)) * pow(a2, x->j - 1) * ih / f;
+}
+
+static double lap_rr_oracle(double a, int n, double e0, int k, double eps)
+{
+  /* between knots the integrand is a polynomial of degree < 4 times e^{+-u/2} on an
+   * interval of width <= 2: 40-point Gauss-Legendre is exact to rounding there */
+  gsl_integration_glfixed_table *t40 = gsl_integration_glfixed_table_alloc(40);
+  assert_non_null(t40);
+  double p = 1 / (1 + exp(-e0)), sum = 0;
+  for (int r = 0; r <= k; r++) { /* RR: loss e0 (2r - k), probability C(k,r) p^r (1-p)^(k-r) */
+    double lw = lgamma(k + 1) - lgamma(r + 1) - lgamma(k - r + 1) + r * log(p) +
+                (k - r) * log1p(-p);
+    for (int j = 0; j <= n; j++)
+      for (int i = 0; i <= n - j; i++) {
+        double c = exp(lgamma(n + 1) - lgamma(j + 1) - lgamma(i + 1) - lgamma(n - j - i + 1) -
+                       j * log(2.0) + n * (-a / 2 - log(2.0)) + lw);
+        /* the RR loss e0 (2r - k) shifts eps (P_L = e^{l/2} nu holds for the Laplace part) */
+        lap_piece x = {(2 * i - (n - j)) * a, eps - e0 * (2 * r - k), a, j};
+        if (j == 0) {
+          sum += c * (x.m > x.eps ? exp(x.m / 2) - exp(x.eps - x.m / 2) : 0);
+          continue;
+        }
+        gsl_function F = {lap_piece_f, &x};
+        for (int t = 0; t < j; t++) { /* knots of the spline at -ja + 2a t */
+          double lo = -j * a + 2 * a * t, hi = lo + 2 * a;
+          lo = fmax(lo, x.eps - x.m);
+          if (!(lo < hi)) continue;
+          sum += c * gsl_integration_glfixed(&F, lo, hi, t40);
+        }
+      }
+  }
+  gsl_integration_glfixed_table_free(t40);
+  return sum;
+}
+
+/* n-fold Laplace (n = 2, 3), alone and with RR atoms, against the oracle above: delta(eps)
+ * over eps, and eps(delta) whose oracle delta must not exceed the target (private side)
+ * while eps (1 - 1e-6) is already too small (the issue asks 1e-4 relative). */
+static void test_laplace_nfold_oracle(void **state)
+{
+  (void)state;
+  gsl_error_handler_t *old = gsl_set_error_handler_off();
+  const double as[] = {0.1, 1.0};
+  for (int ia = 0; ia < 2; ia++)
+    for (int n = 2; n <= 3; n++)
+      for (int k = 0; k <= 3; k += 3) {
+        double aa = as[ia], e0 = 0.3;
+        dpgd_accountant *a = acct_new();
+        assert_int_equal(dpgd_acct_add_laplace(a, aa, (uint64_t)n), 0);
+        if (k) assert_int_equal(dpgd_acct_add_rr(a, e0, (uint64_t)k), 0);
+        double top = n * aa + k * e0;
+        for (double f = 0; f < 1; f += 0.2) {
+          dpgd_acct_value v;
+          assert_int_equal(dpgd_acct_delta(a, DPGD_ACCT_EXACT, f * top, &v), 0);
+          double ref = lap_rr_oracle(aa, n, e0, k, f * top);
+          if (!(v.value >= ref * (1 - 1e-10) && v.value <= ref + 2 * v.err + 1e-9 * ref))
+            fail_msg("n %d a %g k %d eps %g: delta %.15g err %.3g vs oracle %.15g", n, aa, k,
+                     f * top, v.value, v.err, ref);
+        }
+        for (double d = 1e-2; d > 1e-6; d *= 1e-3) {
+          dpgd_acct_value v;
+          assert_int_equal(dpgd_acct_epsilon(a, DPGD_ACCT_EXACT, d, &v), 0);
+          double ref = lap_rr_oracle(aa, n, e0, k, v.value);
+          double below = lap_rr_oracle(aa, n, e0, k, v.value * (1 - 1e-6));
+          if (!(ref <= d && below > d))
+            fail_msg("n %d a %g k %d: eps %.15g for delta %g has oracle delta %.15g", n, aa,
+                     k, v.value, d, ref);
+        }
+        dpgd_acct_free(a);
+      }
+  gsl_set_error_handler(old);
+}
+
 /* k-fold RR: delta = sum_j C(k,j) p^j (1-p)^(k-j) (1 - exp(eps - eps0 (2j - k)))_+. */
 static double rr_oracle(double e0, int k, double eps)
 {
@@ -375,6 +475,7 @@ int main(void)
   gsl_set_error_handler_off();
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_mgf_unit),          cmocka_unit_test(test_laplace_oracle),
+      cmocka_unit_test(test_laplace_nfold_oracle),
       cmocka_unit_test(test_rr_oracle),         cmocka_unit_test(test_discrete_oracle),
       cmocka_unit_test(test_gaussian_formulas), cmocka_unit_test(test_formula_a_vs_b),
       cmocka_unit_test(test_subsampled_single), cmocka_unit_test(test_subsampled_properties),
