@@ -316,15 +316,28 @@ static double nfold_size(size_t k, uint64_t n)
 /* The atomic part of the composition in direction dir: sorted atoms, or *n_out = 0 and
  * NULL when some entry has no atoms (Gaussian-type) or the enumeration exceeds the cap
  * (*too_big = 1). */
-typedef struct {
+typedef struct atoms {
   atom *at; /* (n) sorted by loss */
   size_t n;
   int too_big;
+  /* With Laplace entries (filled by enumerate_peel): per Laplace entry j, in entry order,
+   * its parameter lap_a[j], count lap_n[j] and the atoms one[j] of the composition with
+   * one release of it left out. */
+  size_t nlap;
+  double *lap_a, *lap_n;
+  struct atoms *one;
 } atoms;
+
+static void atoms_free(atoms *at)
+{
+  for (size_t j = 0; at->one && j < at->nlap; j++) free(at->one[j].at);
+  free(at->at), free(at->one), free(at->lap_a), free(at->lap_n);
+  memset(at, 0, sizeof *at);
+}
 
 static int enumerate(const dpgd_accountant *a, int dir, atoms *res)
 {
-  res->at = NULL, res->n = 0, res->too_big = 0;
+  memset(res, 0, sizeof *res);
   double total = 1;
   for (size_t i = 0; i < a->n; i++) {
     const acct_entry *en = &a->e[i];
@@ -377,6 +390,40 @@ static int enumerate(const dpgd_accountant *a, int dir, atoms *res)
   return DPGD_OK;
 }
 
+/* The atomic part as enumerate() gives it and, when it exists and some entry is Laplace,
+ * the atoms of the composition less one release of each Laplace entry (see
+ * peel_delta). */
+static int enumerate_peel(const dpgd_accountant *a, int dir, atoms *res)
+{
+  int st = enumerate(a, dir, res);
+  if (st || res->n == 0) return st;
+  size_t nl = 0;
+  for (size_t i = 0; i < a->n; i++) nl += a->e[i].kind == ACCT_LAPLACE;
+  if (nl == 0) return DPGD_OK;
+  dpgd_accountant tmp = *a;
+  tmp.e = malloc(a->n * sizeof *tmp.e);
+  res->one = calloc(nl, sizeof *res->one);
+  res->lap_a = malloc(nl * sizeof *res->lap_a);
+  res->lap_n = malloc(nl * sizeof *res->lap_n);
+  if (!tmp.e || !res->one || !res->lap_a || !res->lap_n) {
+    free(tmp.e);
+    atoms_free(res);
+    return DPGD_FAIL(DPGD_ENOMEM, "out of memory (Laplace atoms)");
+  }
+  res->nlap = nl;
+  memcpy(tmp.e, a->e, a->n * sizeof *tmp.e); /* shallow: discrete p, q stay a's */
+  for (size_t i = 0, j = 0; i < a->n && !st; i++) {
+    if (a->e[i].kind != ACCT_LAPLACE) continue;
+    res->lap_a[j] = a->e[i].par[0], res->lap_n[j] = (double)a->e[i].count;
+    tmp.e[i].count--;
+    st = enumerate(&tmp, dir, &res->one[j++]); /* never larger than the whole */
+    tmp.e[i].count++;
+  }
+  free(tmp.e);
+  if (st) atoms_free(res);
+  return st;
+}
+
 /* sum_k w_k (1 - e^{eps - l_k})_+ over atoms with l_k > eps, with a bound on the
  * rounding error of the sum. */
 static double atoms_delta(const atoms *at, double eps, double *err)
@@ -393,6 +440,42 @@ static double atoms_delta(const atoms *at, double eps, double *err)
   return s;
 }
 
+/* One Laplace release's continuous part, density e^{(l - a)/2}/4 on (-a, a), shifted by
+ * an atom at m: int (1 - e^{eps - l}) e^{(l - m - a)/2}/4 over l in (max(eps, m - a), m + a)
+ * = (1 - e^{-a})(1 - e^{eps - m})/2 for eps <= m - a, (1 - e^{(eps - m - a)/2})^2/2 up to
+ * m + a, 0 beyond (both positive, no cancellation). */
+static double lap_kernel(double a, double eps, double m)
+{
+  if (eps >= m + a) return 0;
+  if (eps <= m - a) return 0.5 * -expm1(-a) * -expm1(eps - m);
+  double d = -expm1((eps - m - a) / 2);
+  return 0.5 * d * d;
+}
+
+/* delta of the terms of M = prod_j (D_j + C_j)^{n_j} with exactly one continuous factor
+ * C_j (Laplace j's continuous part; D the atomic parts):
+ * sum_j n_j sum_{atoms k of the composition less one release of j} w_k
+ * lap_kernel(a_j, eps, l_k), with a bound on its rounding error. */
+static double peel_delta(const atoms *at, double eps, double *err)
+{
+  double s = 0, nt = 8;
+  for (size_t j = 0; j < at->nlap; j++) {
+    const atoms *o = &at->one[j];
+    double a = at->lap_a[j], sj = 0;
+    size_t lo = 0, hi = o->n;
+    while (lo < hi) { /* first atom with l + a > eps */
+      size_t mid = (lo + hi) / 2;
+      if (o->at[mid].l + a > eps) hi = mid;
+      else lo = mid + 1;
+    }
+    for (size_t i = lo; i < o->n; i++) sj += exp(o->at[i].lw) * lap_kernel(a, eps, o->at[i].l);
+    s += at->lap_n[j] * sj;
+    nt += (double)(o->n - lo);
+  }
+  *err = s * nt * 8 * DBL_EPSILON;
+  return s;
+}
+
 /* ---- formula B ---- */
 
 typedef struct {
@@ -400,6 +483,9 @@ typedef struct {
   int dir;
   double eps, c;
   int subtract; /* integrate R = M - D (atoms enumerated separately) */
+  /* NULL, or with subtract and Laplace entries: integrate M - D - J1 instead, J1 the
+   * terms with one Laplace continuous factor (their delta is peel_delta) */
+  const struct atoms *peel;
   struct lm_memo *memo; /* NULL, or log M(c + i t) remembered across an eps search */
 } cf_ctx;
 
@@ -436,10 +522,35 @@ static double complex memo_log_mgf(lm_memo *m, const dpgd_accountant *a, int dir
   return v;
 }
 
-/* log of the bound on |M_j(c + i t)| pieces, summed over the composition:
- * A(t) = sum_j n_j log(D_j(c) + C_j(t)) and Bd = sum_j n_j log D_j(c). */
-static void bound_logs(const cf_ctx *x, double t, double *A, double *Bd)
+/* With r = x/d >= 0: accumulates n releases of one factor (1 + r) into the product
+ * prod (1 + r_j)^{n_j} = 1 + L + H kept as its linear part L = sum n_j r_j and the rest H
+ * (terms of degree >= 2, all >= 0: no cancellation). H is rounded up. */
+static void peel_acc(double n, double r, double *L, double *H)
 {
+  double l = n * r, h;
+  if (l <= 0.1) { /* sum_{j>=2} C(n, j) r^j, each ratio <= l/(j+1) <= 1/30 */
+    double term = n * (n - 1) / 2 * r * r, sum = 0;
+    for (double j = 2; j <= n && term > 1e-17 * sum; j++) {
+      sum += term;
+      term *= (n - j) / (j + 1) * r;
+    }
+    h = sum * (1 + 1e-14) + 2 * term;
+  } else {
+    double e = expm1(n * log1p(r));
+    h = fmax(0, e - l) + 4 * DBL_EPSILON * (l + 4) * (1 + e);
+  }
+  *H = (*H + h + (*L + *H) * (l + h)) * (1 + 1e-14);
+  *L += l;
+}
+
+/* log of the bound on |M_j(c + i t)| pieces, summed over the composition:
+ * A(t) = sum_j n_j log(D_j(c) + C_j(t)) and Bd = sum_j n_j log D_j(c); if H is given,
+ * *H = prod_j (1 + C_j/D_j)^{n_j} - 1 - sum_j n_j C_j/D_j (the part of a pure atomic +
+ * Laplace product with two or more continuous factors, relative to e^Bd). */
+static void bound_logs(const cf_ctx *x, double t, double *A, double *Bd, double *H)
+{
+  double L = 0;
+  if (H) *H = 0;
   const dpgd_accountant *a = x->a;
   double c = x->c;
   *A = 0, *Bd = 0;
@@ -458,6 +569,7 @@ static void bound_logs(const cf_ctx *x, double t, double *A, double *Bd)
       double e1 = exp(c * aa), e2 = exp(-(1 + c) * aa);
       d = (e1 + e2) / 2;
       cb = (e1 + e2) / (2 * hypot(1 + 2 * c, 2 * t));
+      if (H) peel_acc(n, cb / d, &L, H);
       break;
     }
     case ACCT_SUBSAMPLED: {
@@ -497,7 +609,14 @@ static double b_integrand(double t, void *vp)
                                                    : entry_log_mgf(en, x->dir, s);
       ld += (double)en->count * lj;
     }
-    v -= cexp(ld + k);
+    double complex j1 = 0; /* J1 / D = sum_j n_j C_j / D_j = sum_j n_j frac / (1 + e) */
+    for (size_t i = 0; x->peel && i < x->a->n; i++) {
+      const acct_entry *en = &x->a->e[i];
+      if (en->kind != ACCT_LAPLACE) continue;
+      double complex z = 1 + 2 * s, e = cexp(-en->par[0] * z); /* |z| >= 1 + 2c */
+      j1 += (double)en->count * ((1 - e) / z) / (1 + e);
+    }
+    v -= cexp(ld + k) * (1 + j1);
   }
   return creal(v) / M_PI;
 }
@@ -631,7 +750,12 @@ static double b_tail(const void *vp, double T)
 {
   const cf_ctx *x = vp;
   double A, Bd;
-  bound_logs(x, T, &A, &Bd);
+  if (x->peel) { /* |M - D - J1| <= e^Bd H: every term bounded by its moduli */
+    double H;
+    bound_logs(x, T, &A, &Bd, &H);
+    return exp(Bd - x->c * x->eps) * H / (M_PI * T);
+  }
+  bound_logs(x, T, &A, &Bd, NULL);
   /* e^A - e^Bd = e^A (1 - e^{Bd - A}) */
   double diff = Bd == -INFINITY ? 1 : -expm1(Bd - A);
   return exp(A - x->c * x->eps) * diff / (M_PI * T);
@@ -703,9 +827,15 @@ static int formula_b(const dpgd_accountant *a, int dir, double eps, const atoms 
   }
   if (x.subtract) {
     dv = atoms_delta(at, eps, &derr);
-    int has_laplace = 0;
-    for (size_t i = 0; i < a->n; i++) has_laplace |= a->e[i].kind == ACCT_LAPLACE;
-    if (!has_laplace) { /* pure RR/discrete: R = 0, the enumeration is the answer */
+    double nl = 0, e1;
+    for (size_t j = 0; j < at->nlap; j++) nl += at->lap_n[j];
+    if (nl > 0) { /* the terms with one Laplace continuous factor in closed form */
+      dv += peel_delta(at, eps, &e1);
+      derr += e1;
+      x.peel = at;
+    }
+    /* pure RR/discrete (R = 0) or one Laplace release (M - D - J1 = 0): exact */
+    if (nl <= 1) {
       clamp_delta(out, dv, derr);
       return DPGD_OK;
     }
@@ -729,12 +859,12 @@ int acct_delta_formula_b(const dpgd_accountant *a, int dir, double eps,
 {
   if (gl_init()) return DPGD_ENOMEM;
   atoms at;
-  int st = enumerate(a, dir, &at);
+  int st = enumerate_peel(a, dir, &at);
   if (st) return st;
   gsl_error_handler_t *old = gsl_set_error_handler_off();
   st = formula_b(a, dir, eps, &at, NULL, out);
   gsl_set_error_handler(old);
-  free(at.at);
+  atoms_free(&at);
   return st;
 }
 
@@ -766,7 +896,7 @@ static double a_tail(const void *vp, double T)
     y.c = c;
     y.subtract = 0;
     double A, Bd;
-    bound_logs(&y, T, &A, &Bd);
+    bound_logs(&y, T, &A, &Bd, NULL);
     /* remove the Gaussian factor exp(mu_g^2 (c^2 + c - T^2)/2) = exp(-mu_g^2 T^2 / 2) */
     A += x->mu_g * x->mu_g * T * T / 2;
     mx = fmax(mx, exp(A));
@@ -808,7 +938,7 @@ int acct_delta_enum(const dpgd_accountant *a, double eps, dpgd_acct_value *out)
     if (st) return st;
     if (at.too_big) return DPGD_FAIL(DPGD_ERANGE, "enumeration needs more than %d atoms", ACCT_ENUM_MAX_ATOMS);
     double err, v = atoms_delta(&at, eps, &err);
-    free(at.at);
+    atoms_free(&at);
     dpgd_acct_value o;
     clamp_delta(&o, v, err);
     if (o.value > best.value) best = o;
@@ -902,7 +1032,7 @@ typedef struct {
 static void search_free(search *S)
 {
   for (int d = 0; d < 2; d++) {
-    free(S->at[d].at);
+    atoms_free(&S->at[d]);
     free(S->memo[d].t);
     free(S->memo[d].v);
   }
@@ -922,7 +1052,7 @@ static int exact_dir(const dpgd_accountant *a, int dir, double eps, search *S,
   } else {
     if (gl_init()) return DPGD_ENOMEM;
     if (!S->ready[dir]) {
-      st = enumerate(a, dir, &S->at[dir]);
+      st = enumerate_peel(a, dir, &S->at[dir]);
       if (st) return st;
       lm_memo *m = &S->memo[dir];
       m->cap = ACCT_MEMO_SIZE;
