@@ -9,7 +9,11 @@
  * atomic parts (enumerated exactly; its delta is sum_k w_k (1 - e^{eps - l_k})_+, the
  * same linear functional formula B evaluates) and R = M - D, which is integrated by
  * formula B and decays at least like 1/t (Laplace's continuous part). Pure RR/discrete
- * compositions are then enumerated exactly (R = 0).
+ * compositions are then enumerated exactly (R = 0). The terms of R with exactly one
+ * Laplace continuous factor (J1: atoms of the composition less one release, each spread
+ * by that release's density e^{(l - a)/2}/4 on (-a, a)) have a closed-form delta
+ * (peel_delta), so formula B integrates only R - J1, which decays like 1/t^2; a single
+ * Laplace release among atoms is then exact.
  *
  * Error bound of formula B, added to delta: GSL's QAG error estimate of the integral over
  * [0, T] plus the truncation bound e^{-c eps}/(pi T) sup_{t>=T} |R(c + i t)|, where
@@ -18,7 +22,10 @@
  * D = e^{ca}/2 + e^{-(1+c)a}/2, C = (e^{ca} + e^{-(1+c)a}) / (2 |1 + 2c + 2it|); RR and
  * discrete D = M(c), C = 0; subsampled Gaussian D = 0, C = min(M(c), V/t) where V is the
  * total variation of h/u' (integration by parts of M = int h(o) e^{i t u(o)} do, u the
- * privacy loss; V is evaluated on a fine grid and inflated by ACCT_SG_TV_SAFETY). */
+ * privacy loss; V is evaluated on a fine grid and inflated by ACCT_SG_TV_SAFETY). For
+ * R - J1: |R - J1| <= prod_j (D_j + C_j)^{n_j} - prod_j D_j^{n_j} - the terms linear in
+ * the C_j (every term of the expansion bounded by its moduli), O(1/t^2). The tolerances
+ * of the quadrature and truncation are relative to the whole delta, atoms included. */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
