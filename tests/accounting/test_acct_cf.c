@@ -370,6 +370,38 @@ static void test_subsampled_few(void **state)
   }
 }
 
+/* The eps(delta) search evaluates delta on fixed quadrature nodes with a memo of log M at
+ * one c per direction; the plain delta(eps) (adaptive QAG, c chosen afresh) must agree:
+ * delta(eps) within the two error bounds of the target, and delta(eps (1 - 1e-5)) above
+ * it (eps found to better than 1e-5 relative). */
+static void test_search_vs_plain(void **state)
+{
+  (void)state;
+  for (int i = 0; i < 3; i++) {
+    dpgd_accountant *a = acct_new();
+    if (i == 0) assert_int_equal(dpgd_acct_add_subsampled_gaussian(a, 0.01, 1.0, 1000), 0);
+    if (i == 1) {
+      assert_int_equal(dpgd_acct_add_subsampled_gaussian(a, 0.05, 1.5, 200), 0);
+      assert_int_equal(dpgd_acct_add_gaussian(a, 0.1, 5), 0);
+    }
+    if (i == 2) {
+      assert_int_equal(dpgd_acct_add_gaussian(a, 0.01, 100), 0);
+      assert_int_equal(dpgd_acct_add_laplace(a, 0.1, 20), 0);
+      assert_int_equal(dpgd_acct_add_rr(a, 0.5, 10), 0);
+    }
+    for (double d = 1e-3; d > 1e-9; d *= 1e-4) {
+      dpgd_acct_value e, p, lo;
+      assert_int_equal(dpgd_acct_epsilon(a, DPGD_ACCT_EXACT, d, &e), 0);
+      assert_int_equal(acct_exact_delta(a, e.value, &p), 0);
+      assert_int_equal(acct_exact_delta(a, e.value * (1 - 1e-5), &lo), 0);
+      if (!(p.value <= d * (1 + 4 * ACCT_TAIL_RELTOL) && lo.value > d))
+        fail_msg("case %d delta %g: eps %.15g, plain delta %.15g (err %.3g), at eps (1 - 1e-5) "
+                 "%.15g", i, d, e.value, p.value, p.err, lo.value);
+    }
+    dpgd_acct_free(a);
+  }
+}
+
 /* q = 1 is the Gaussian with mu = 1/sigma; small q gives small delta; RDP >= exact. */
 static void test_subsampled_properties(void **state)
 {
@@ -481,6 +513,7 @@ int main(void)
       cmocka_unit_test(test_gaussian_formulas), cmocka_unit_test(test_formula_a_vs_b),
       cmocka_unit_test(test_subsampled_single), cmocka_unit_test(test_subsampled_properties),
       cmocka_unit_test(test_subsampled_few),
+      cmocka_unit_test(test_search_vs_plain),
       cmocka_unit_test(test_monotone_convex),   cmocka_unit_test(test_extremes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
