@@ -1104,7 +1104,7 @@ int acct_exact_delta(const dpgd_accountant *a, double eps, dpgd_acct_value *out)
 
 typedef struct {
   const dpgd_accountant *a;
-  double log_target;
+  double target, floor; /* delta; ACCT_EPS_FLOOR delta */
   search *S;
   int status;
   int nknown;
@@ -1122,8 +1122,11 @@ static double eps_f(double eps, void *vp)
     r->status = st;
     return GSL_NAN;
   }
-  double l = v.value > 0 ? log(v.value) : -1e4;
-  return fmax(l, -1e4) - r->log_target;
+  /* log(v + floor) - log(target + floor): zero exactly where v = target and <= 0 exactly
+   * where v <= target, like log v - log target, but bounded below where delta(eps) = 0
+   * (eps beyond the largest loss), where a steep -inf-like value would pull Brent's
+   * secant steps to eps near 0 (poor for the search's fixed c, and slow) */
+  return log(v.value + r->floor) - log(r->target + r->floor);
 }
 
 /* Brent on [0, hi] where hi is the Balle et al. RDP eps (an upper bound of the exact
@@ -1182,7 +1185,7 @@ int acct_exact_epsilon(const dpgd_accountant *a, double delta, dpgd_acct_value *
 {
   search S;
   memset(&S, 0, sizeof S);
-  eps_root r = {a, log(delta), &S, DPGD_OK, 0, {0, 0}, {0, 0}};
+  eps_root r = {a, delta, ACCT_EPS_FLOOR * delta, &S, DPGD_OK, 0, {0, 0}, {0, 0}};
   int st = exact_epsilon_s(&r, delta, out);
   search_free(&S);
   return st;
