@@ -55,6 +55,9 @@ struct dpgd_accountant {
 /* Nodes of the composite Gauss-Legendre rule over the output o of the subsampled
  * Gaussian (per panel) and the number of panels of width sigma. */
 #define ACCT_SG_GL_NODES 16
+/* Slots and most panels of the memory of sg_log_int's leading panels (cf.c sg_cache). */
+#define ACCT_SG_CACHE_SLOTS 4
+#define ACCT_SG_CACHE_PANELS 512
 /* Half-width (in units of sigma) of the window around the integrand's mass. */
 #define ACCT_SG_TAIL_SIGMAS 12.0
 /* Most panels one subsampled-Gaussian moment integral may use (NaN beyond: the

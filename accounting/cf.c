@@ -95,6 +95,7 @@ static double complex lse_value(const lse *a)
 
 /* The nodes and weights of the Gauss-Legendre rule on [-1, 1], computed once. */
 static double gl_x[ACCT_SG_GL_NODES], gl_w[ACCT_SG_GL_NODES];
+static double gl_lw[ACCT_SG_GL_NODES]; /* log(gl_w / 2) */
 static int gl_ready;
 
 static int gl_init(void)
@@ -104,6 +105,7 @@ static int gl_init(void)
   if (!t) return DPGD_FAIL(DPGD_ENOMEM, "out of memory (Gauss-Legendre table)");
   for (size_t i = 0; i < ACCT_SG_GL_NODES; i++)
     gsl_integration_glfixed_point(-1, 1, i, &gl_x[i], &gl_w[i], t);
+  for (size_t i = 0; i < ACCT_SG_GL_NODES; i++) gl_lw[i] = log(0.5 * gl_w[i]);
   gsl_integration_glfixed_table_free(t);
   gl_ready = 1;
   return DPGD_OK;
@@ -126,19 +128,90 @@ static void sg_window(double sigma, double rw, double *lo, double *hi)
  * q e^x) / sigma^2 increases with o, so its maximum on a panel is u'(b) <= 1/sigma^2:
  * panels are laid left to right, each as wide as the bound at its right end allows
  * (wide where the mass is, narrow only in the right tail where u' nears 1/sigma^2). */
+/* The leading panels of sg_log_int's rule for one (q, sigma, Re w): the first np panels
+ * [lo + p sigma, lo + (p + 1) sigma] (full width sigma, inside the window), per node the
+ * loss u and mag = exp(log weight - o^2/(2 sigma^2) + Re(w) u - m0), and u' at each
+ * panel's right end. A contour integral asks for one Re w at many Im w; the panels stay
+ * the same until the phase condition narrows one, so their nodes cost a sincos each.
+ * ACCT_SG_CACHE_SLOTS slots (the eps search alternates two directions), replaced in
+ * turn; the library keeps no threads (like sg_log_mgf_real's memory). */
+typedef struct {
+  double q, sigma, rw, m0;
+  size_t np, cap;
+  double *u, *mag, *up; /* (cap * ACCT_SG_GL_NODES), same, (cap) */
+} sg_cache;
+
+static sg_cache sg_slots[ACCT_SG_CACHE_SLOTS];
+static size_t sg_next_slot;
+
+static const sg_cache *sg_cache_get(double q, double sigma, double rw, double lo, double hi)
+{
+  for (size_t k = 0; k < ACCT_SG_CACHE_SLOTS; k++) {
+    const sg_cache *c = &sg_slots[k];
+    if (c->np > 0 && c->q == q && c->sigma == sigma && c->rw == rw) return c;
+  }
+  double npf = floor((hi - lo) / sigma);
+  if (!(npf >= 1)) return NULL;
+  size_t np = npf < ACCT_SG_CACHE_PANELS ? (size_t)npf : ACCT_SG_CACHE_PANELS;
+  sg_cache *c = &sg_slots[sg_next_slot];
+  c->np = 0;
+  if (c->cap < np) {
+    double *u = realloc(c->u, np * ACCT_SG_GL_NODES * sizeof *u);
+    if (u) c->u = u;
+    double *mag = realloc(c->mag, np * ACCT_SG_GL_NODES * sizeof *mag);
+    if (mag) c->mag = mag;
+    double *up = realloc(c->up, np * sizeof *up);
+    if (up) c->up = up;
+    if (!u || !mag || !up) return NULL; /* the caller integrates without */
+    c->cap = np;
+  }
+  sg_next_slot = (sg_next_slot + 1) % ACCT_SG_CACHE_SLOTS;
+  double s2 = sigma * sigma, l1 = log1p(-q), lq = log(q);
+  double lh = -0.5 * log(2 * M_PI), m0 = -INFINITY; /* lnorm + log(panel width sigma) */
+  for (size_t p = 0; p < np; p++) {
+    double a = lo + (double)p * sigma, b = a + sigma, mid = a + 0.5 * sigma;
+    c->up[p] = exp(lq + (2 * b - 1) / (2 * s2) - sg_u_c(l1, lq, sigma, b)) / s2;
+    for (int i = 0; i < ACCT_SG_GL_NODES; i++) {
+      double o = mid + 0.5 * sigma * gl_x[i], u = sg_u_c(l1, lq, sigma, o);
+      double re = gl_lw[i] + lh - o * o / (2 * s2) + rw * u;
+      c->u[p * ACCT_SG_GL_NODES + i] = u;
+      c->mag[p * ACCT_SG_GL_NODES + i] = re;
+      m0 = fmax(m0, re);
+    }
+  }
+  for (size_t k = 0; k < np * ACCT_SG_GL_NODES; k++) c->mag[k] = exp(c->mag[k] - m0);
+  c->q = q, c->sigma = sigma, c->rw = rw, c->m0 = m0, c->np = np;
+  return c;
+}
+
 static double complex sg_log_int(double q, double sigma, double complex w)
 {
   double lo, hi;
   sg_window(sigma, creal(w), &lo, &hi);
   if ((hi - lo) / sigma > ACCT_SG_MAX_PANELS) return NAN; /* panels are <= sigma wide */
-  double ph = fabs(cimag(w)), s2 = sigma * sigma;
+  double ph = fabs(cimag(w)), iw = cimag(w), s2 = sigma * sigma;
   double l1 = log1p(-q), lq = log(q);
   double lnorm = -0.5 * log(2 * M_PI) - log(sigma), lw0[ACCT_SG_GL_NODES];
-  for (int i = 0; i < ACCT_SG_GL_NODES; i++) lw0[i] = log(0.5 * gl_w[i]) + lnorm;
+  for (int i = 0; i < ACCT_SG_GL_NODES; i++) lw0[i] = gl_lw[i] + lnorm;
   lse acc = {-INFINITY, 0};
   size_t np = 0;
-  for (double a = lo; a < hi;) {
+  double a = lo;
+  const sg_cache *cc = sg_cache_get(q, sigma, creal(w), lo, hi);
+  if (cc) { /* the cached leading panels while the phase condition leaves them whole */
+    double complex sum = 0;
+    for (; np < cc->np && !(ph * cc->up[np] * sigma > 2 * M_PI); np++) {
+      const double *u = cc->u + np * ACCT_SG_GL_NODES, *mg = cc->mag + np * ACCT_SG_GL_NODES;
+      for (int i = 0; i < ACCT_SG_GL_NODES; i++) {
+        double phase = iw * u[i];
+        sum += mg[i] * cos(phase) + I * (mg[i] * sin(phase));
+      }
+    }
+    if (np > 0) acc.m = cc->m0, acc.s = sum;
+    a = lo + (double)np * sigma;
+  }
+  for (; a < hi;) {
     double b = fmin(a + sigma, hi);
+    if (hi - b < 1e-9 * sigma) b = hi; /* no sliver after the cached panels */
     double up = exp(lq + (2 * b - 1) / (2 * s2) - sg_u_c(l1, lq, sigma, b)) / s2;
     if (ph * up * (b - a) > 2 * M_PI) b = a + 2 * M_PI / (ph * up);
     if (++np > ACCT_SG_MAX_PANELS || !(b > a)) return NAN;

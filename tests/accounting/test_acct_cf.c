@@ -369,6 +369,56 @@ static void test_subsampled_few(void **state)
   }
 }
 
+/* log M(c + i t) of one subsampled release (its leading panels remembered per
+ * (q, sigma, c, direction), the rest fresh) against GSL's QAG of
+ * int phi_sigma(o) e^{w u(o)} do, w = 1 + s (remove) or -s (add), real and imaginary
+ * parts; each value asked twice (the second from the memory) and interleaved with other
+ * c so that the memory's slots are replaced. */
+typedef struct {
+  double q, s, rw, iw;
+  int im;
+} sgm_par;
+
+static double sgm_f(double o, void *vp)
+{
+  const sgm_par *x = vp;
+  double u = log((1 - x->q) + x->q * exp((2 * o - 1) / (2 * x->s * x->s)));
+  double g = exp(-o * o / (2 * x->s * x->s) + x->rw * u) / (x->s * sqrt(2 * M_PI));
+  return g * (x->im ? sin(x->iw * u) : cos(x->iw * u));
+}
+
+static void test_subsampled_mgf(void **state)
+{
+  (void)state;
+  const double qs[] = {0.01, 0.2, 0.5}, ss[] = {1.0, 0.7, 3.0};
+  gsl_integration_workspace *w = gsl_integration_workspace_alloc(2000);
+  assert_non_null(w);
+  for (int k = 0; k < 3; k++) {
+    dpgd_accountant *a = acct_new();
+    assert_int_equal(dpgd_acct_add_subsampled_gaussian(a, qs[k], ss[k], 1), 0);
+    for (int rep = 0; rep < 2; rep++)
+      for (int dir = 0; dir < 2; dir++)
+        for (double c = 0.5; c < 5; c *= 6)
+          for (double t = 0; t < 50; t = 3 * t + 1) {
+            double complex lm = acct_log_mgf(a, dir, c + I * t);
+            sgm_par x = {qs[k], ss[k], dir ? -c : 1 + c, dir ? -t : t, 0};
+            gsl_function F = {sgm_f, &x};
+            double lo = -14 * ss[k], hi = fmax(0, x.rw) + 14 * ss[k], re, im, e;
+            double mc = exp(creal(acct_log_mgf(a, dir, c)));
+            assert_int_equal(gsl_integration_qag(&F, lo, hi, 1e-14 * mc, 1e-12, 2000,
+                                                 GSL_INTEG_GAUSS61, w, &re, &e), 0);
+            x.im = 1;
+            assert_int_equal(gsl_integration_qag(&F, lo, hi, 1e-14 * mc, 1e-12, 2000,
+                                                 GSL_INTEG_GAUSS61, w, &im, &e), 0);
+            if (!(cabs(cexp(lm) - (re + I * im)) <= 1e-10 * mc))
+              fail_msg("q %g sigma %g dir %d s = %g + %gi: M %.15g%+.15gi vs QAG %.15g%+.15gi",
+                       qs[k], ss[k], dir, c, t, creal(cexp(lm)), cimag(cexp(lm)), re, im);
+          }
+    dpgd_acct_free(a);
+  }
+  gsl_integration_workspace_free(w);
+}
+
 /* The eps(delta) search evaluates delta on fixed quadrature nodes with a memo of log M at
  * one c per direction; the plain delta(eps) (adaptive QAG, c chosen afresh) must agree:
  * delta(eps) within the two error bounds of the target, and delta(eps (1 - 1e-5)) above
@@ -513,6 +563,7 @@ int main(void)
       cmocka_unit_test(test_subsampled_single), cmocka_unit_test(test_subsampled_properties),
       cmocka_unit_test(test_subsampled_few),
       cmocka_unit_test(test_search_vs_plain),
+      cmocka_unit_test(test_subsampled_mgf),
       cmocka_unit_test(test_monotone_convex),   cmocka_unit_test(test_extremes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
