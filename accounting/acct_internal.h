@@ -58,6 +58,8 @@ struct dpgd_accountant {
 /* Slots and most panels of the memory of sg_log_int's leading panels (cf.c sg_cache). */
 #define ACCT_SG_CACHE_SLOTS 4
 #define ACCT_SG_CACHE_PANELS 512
+/* Fraction of the summed modulus below which sg_log_int stops at a bounded right tail. */
+#define ACCT_SG_CUT 1e-30
 /* Half-width (in units of sigma) of the window around the integrand's mass. */
 #define ACCT_SG_TAIL_SIGMAS 12.0
 /* Most panels one subsampled-Gaussian moment integral may use (NaN beyond: the

@@ -193,23 +193,34 @@ static double complex sg_log_int(double q, double sigma, double complex w)
   double l1 = log1p(-q), lq = log(q);
   double lnorm = -0.5 * log(2 * M_PI) - log(sigma), lw0[ACCT_SG_GL_NODES];
   for (int i = 0; i < ACCT_SG_GL_NODES; i++) lw0[i] = gl_lw[i] + lnorm;
-  lse acc = {-INFINITY, 0};
+  /* sum e^{-m} (complex) and mass, the same sum of the moduli (a lower bound of
+   * e^{-m} M(Re s)), kept at a scale m raised 30 above each new largest exponent */
+  double complex sum = 0;
+  double m = -INFINITY, mass = 0, rw = creal(w), rwp = fmax(rw, 0);
   size_t np = 0;
   double a = lo;
-  const sg_cache *cc = sg_cache_get(q, sigma, creal(w), lo, hi);
+  const sg_cache *cc = sg_cache_get(q, sigma, rw, lo, hi);
   if (cc) { /* the cached leading panels while the phase condition leaves them whole */
-    double complex sum = 0;
     for (; np < cc->np && !(ph * cc->up[np] * sigma > 2 * M_PI); np++) {
       const double *u = cc->u + np * ACCT_SG_GL_NODES, *mg = cc->mag + np * ACCT_SG_GL_NODES;
       for (int i = 0; i < ACCT_SG_GL_NODES; i++) {
         double phase = iw * u[i];
         sum += mg[i] * cos(phase) + I * (mg[i] * sin(phase));
+        mass += mg[i];
       }
     }
-    if (np > 0) acc.m = cc->m0, acc.s = sum;
+    if (np > 0) m = cc->m0;
     a = lo + (double)np * sigma;
   }
   for (; a < hi;) {
+    /* Beyond o* > max(Re w, 0) the modulus g = phi_sigma e^{Re(w) u} has
+     * (log g)' <= -(o - max(Re w, 0))/sigma^2 (u' <= 1/sigma^2), so the rest of the
+     * window holds at most g(o*) sigma^2 / (o* - max(Re w, 0)): stop once that is below
+     * ACCT_SG_CUT of the mass already summed (the window's own cut is ~4e-33). */
+    if (a > rwp + sigma && mass > 0) {
+      double lg = lnorm - a * a / (2 * s2) + rw * sg_u_c(l1, lq, sigma, a);
+      if (exp(lg - m) * s2 / (a - rwp) <= ACCT_SG_CUT * mass) break;
+    }
     double b = fmin(a + sigma, hi);
     if (hi - b < 1e-9 * sigma) b = hi; /* no sliver after the cached panels */
     double up = exp(lq + (2 * b - 1) / (2 * s2) - sg_u_c(l1, lq, sigma, b)) / s2;
@@ -217,12 +228,19 @@ static double complex sg_log_int(double q, double sigma, double complex w)
     if (++np > ACCT_SG_MAX_PANELS || !(b > a)) return NAN;
     double h = b - a, mid = a + 0.5 * h, lh = log(h);
     for (int i = 0; i < ACCT_SG_GL_NODES; i++) {
-      double o = mid + 0.5 * h * gl_x[i];
-      lse_add(&acc, lw0[i] + lh - o * o / (2 * s2) + w * sg_u_c(l1, lq, sigma, o));
+      double o = mid + 0.5 * h * gl_x[i], u = sg_u_c(l1, lq, sigma, o);
+      double re = lw0[i] + lh - o * o / (2 * s2) + rw * u;
+      if (re > m) {
+        double f = exp(m - (re + 30));
+        sum *= f, mass *= f, m = re + 30;
+      }
+      double mg = exp(re - m), phase = iw * u;
+      sum += mg * cos(phase) + I * (mg * sin(phase));
+      mass += mg;
     }
     a = b;
   }
-  return lse_value(&acc);
+  return m == -INFINITY || sum == 0 ? -INFINITY : m + log_c(sum);
 }
 
 /* log M(s) of one subsampled-Gaussian release: remove pair w = 1 + s, add pair w = -s. */
