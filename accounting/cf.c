@@ -619,6 +619,29 @@ static size_t memo_slot(const lm_memo *m, double t)
   return (size_t)((b * 0x9E3779B97F4A7C15ull) >> 20) % m->cap;
 }
 
+/* Doubles the table (rehashing), up to ACCT_MEMO_MAX slots; on failure it stays. */
+static void memo_grow(lm_memo *m)
+{
+  lm_memo g = *m;
+  g.cap = 2 * m->cap;
+  if (g.cap > ACCT_MEMO_MAX) return;
+  g.t = malloc(g.cap * sizeof *g.t);
+  g.v = malloc(g.cap * sizeof *g.v);
+  if (!g.t || !g.v) {
+    free(g.t), free(g.v);
+    return;
+  }
+  for (size_t i = 0; i < g.cap; i++) g.t[i] = NAN;
+  for (size_t j = 0; j < m->cap; j++) {
+    if (isnan(m->t[j])) continue;
+    size_t i = memo_slot(&g, m->t[j]);
+    while (!isnan(g.t[i])) i = (i + 1) % g.cap;
+    g.t[i] = m->t[j], g.v[i] = m->v[j];
+  }
+  free(m->t), free(m->v);
+  *m = g;
+}
+
 static double complex memo_log_mgf(lm_memo *m, const dpgd_accountant *a, int dir, double c,
                                    double t)
 {
@@ -626,6 +649,11 @@ static double complex memo_log_mgf(lm_memo *m, const dpgd_accountant *a, int dir
   for (size_t k = 0; k < m->cap && !isnan(m->t[i]); k++, i = (i + 1) % m->cap)
     if (m->t[i] == t) return m->v[i];
   double complex v = acct_log_mgf(a, dir, c + I * t);
+  if (2 * (m->n + 1) > m->cap) { /* keep the table at most half full */
+    memo_grow(m);
+    i = memo_slot(m, t);
+    while (!isnan(m->t[i])) i = (i + 1) % m->cap;
+  }
   if (isnan(m->t[i]) && 2 * (m->n + 1) <= m->cap) {
     m->t[i] = t, m->v[i] = v;
     m->n++;
