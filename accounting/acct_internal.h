@@ -78,8 +78,8 @@ struct dpgd_accountant {
 #define ACCT_SG_FEW_PANELS 26
 /* Slots of the memo of log M(c + it) kept during one eps(delta) search. */
 #define ACCT_MEMO_SIZE 4096
-/* The memo doubles when half full, up to this many slots. */
-#define ACCT_MEMO_MAX 1048576
+/* The memo doubles when half full, up to this many slots (24 bytes each). */
+#define ACCT_MEMO_MAX 262144
 /* The eps search finds the root of log(delta(eps) + f d) - log(d + f d), f this
  * fraction, for target d (the same root as log delta(eps) - log d, finite at delta = 0). */
 #define ACCT_EPS_FLOOR 1e-3
