@@ -738,7 +738,11 @@ static double b_integrand(double t, void *vp)
   double complex s = x->c + I * t;
   double complex lm = x->memo ? memo_log_mgf(x->memo, x->a, x->dir, x->c, t)
                               : acct_log_mgf(x->a, x->dir, s);
-  double complex k = -s * x->eps - log_c(s * (s + 1));
+  /* e^{lm - s eps} / (s (s + 1)) by a complex division (no log, no atan2) unless the
+   * exponential could overflow, then through the log */
+  double complex k = -s * x->eps, dz = s * (s + 1);
+  int lg = creal(lm + k) > 700;
+  if (lg) k -= log_c(dz);
   double complex v = cexp(lm + k);
   if (x->subtract) {
     double complex ld = 0;
@@ -755,8 +759,14 @@ static double b_integrand(double t, void *vp)
       double complex z = 1 + 2 * s, e = cexp(-en->par[0] * z); /* |z| >= 1 + 2c */
       j1 += (double)en->count * ((1 - e) / z) / (1 + e);
     }
+    if (!lg && creal(ld + k) > 700) { /* D's scale may exceed M's */
+      lg = 1;
+      v /= dz;
+      k -= log_c(dz);
+    }
     v -= cexp(ld + k) * (1 + j1);
   }
+  if (!lg) v /= dz;
   return creal(v) / M_PI;
 }
 
