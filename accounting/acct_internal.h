@@ -83,6 +83,8 @@ struct dpgd_accountant {
 /* The eps search finds the root of log(delta(eps) + f d) - log(d + f d), f this
  * fraction, for target d (the same root as log delta(eps) - log d, finite at delta = 0). */
 #define ACCT_EPS_FLOOR 1e-3
+/* Evaluations of delta(eps) the eps search remembers (Brent may ask for one again). */
+#define ACCT_EPS_KNOWN 8
 /* Factor on the estimated contour tail where no closed bound is small enough. */
 #define ACCT_TAIL_SAFETY 10.0
 

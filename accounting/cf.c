@@ -1249,8 +1249,10 @@ typedef struct {
   double target, floor; /* delta; ACCT_EPS_FLOOR delta */
   search *S;
   int status;
-  int nknown;
-  double known_eps[2], known_f[2]; /* the bracket's ends, already evaluated */
+  /* the last ACCT_EPS_KNOWN evaluations: Brent starts from the bracket's ends and, once
+   * converged, may ask for the same eps again */
+  int nknown, next;
+  double known_eps[ACCT_EPS_KNOWN], known_f[ACCT_EPS_KNOWN];
 } eps_root;
 
 static double eps_f(double eps, void *vp)
@@ -1268,7 +1270,11 @@ static double eps_f(double eps, void *vp)
    * where v <= target, like log v - log target, but bounded below where delta(eps) = 0
    * (eps beyond the largest loss), where a steep -inf-like value would pull Brent's
    * secant steps to eps near 0 (poor for the search's fixed c, and slow) */
-  return log(v.value + r->floor) - log(r->target + r->floor);
+  double f = log(v.value + r->floor) - log(r->target + r->floor);
+  r->known_eps[r->next] = eps, r->known_f[r->next] = f;
+  r->next = (r->next + 1) % ACCT_EPS_KNOWN;
+  if (r->nknown < ACCT_EPS_KNOWN) r->nknown++;
+  return f;
 }
 
 /* Brent on [0, hi] where hi is the Balle et al. RDP eps (an upper bound of the exact
@@ -1295,25 +1301,20 @@ static int exact_epsilon_s(eps_root *r, double delta, dpgd_acct_value *out)
     return DPGD_OK;
   }
   r->S->use_memo = 1;
-  double lo = 0, flo = f0, fhi;
+  double lo = 0;
   for (int i = 0;; i++) {
     double f = eps_f(hi, r);
     if (r->status) return r->status;
-    fhi = f;
     if (f <= 0) break;
     if (i > 60 || hi > 1e4)
       return DPGD_FAIL(DPGD_ERANGE, "exact eps(delta=%g) exceeds %g", delta, hi);
-    lo = hi, flo = f, hi *= 2;
+    lo = hi, hi *= 2;
   }
-  /* Brent starts from the values at the bracket's ends found above (f(0) with c chosen
-   * afresh; any c gives an upper bound) instead of evaluating them again */
+  /* Brent starts from the values at the bracket's ends found above (remembered by eps_f;
+   * f(0) with c chosen afresh: any c gives an upper bound) */
   gsl_function F = {eps_f, r};
-  r->known_eps[0] = lo, r->known_f[0] = flo;
-  r->known_eps[1] = hi, r->known_f[1] = fhi;
-  r->nknown = 2;
   double e;
   int st = acct_brent(&F, lo, hi, 1, &e);
-  r->nknown = 0;
   if (r->status) return r->status;
   if (st) return st;
   /* e is the bracket's private end (delta bound <= delta there); the value also carries
@@ -1327,7 +1328,7 @@ int acct_exact_epsilon(const dpgd_accountant *a, double delta, dpgd_acct_value *
 {
   search S;
   memset(&S, 0, sizeof S);
-  eps_root r = {a, delta, ACCT_EPS_FLOOR * delta, &S, DPGD_OK, 0, {0, 0}, {0, 0}};
+  eps_root r = {.a = a, .target = delta, .floor = ACCT_EPS_FLOOR * delta, .S = &S};
   int st = exact_epsilon_s(&r, delta, out);
   search_free(&S);
   return st;
