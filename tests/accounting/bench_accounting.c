@@ -1,7 +1,8 @@
 /* bench_accounting.c -- query time of eps(delta = 1e-5) under every method for three
  * compositions (median over repetitions; single thread; the accountant has no
- * threading): 420 Gaussian steps (sigma 100), 100 Gaussian + 20 Laplace + 10 RR, and
- * 1000 Poisson-subsampled Gaussian steps (q = 0.01, sigma = 1). Not a ctest test: the
+ * threading): 420 Gaussian steps (sigma 100), 100 Gaussian + 20 Laplace + 10 RR, 3 Laplace
+ * (a pure composition with atoms) and 1000 Poisson-subsampled Gaussian steps (q = 0.01,
+ * sigma = 1). Not a ctest test: the
  * figures depend on the machine. Usage: bench_accounting [repetitions] */
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,6 +68,10 @@ int main(int argc, char **argv)
       dpgd_acct_add_rr(a, 0.5, 10))
     return 1;
   bench("100 Gaussian (sigma 100) + 20 Laplace (b 10) + 10 RR (eps0 0.5), delta 1e-5", a, reps);
+  dpgd_acct_free(a);
+  a = dpgd_acct_alloc();
+  if (!a || dpgd_acct_add_laplace(a, 1.0, 3)) return 1;
+  bench("3 Laplace (b 1), delta 1e-5", a, reps);
   dpgd_acct_free(a);
   a = dpgd_acct_alloc();
   if (!a || dpgd_acct_add_subsampled_gaussian(a, 0.01, 1.0, 1000)) return 1;
