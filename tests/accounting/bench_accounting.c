@@ -1,9 +1,9 @@
-/* bench_accounting.c -- query time of eps(delta = 1e-5) under every method for three
+/* bench_accounting.c -- query time of eps(delta = 1e-5) under every method for four
  * compositions (median over repetitions; single thread; the accountant has no
  * threading): 420 Gaussian steps (sigma 100), 100 Gaussian + 20 Laplace + 10 RR, 3 Laplace
  * (a pure composition with atoms) and 1000 Poisson-subsampled Gaussian steps (q = 0.01,
- * sigma = 1). Not a ctest test: the
- * figures depend on the machine. Usage: bench_accounting [repetitions] */
+ * sigma = 1). Not a ctest test: the figures depend on the machine.
+ * Usage: bench_accounting [repetitions] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
