@@ -3,14 +3,17 @@
  * stopping, the public running guarantee, checkpoints and --resume, and the run
  * directory of train/RUN_FORMAT.md. The loop is driven by the caller (dpgd_run_step). */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "dpgd_accounting.h"
 #include "dpgd_data.h"
@@ -52,6 +55,8 @@ struct dpgd_run {
   int secure;                /* train.rng = secure: the noise cannot be replayed */
   size_t redone;             /* resume: emitted rows after the checkpoint, replayed */
   int row_restored;          /* resume: the checkpoint's row was written to metrics.csv */
+  int lock_fd;               /* open on <dir>/lock, flock()ed while the run is open; -1 */
+  uint64_t data_fp;          /* fingerprint of the training and test data (checkpoint) */
 };
 
 #ifndef DPGD_VERSION
@@ -92,10 +97,55 @@ static int make_dirs(const char *dir)
   }
 }
 
+/* Takes <dir>/lock (flock, exclusive, not waiting) for as long as the run is open: two
+ * processes writing one run directory would interleave its checkpoints and ledger. The
+ * kernel drops the lock when the holder exits, killed or not. */
+static int lock_dir(dpgd_run *r)
+{
+  char p[PATHLEN];
+  path_in(p, r, "lock");
+  r->lock_fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (r->lock_fd < 0) return DPGD_FAIL(DPGD_EIO, "cannot open %s: %s", p, strerror(errno));
+  if (flock(r->lock_fd, LOCK_EX | LOCK_NB) == 0) return DPGD_OK;
+  int e = errno;
+  close(r->lock_fd);
+  r->lock_fd = -1;
+  if (e == EWOULDBLOCK)
+    return DPGD_FAIL(DPGD_EINVAL, "%s is in use by another dpgd process (it holds %s)",
+                     r->dir, p);
+  return DPGD_FAIL(DPGD_EIO, "cannot lock %s: %s", p, strerror(e));
+}
+
+static uLong crc_bytes(uLong crc, const uint8_t *b, size_t len)
+{
+  for (size_t k; len; b += k, len -= k) {
+    k = len < (1u << 30) ? len : (1u << 30);
+    crc = crc32(crc, b, (uInt)k);
+  }
+  return crc;
+}
+
+/* Fingerprint of the data a run trains and tests on (CRC-32 of the training pixels and
+ * labels, high half; of the test set, low half), kept in the checkpoint so that a resume
+ * that finds other data of the same size (data.dir is not part of the config hash) is
+ * refused instead of attaching the ledger to other people's records. */
+static uint64_t data_fingerprint(const dpgd_dataset *train, const dpgd_dataset *test)
+{
+  const dpgd_dataset *ds[2] = {train, test};
+  uint64_t fp = 0;
+  for (int k = 0; k < 2; k++) {
+    uLong c = crc_bytes(crc32(0L, Z_NULL, 0), ds[k]->pixels, ds[k]->n * ds[k]->d);
+    c = crc_bytes(c, ds[k]->labels, ds[k]->n);
+    fp = fp << 32 | (uint32_t)c;
+  }
+  return fp;
+}
+
 void dpgd_run_free(dpgd_run *r)
 {
   if (!r) return;
   if (r->metrics) fclose(r->metrics);
+  if (r->lock_fd >= 0) close(r->lock_fd); /* releases the lock */
   dpgd_data_free(r->train);
   dpgd_data_free(r->test);
   dpgd_grad_ws_free(r->ws);
@@ -149,6 +199,7 @@ static int setup(dpgd_run *r)
   const dpgd_config *c = &r->cfg;
   int rc = find_and_load(&r->train, &r->test, c);
   if (rc) return rc;
+  r->data_fp = data_fingerprint(r->train, r->test);
   rc = dpgd_plan_make(&r->plan, c, r->train->n);
   if (rc) return rc;
   const dpgd_model_type *t = dpgd_model_type_find(c->model_type);
@@ -205,6 +256,7 @@ int dpgd_run_open(dpgd_run **out, const dpgd_config *c, const char *run_dir)
   *out = NULL;
   dpgd_run *r = calloc(1, sizeof *r);
   if (!r) return DPGD_FAIL(DPGD_ENOMEM, "no memory for the run");
+  r->lock_fd = -1;
   r->cfg = *c;
   clock_gettime(CLOCK_MONOTONIC, &r->t0);
   if (run_dir) snprintf(r->cfg.output_dir, sizeof r->cfg.output_dir, "%s", run_dir);
@@ -221,6 +273,10 @@ int dpgd_run_open(dpgd_run **out, const dpgd_config *c, const char *run_dir)
                    r->dir, r->dir);
   if (!rc) rc = setup(r);
   if (!rc) rc = make_dirs(r->dir);
+  if (!rc) rc = lock_dir(r);
+  /* Again under the lock: another process may have started this run meanwhile. */
+  if (!rc && file_exists(p))
+    rc = DPGD_FAIL(DPGD_EINVAL, "%s holds an unfinished run (started meanwhile)", r->dir);
   if (rc) {
     dpgd_run_free(r);
     return rc;
@@ -293,6 +349,7 @@ static int write_checkpoint(dpgd_run *r)
     {"rngstep", sst, rs},
     {"rngquery", sq, rq},
     {"acct", acct_buf, acct_len},
+    {"data", &r->data_fp, sizeof r->data_fp},
     {"row", r->row, strlen(r->row)}, /* secure runs only: see dpgd_run_step */
   };
   size_t n_sections = sizeof s / sizeof s[0] - !r->secure;
@@ -367,6 +424,7 @@ int dpgd_run_resume(dpgd_run **out, const char *run_dir)
   *out = NULL;
   dpgd_run *r = calloc(1, sizeof *r);
   if (!r) return DPGD_FAIL(DPGD_ENOMEM, "no memory for the run");
+  r->lock_fd = -1;
   snprintf(r->dir, sizeof r->dir, "%s", run_dir);
   char p[PATHLEN];
   int rc = DPGD_OK;
@@ -375,6 +433,7 @@ int dpgd_run_resume(dpgd_run **out, const char *run_dir)
   dpgd_config_defaults(&r->cfg);
   path_in(p, r, "config.ini");
   if (!rc) rc = dpgd_config_load(&r->cfg, p);
+  if (!rc) rc = lock_dir(r);
   if (!rc) {
     snprintf(r->cfg.output_dir, sizeof r->cfg.output_dir, "%s", run_dir);
     r->config_hash = dpgd_config_hash(&r->cfg);
@@ -400,6 +459,19 @@ int dpgd_run_resume(dpgd_run **out, const char *run_dir)
                      "checkpoint %s does not match this run (dataset size, model, steps, "
                      "sigma or budget differ)",
                      p);
+  }
+  /* Checkpoints of dpgd before the "data" section have no fingerprint to compare. */
+  if (!rc && dpgd_ckpt_get(ck, "data", 0, &d, &len) == DPGD_OK) {
+    uint64_t fp = 0;
+    if (len == sizeof fp) memcpy(&fp, d, sizeof fp);
+    if (len != sizeof fp || fp != r->data_fp)
+      rc = DPGD_FAIL(DPGD_EFORMAT,
+                     "checkpoint %s was written on other data: the training or test set "
+                     "found now (data.dir = '%s') differs from the run's, though of the same "
+                     "size",
+                     p, r->cfg.data_dir);
+  } else if (!rc) {
+    dpgd_error_clear();
   }
   if (!rc) rc = dpgd_ckpt_get(ck, "params", r->P * sizeof(float), &d, NULL);
   if (!rc) memcpy(dpgd_model_params(r->model), d, r->P * sizeof(float));

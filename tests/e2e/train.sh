@@ -74,6 +74,20 @@ for f in model.bin points.csv metrics.csv; do
   cmp -s "$TMP/full/$f" "$TMP/cut/$f" || fail "resume: $f differs from the uninterrupted run"
 done
 
+# 2b. A run directory in use by a running process cannot be resumed or restarted by a
+# second one (flock on RUN_DIR/lock); the kill-and-resume above shows that SIGKILL
+# releases it.
+"$DPGD" train --config "$CFG" "${SUB[@]}" --set data.n_train=500 --set train.steps=1000000 \
+  --set train.eval_every=0 --out "$TMP/busy" >/dev/null 2>&1 &
+pid=$!
+for _ in $(seq 1 3000); do
+  [ "$( (wc -l < "$TMP/busy/metrics.csv") 2>/dev/null || echo 0)" -gt 2 ] && break
+  sleep 0.01
+done
+expect_fail busy-resume 'in use by another dpgd process' timeout 120 "$DPGD" train --resume "$TMP/busy"
+kill -9 $pid 2>/dev/null
+wait $pid 2>/dev/null
+
 # 3. Corrupt checkpoint and bad configurations: one-line errors, no crash.
 cp -r "$TMP/full" "$TMP/bad"; rm "$TMP/bad/summary.json"
 printf '\x5a' | dd of="$TMP/bad/checkpoint.bin" bs=1 seek=100 conv=notrunc 2>/dev/null
@@ -90,4 +104,19 @@ expect_fail no-fit 'do not fit' "$DPGD" train --config "$CFG" "${SUB[@]}" \
 expect_fail too-many 'n_train' "$DPGD" train --config "$CFG" "${SUB[@]}" \
   --set data.n_train=70000 --out "$TMP/b5"
 expect_fail bad-arg 'unknown argument' "$DPGD" train --config "$CFG" --bogus
+
+# 4. Fashion-MNIST (Debian's dataset-fashion-mnist; .ci/run installs it): the shipped
+# config trains on a subset far above chance.
+FASHION=${DPGD_FASHION_DIR:-/usr/share/datasets/fashion-mnist}
+if [ -d "$FASHION" ]; then
+  expect_ok fashion "$DPGD" train --config "$(dirname "$CFG")/fashion-softmax.ini" \
+    --set data.dir="$FASHION" --set data.n_train=3000 --set data.n_test=2000 \
+    --set output.progress=false --out "$TMP/fashion"
+  acc=$(sed -n 's/.*"test_acc": \([0-9.]*\).*/\1/p' "$TMP/fashion/summary.json")
+  checks=$((checks + 1))
+  awk -v a="$acc" 'BEGIN { exit !(a > 0.5) }' || fail "fashion: test accuracy '$acc' not above 0.5"
+  echo "fashion: test accuracy $acc (chance 0.1)"
+else
+  echo "note: $FASHION not present (apt-get install dataset-fashion-mnist), not tested"
+fi
 finish

@@ -27,7 +27,7 @@ static char *dir;
 enum { N_TRAIN = 240, N_TEST = 120, SIDE = 28 };
 
 /* Class k: a bright horizontal band at rows 2k+3..2k+5 over low random background. */
-static void write_split(const char *prefix, size_t n, uint64_t seed)
+static void write_split(const char *to, const char *prefix, size_t n, uint64_t seed)
 {
   uint8_t *img = malloc(n * SIDE * SIDE), *lab = malloc(n);
   assert_non_null(img);
@@ -45,11 +45,11 @@ static void write_split(const char *prefix, size_t n, uint64_t seed)
   size_t len;
   char p[512];
   uint8_t *f = tu_idx(&len, 3, di, img, n * SIDE * SIDE);
-  snprintf(p, sizeof p, "%s/%s-images-idx3-ubyte", dir, prefix);
+  snprintf(p, sizeof p, "%s/%s-images-idx3-ubyte", to, prefix);
   tu_write(p, f, len);
   free(f);
   f = tu_idx(&len, 1, dl, lab, n);
-  snprintf(p, sizeof p, "%s/%s-labels-idx1-ubyte", dir, prefix);
+  snprintf(p, sizeof p, "%s/%s-labels-idx1-ubyte", to, prefix);
   tu_write(p, f, len);
   free(f);
   free(img);
@@ -409,8 +409,31 @@ static void test_checkpoint_refused(void **state)
   assert_non_null(strstr(dpgd_error_last(), "another configuration"));
   snprintf(cmd, sizeof cmd, "cp %s.good %s", ini, ini);
   assert_int_equal(system(cmd), 0);
+  /* Other data of the same size (data.dir is not in the config hash): refused. One
+   * training label differs from the run's data. */
+  char other[600];
+  snprintf(other, sizeof other, "%s/otherdata", dir);
+  snprintf(cmd, sizeof cmd,
+           "mkdir -p %s && cp %s/*-ubyte %s/ && printf '\\003' | dd of=%s/train-labels-idx1-ubyte "
+           "bs=1 seek=%d conv=notrunc status=none && sed -i 's|^dir = .*|dir = %s|' %s",
+           other, dir, other, other, 8 + N_TRAIN - 1, other, ini);
+  assert_int_equal(system(cmd), 0);
+  assert_int_equal(dpgd_run_resume(&r, run), DPGD_EFORMAT);
+  assert_non_null(strstr(dpgd_error_last(), "other data"));
+  /* The same data copied elsewhere: accepted (only the contents count). */
+  snprintf(cmd, sizeof cmd, "cp %s/train-labels-idx1-ubyte %s/", dir, other);
+  assert_int_equal(system(cmd), 0);
   assert_int_equal(dpgd_run_resume(&r, run), DPGD_OK);
   assert_int_equal(dpgd_run_step_index(r), 4);
+  /* While the run is open, a second process (here: a second open file description,
+   * which flock treats the same way) cannot resume it. */
+  dpgd_run *r2 = NULL;
+  assert_int_equal(dpgd_run_resume(&r2, run), DPGD_EINVAL);
+  assert_non_null(strstr(dpgd_error_last(), "in use"));
+  assert_null(r2);
+  dpgd_run_free(r);
+  /* Released with the run. */
+  assert_int_equal(dpgd_run_resume(&r, run), DPGD_OK);
   dpgd_run_free(r);
 }
 
@@ -652,8 +675,8 @@ static void test_configs(void **state)
 int main(void)
 {
   dir = tu_tmpdir();
-  write_split("train", N_TRAIN, 11);
-  write_split("t10k", N_TEST, 12);
+  write_split(dir, "train", N_TRAIN, 11);
+  write_split(dir, "t10k", N_TEST, 12);
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_alg6_equals_alg7),
     cmocka_unit_test(test_ledger_and_zero_active),
