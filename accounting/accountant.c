@@ -25,6 +25,7 @@ int dpgd_acct_method_find(const char *name)
 
 dpgd_accountant *dpgd_acct_alloc(void)
 {
+  acct_gsl_quiet();
   return calloc(1, sizeof(dpgd_accountant));
 }
 

@@ -99,6 +99,11 @@ double acct_gdp_delta_e(double mu, double eps, double *err);
 /* Brent root bracketing on [lo, hi] with GSL's abort handler off; returns the
  * upper or lower bracket end at convergence. */
 struct gsl_function_struct;
+/* Turns GSL's error handler off for the whole process, once (thread-safe): the library
+ * checks the status of every GSL call, and GSL's default handler would abort the
+ * program. Swapping the handler off and back around each call raced between threads
+ * (the handler is one global), so it is switched off for good at the first use. */
+void acct_gsl_quiet(void);
 int acct_brent(struct gsl_function_struct *F, double lo, double hi, int upper, double *x);
 
 /* ---- rounding helpers (gdp.c) ---- */

@@ -28,6 +28,7 @@
  * of the quadrature and truncation are relative to the whole delta, atoms included. */
 #include <float.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -94,9 +95,9 @@ static double complex lse_value(const lse *a)
 }
 
 /* The nodes and weights of the Gauss-Legendre rule on [-1, 1], computed once. */
-static double gl_x[ACCT_SG_GL_NODES], gl_w[ACCT_SG_GL_NODES];
-static double gl_lw[ACCT_SG_GL_NODES]; /* log(gl_w / 2) */
-static int gl_ready;
+static _Thread_local double gl_x[ACCT_SG_GL_NODES], gl_w[ACCT_SG_GL_NODES];
+static _Thread_local double gl_lw[ACCT_SG_GL_NODES]; /* log(gl_w / 2) */
+static _Thread_local int gl_ready;
 
 static int gl_init(void)
 {
@@ -134,15 +135,35 @@ static void sg_window(double sigma, double rw, double *lo, double *hi)
  * panel's right end. A contour integral asks for one Re w at many Im w; the panels stay
  * the same until the phase condition narrows one, so their nodes cost a sincos each.
  * ACCT_SG_CACHE_SLOTS slots (the eps search alternates two directions), replaced in
- * turn; the library keeps no threads (like sg_log_mgf_real's memory). */
+ * turn. Every memory of this file is _Thread_local, so accountants can be queried from
+ * several threads at once. */
 typedef struct {
   double q, sigma, rw, m0;
   size_t np, cap;
   double *u, *mag, *up; /* (cap * ACCT_SG_GL_NODES), same, (cap) */
 } sg_cache;
 
-static sg_cache sg_slots[ACCT_SG_CACHE_SLOTS];
-static size_t sg_next_slot;
+static _Thread_local sg_cache sg_slots[ACCT_SG_CACHE_SLOTS];
+static _Thread_local size_t sg_next_slot;
+
+/* A thread's slots are freed when it exits (a pthread key's destructor; the destructor
+ * runs in the exiting thread, whose _Thread_local storage is still there). */
+static pthread_key_t sg_key;
+static pthread_once_t sg_key_once = PTHREAD_ONCE_INIT;
+static int sg_key_ok;
+
+static void sg_slots_free(void *unused)
+{
+  (void)unused;
+  for (size_t k = 0; k < ACCT_SG_CACHE_SLOTS; k++) {
+    free(sg_slots[k].u);
+    free(sg_slots[k].mag);
+    free(sg_slots[k].up);
+    sg_slots[k] = (sg_cache){0};
+  }
+}
+
+static void sg_key_make(void) { sg_key_ok = pthread_key_create(&sg_key, sg_slots_free) == 0; }
 
 static const sg_cache *sg_cache_get(double q, double sigma, double rw, double lo, double hi)
 {
@@ -156,6 +177,8 @@ static const sg_cache *sg_cache_get(double q, double sigma, double rw, double lo
   sg_cache *c = &sg_slots[sg_next_slot];
   c->np = 0;
   if (c->cap < np) {
+    pthread_once(&sg_key_once, sg_key_make);
+    if (sg_key_ok) pthread_setspecific(sg_key, sg_slots); /* any non-NULL value */
     double *u = realloc(c->u, np * ACCT_SG_GL_NODES * sizeof *u);
     if (u) c->u = u;
     double *mag = realloc(c->mag, np * ACCT_SG_GL_NODES * sizeof *mag);
@@ -253,8 +276,8 @@ static double complex sg_log_mgf(double q, double sigma, int dir, double complex
  * truncation bound asks for the same c at every tail check of a contour integral). */
 static double sg_log_mgf_real(double q, double sigma, int dir, double c)
 {
-  static double lq = NAN, ls, lc, lv;
-  static int ld;
+  static _Thread_local double lq = NAN, ls, lc, lv;
+  static _Thread_local int ld;
   if (q == lq && sigma == ls && dir == ld && c == lc) return lv;
   lv = creal(sg_log_mgf(q, sigma, dir, c));
   lq = q, ls = sigma, ld = dir, lc = c;
@@ -270,7 +293,7 @@ static double sg_tv_eval(double q, double sigma, double rw);
  * ask for the same (q, sigma, c) at every tail check. */
 static double sg_tv(double q, double sigma, double rw)
 {
-  static double lq = NAN, ls, lr, lv;
+  static _Thread_local double lq = NAN, ls, lr, lv;
   if (q == lq && sigma == ls && rw == lr) return lv;
   lv = sg_tv_eval(q, sigma, rw);
   lq = q, ls = sigma, lr = rw;
@@ -1010,9 +1033,8 @@ int acct_delta_formula_b(const dpgd_accountant *a, int dir, double eps,
   atoms at;
   int st = enumerate_peel(a, dir, &at);
   if (st) return st;
-  gsl_error_handler_t *old = gsl_set_error_handler_off();
+  acct_gsl_quiet();
   st = formula_b(a, dir, eps, &at, NULL, out);
-  gsl_set_error_handler(old);
   atoms_free(&at);
   return st;
 }
@@ -1064,10 +1086,9 @@ int acct_delta_formula_a(const dpgd_accountant *a, int dir, double eps,
     return DPGD_FAIL(DPGD_ERANGE, "formula A needs a Gaussian entry for a bounded tail");
   a_ctx x = {.b = {.a = a, .dir = dir, .eps = eps}, .mu_g = sqrt(mu2)};
   gsl_function F = {a_integrand, &x};
-  gsl_error_handler_t *old = gsl_set_error_handler_off();
+  acct_gsl_quiet();
   double v = 0, e = 0;
   int st = integrate_tail(&F, &x, a_tail, 0, 0, 4 / x.mu_g, 0, &v, &e);
-  gsl_set_error_handler(old);
   if (st) return st;
   /* the O(1) terms cancel: the rounding error is relative to them, not to delta */
   e += 8 * DBL_EPSILON * (1 + exp(eps));
@@ -1211,13 +1232,12 @@ static int exact_dir(const dpgd_accountant *a, int dir, double eps, search *S,
       for (size_t i = 0; i < m->cap; i++) m->t[i] = NAN;
       S->ready[dir] = 1;
     }
-    gsl_error_handler_t *old = gsl_set_error_handler_off();
+    acct_gsl_quiet();
     st = formula_b(a, dir, eps, &S->at[dir], S->use_memo ? &S->memo[dir] : NULL, o);
     if (st && S->use_memo) { /* the fixed c may be poor far from the root: choose afresh */
       dpgd_error_clear();
       st = formula_b(a, dir, eps, &S->at[dir], NULL, o);
     }
-    gsl_set_error_handler(old);
   }
   if (st && acct_gauss_mu2(a) > 0) {
     dpgd_error_clear();

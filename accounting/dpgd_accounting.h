@@ -11,7 +11,13 @@
  * Every reported value is an upper bound in the private direction: the numerical error
  * bound has been added (eps, delta rounded up; sigma up and budgets down in
  * calibration). Functions return a dpgd status (dpgd_error.h) and report through the
- * error handler. */
+ * error handler.
+ *
+ * Threads: different accountants may be used from different threads at the same time
+ * (the library's internal memories and the last error message are per thread); one
+ * accountant must not be used by two threads at once. The library checks every GSL
+ * status itself and turns GSL's error handler off (gsl_set_error_handler_off) for the
+ * process when it is first used, since GSL's default handler aborts. */
 #ifndef DPGD_ACCOUNTING_H
 #define DPGD_ACCOUNTING_H
 

@@ -3,6 +3,7 @@
  * This is the ground truth for every pure-Gaussian composition. */
 #include <float.h>
 #include <math.h>
+#include <pthread.h>
 
 #include <gsl/gsl_cdf.h>
 #include <gsl/gsl_errno.h>
@@ -165,12 +166,16 @@ static int brent_solve(gsl_function *F, double lo, double hi, int upper, double 
   return DPGD_OK;
 }
 
+static pthread_once_t quiet_once = PTHREAD_ONCE_INIT;
+
+static void quiet(void) { gsl_set_error_handler_off(); }
+
+void acct_gsl_quiet(void) { pthread_once(&quiet_once, quiet); }
+
 int acct_brent(gsl_function *F, double lo, double hi, int upper, double *x)
 {
-  gsl_error_handler_t *old = gsl_set_error_handler_off();
-  int st = brent_solve(F, lo, hi, upper, x);
-  gsl_set_error_handler(old);
-  return st;
+  acct_gsl_quiet();
+  return brent_solve(F, lo, hi, upper, x);
 }
 
 int dpgd_gdp_epsilon(double mu, double delta, double *eps)

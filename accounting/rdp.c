@@ -315,10 +315,9 @@ static double rdp_minimise(const rdp_obj *o)
 int acct_rdp_epsilon(const dpgd_accountant *a, dpgd_acct_method m, double delta,
                      dpgd_acct_value *out)
 {
-  gsl_error_handler_t *old = gsl_set_error_handler_off();
+  acct_gsl_quiet();
   rdp_obj o = {a, m, delta, 0};
   double e = rdp_minimise(&o);
-  gsl_set_error_handler(old);
   if (!isfinite(e))
     return DPGD_FAIL(DPGD_ERANGE, "%s: the RDP curve is infinite on the order grid",
                      dpgd_acct_method_name(m));
@@ -330,10 +329,9 @@ int acct_rdp_epsilon(const dpgd_accountant *a, dpgd_acct_method m, double delta,
 int acct_rdp_delta(const dpgd_accountant *a, dpgd_acct_method m, double eps,
                    dpgd_acct_value *out)
 {
-  gsl_error_handler_t *old = gsl_set_error_handler_off();
+  acct_gsl_quiet();
   rdp_obj o = {a, m, eps, 1};
   double ld = rdp_minimise(&o);
-  gsl_set_error_handler(old);
   if (isnan(ld))
     return DPGD_FAIL(DPGD_ERANGE, "%s: delta(eps = %g) is not finite numerically",
                      dpgd_acct_method_name(m), eps);
