@@ -427,13 +427,14 @@ int dpgd_run_resume(dpgd_run **out, const char *run_dir)
   r->lock_fd = -1;
   snprintf(r->dir, sizeof r->dir, "%s", run_dir);
   char p[PATHLEN];
-  int rc = DPGD_OK;
-  path_in(p, r, "summary.json");
-  if (file_exists(p)) rc = DPGD_FAIL(DPGD_EINVAL, "%s holds a finished run; nothing to resume", r->dir);
   dpgd_config_defaults(&r->cfg);
   path_in(p, r, "config.ini");
-  if (!rc) rc = dpgd_config_load(&r->cfg, p);
+  int rc = dpgd_config_load(&r->cfg, p);
   if (!rc) rc = lock_dir(r);
+  /* Under the lock: a process that held it may have finished the run meanwhile. */
+  path_in(p, r, "summary.json");
+  if (!rc && file_exists(p))
+    rc = DPGD_FAIL(DPGD_EINVAL, "%s holds a finished run; nothing to resume", r->dir);
   if (!rc) {
     snprintf(r->cfg.output_dir, sizeof r->cfg.output_dir, "%s", run_dir);
     r->config_hash = dpgd_config_hash(&r->cfg);
