@@ -1297,9 +1297,30 @@ static double eps_f(double eps, void *vp)
   return f;
 }
 
+/* Fixes c per direction at the saddle point for eps_c and forgets what was computed at
+ * the previous c (the memo of log M and the remembered evaluations but f(0), which was
+ * computed with c chosen afresh). */
+static void search_centre(eps_root *r, double eps_c, double f0)
+{
+  for (int dir = 0; dir <= acct_asymmetric(r->a); dir++) {
+    cf_ctx x = {.a = r->a, .dir = dir, .eps = eps_c};
+    lm_memo *m = &r->S->memo[dir];
+    m->c = find_c(&x);
+    m->t0 = 0;
+    m->n = 0;
+    for (size_t i = 0; m->t && i < m->cap; i++) m->t[i] = NAN;
+  }
+  r->nknown = r->next = 0;
+  if (!isnan(f0)) {
+    r->known_eps[0] = 0, r->known_f[0] = f0;
+    r->nknown = r->next = 1;
+  }
+}
+
 /* Brent on [0, hi] where hi is the Balle et al. RDP eps (an upper bound of the exact
  * one; doubled if numerics disagree), with c fixed per direction at the saddle for
- * 0.9 hi and log M remembered across evaluations. */
+ * 0.9 hi and log M remembered across evaluations; again with c at the answer while the
+ * answer is far from where c was chosen (ACCT_EPS_RECENTRE). */
 static int exact_epsilon_s(eps_root *r, double delta, dpgd_acct_value *out)
 {
   dpgd_acct_value rv;
@@ -1309,11 +1330,8 @@ static int exact_epsilon_s(eps_root *r, double delta, dpgd_acct_value *out)
     hi = rv.value;
   dpgd_error_clear();
   if (gl_init()) return DPGD_ENOMEM;
-  for (int dir = 0; dir <= acct_asymmetric(r->a); dir++) {
-    cf_ctx x = {.a = r->a, .dir = dir, .eps = 0.9 * hi};
-    r->S->memo[dir].c = find_c(&x);
-    r->S->memo[dir].t0 = 0;
-  }
+  double centre = 0.9 * hi;
+  search_centre(r, centre, NAN);
   double f0 = eps_f(0, r);
   if (r->status) return r->status;
   if (f0 <= 0) {
@@ -1321,22 +1339,32 @@ static int exact_epsilon_s(eps_root *r, double delta, dpgd_acct_value *out)
     return DPGD_OK;
   }
   r->S->use_memo = 1;
-  double lo = 0;
-  for (int i = 0;; i++) {
-    double f = eps_f(hi, r);
-    if (r->status) return r->status;
-    if (f <= 0) break;
-    if (i > 60 || hi > 1e4)
-      return DPGD_FAIL(DPGD_ERANGE, "exact eps(delta=%g) exceeds %g", delta, hi);
-    lo = hi, hi *= 2;
+  double e = hi;
+  for (int pass = 0;; pass++) {
+    double lo = 0, f = 0, e_prev = e;
+    for (int i = 0;; i++) {
+      f = eps_f(hi, r);
+      if (r->status || f <= 0 || pass > 0) break;
+      if (i > 60 || hi > 1e4)
+        return DPGD_FAIL(DPGD_ERANGE, "exact eps(delta=%g) exceeds %g", delta, hi);
+      lo = hi, hi *= 2;
+    }
+    /* Brent starts from the values at the bracket's ends found above (remembered by
+     * eps_f; f(0) with c chosen afresh: any c gives an upper bound) */
+    gsl_function F = {eps_f, r};
+    int st = r->status ? r->status : f > 0 ? DPGD_ERANGE : acct_brent(&F, lo, hi, 1, &e);
+    if (st && pass > 0) { /* a later pass's c did worse: the previous answer stands */
+      r->status = 0;
+      dpgd_error_clear();
+      e = e_prev;
+      break;
+    }
+    if (st) return st;
+    if (pass + 1 >= ACCT_EPS_PASSES || fabs(e - centre) <= ACCT_EPS_RECENTRE * centre) break;
+    /* e is an upper bound already: the next pass searches [0, e] with c at e */
+    centre = hi = e;
+    search_centre(r, centre, f0);
   }
-  /* Brent starts from the values at the bracket's ends found above (remembered by eps_f;
-   * f(0) with c chosen afresh: any c gives an upper bound) */
-  gsl_function F = {eps_f, r};
-  double e;
-  int st = acct_brent(&F, lo, hi, 1, &e);
-  if (r->status) return r->status;
-  if (st) return st;
   /* e is the bracket's private end (delta bound <= delta there); the value also carries
    * the root tolerance, as every dpgd_acct_value does. */
   out->err = e * ACCT_ROOT_RELTOL;
