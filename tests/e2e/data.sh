@@ -38,13 +38,12 @@ expect_fail sample-strict 'training: gap in the indices: [0-9]+\.png is missing.
   "$DPGD" data info "$SAMPLE"
 
 # Fashion-MNIST (Debian's dataset-fashion-mnist; .ci/run installs it, the suite skips it when absent).
-FASHION=${DPGD_FASHION_DIR:-/usr/share/datasets/fashion-mnist}
 if [ -d "$FASHION" ]; then
   expect_ok fashion "$DPGD" data info "$FASHION"
   expect_section fashion-train train '^  histogram +0:6000 1:6000 2:6000 3:6000 4:6000 5:6000 6:6000 7:6000 8:6000 9:6000$'
   expect_section fashion-test test '^  histogram +0:1000 1:1000 2:1000 3:1000 4:1000 5:1000 6:1000 7:1000 8:1000 9:1000$'
 else
-  echo "note: $FASHION not present (apt-get install dataset-fashion-mnist), not tested"
+  fashion_absent
 fi
 
 python3 "$(dirname "$0")/corrupt_data.py" "$MNIST" "$SAMPLE" "$TMP/c" || fail "corrupt_data.py failed"

@@ -4,12 +4,29 @@ set -u
 DPGD=${DPGD_BIN:-dpgd}
 MNIST=${DPGD_MNIST_DIR:-}
 [ -n "$MNIST" ] || MNIST=${DPGD_MNIST_DIR_DEFAULT:-../shared/data/mnist}
+# Fashion-MNIST (Debian's dataset-fashion-mnist; .ci/run installs it, scripts skip it
+# when absent, saying so with fashion_absent).
+FASHION=${DPGD_FASHION_DIR:-/usr/share/datasets/fashion-mnist}
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 failures=0
 checks=0
 
 fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+
+fashion_absent() {
+  echo "note: $FASHION not present (apt-get install dataset-fashion-mnist), not tested"
+}
+
+# summary_acc FILE: the test_acc field of a run's summary.json.
+summary_acc() { sed -n 's/.*"test_acc": \([0-9.]*\).*/\1/p' "$1"; }
+
+# expect_acc NAME SUMMARY_JSON MIN: its test accuracy must exceed MIN; left in $acc.
+expect_acc() {
+  acc=$(summary_acc "$2")
+  checks=$((checks + 1))
+  awk -v a="$acc" -v m="$3" 'BEGIN { exit !(a > m) }' || fail "$1: test accuracy '$acc' not above $3"
+}
 
 # expect_fail NAME PATTERN CMD...: CMD must exit non-zero with a one-line error
 # on stderr that matches PATTERN (grep -E), and must not crash (exit < 128).

@@ -19,9 +19,7 @@ R=$TMP/run
 expect_ok train "$DPGD" train --config "$CFG" "${SUB[@]}" --set filter.enabled=true \
   --set filter.k=20 --set train.steps=0 --set stopping.queries=3 --set stopping.every=5 \
   --set output.diagnostics=true --set train.eval_every=5 --out "$R"
-acc=$(sed -n 's/.*"test_acc": \([0-9.]*\).*/\1/p' "$R/summary.json")
-checks=$((checks + 1))
-awk -v a="$acc" 'BEGIN { exit !(a > 0.4) }' || fail "train: test accuracy '$acc' not above 0.4"
+expect_acc train "$R/summary.json" 0.4
 
 # 2. plot: the five figures
 expect_ok plot "$DPGD" plot "$R"
@@ -70,7 +68,7 @@ checks=$((checks + 1))
 [ "$(ls "$W"/*/seed*/summary.json 2>/dev/null | wc -l)" = 4 ] || fail "sweep: not 4 finished trials"
 for cell in softmax+train.lr=0.2 softmax+train.lr=0.5; do
   checks=$((checks + 1))
-  want=$(for k in 1 2; do sed -n 's/.*"test_acc": \([0-9.]*\).*/\1/p' "$W/$cell/seed$k/summary.json"; done |
+  want=$(for k in 1 2; do summary_acc "$W/$cell/seed$k/summary.json"; done |
          awk '{ x[NR] = $1 } END { m = (x[1] + x[2]) / 2; d = x[1] - x[2]; if (d < 0) d = -d
                 printf "%.6f %.6f", m, d / sqrt(2) }')
   got=$(awk -F, -v c="$cell" '$1 == c { printf "%.6f %.6f", $5, $6 }' "$W/summary.csv")

@@ -27,9 +27,7 @@ expect_out learn-plan '^  exact +1$'
 for f in config.ini metrics.csv summary.json model.bin points.csv checkpoint.bin; do
   checks=$((checks + 1)); [ -s "$R/$f" ] || fail "learn: $f missing or empty"
 done
-acc=$(sed -n 's/.*"test_acc": \([0-9.]*\).*/\1/p' "$R/summary.json")
-checks=$((checks + 1))
-awk -v a="$acc" 'BEGIN { exit !(a > 0.6) }' || fail "learn: test accuracy '$acc' not above 0.6"
+expect_acc learn "$R/summary.json" 0.6
 echo "learn: test accuracy $acc (chance 0.1)"
 checks=$((checks + 1))
 grep -q '"algorithm": "filtered".*' "$R/summary.json" && grep -q '"rng": "research"' "$R/summary.json" \
@@ -107,16 +105,13 @@ expect_fail bad-arg 'unknown argument' "$DPGD" train --config "$CFG" --bogus
 
 # 4. Fashion-MNIST (Debian's dataset-fashion-mnist; .ci/run installs it): the shipped
 # config trains on a subset far above chance.
-FASHION=${DPGD_FASHION_DIR:-/usr/share/datasets/fashion-mnist}
 if [ -d "$FASHION" ]; then
   expect_ok fashion "$DPGD" train --config "$(dirname "$CFG")/fashion-softmax.ini" \
     --set data.dir="$FASHION" --set data.n_train=3000 --set data.n_test=2000 \
     --set output.progress=false --out "$TMP/fashion"
-  acc=$(sed -n 's/.*"test_acc": \([0-9.]*\).*/\1/p' "$TMP/fashion/summary.json")
-  checks=$((checks + 1))
-  awk -v a="$acc" 'BEGIN { exit !(a > 0.5) }' || fail "fashion: test accuracy '$acc' not above 0.5"
+  expect_acc fashion "$TMP/fashion/summary.json" 0.5
   echo "fashion: test accuracy $acc (chance 0.1)"
 else
-  echo "note: $FASHION not present (apt-get install dataset-fashion-mnist), not tested"
+  fashion_absent
 fi
 finish
