@@ -116,15 +116,6 @@ static int lock_dir(dpgd_run *r)
   return DPGD_FAIL(DPGD_EIO, "cannot lock %s: %s", p, strerror(e));
 }
 
-static uLong crc_bytes(uLong crc, const uint8_t *b, size_t len)
-{
-  for (size_t k; len; b += k, len -= k) {
-    k = len < (1u << 30) ? len : (1u << 30);
-    crc = crc32(crc, b, (uInt)k);
-  }
-  return crc;
-}
-
 /* Fingerprint of the data a run trains and tests on (CRC-32 of the training pixels and
  * labels, high half; of the test set, low half), kept in the checkpoint so that a resume
  * that finds other data of the same size (data.dir is not part of the config hash) is
@@ -134,8 +125,8 @@ static uint64_t data_fingerprint(const dpgd_dataset *train, const dpgd_dataset *
   const dpgd_dataset *ds[2] = {train, test};
   uint64_t fp = 0;
   for (int k = 0; k < 2; k++) {
-    uLong c = crc_bytes(crc32(0L, Z_NULL, 0), ds[k]->pixels, ds[k]->n * ds[k]->d);
-    c = crc_bytes(c, ds[k]->labels, ds[k]->n);
+    uLong c = crc32_z(crc32(0L, Z_NULL, 0), ds[k]->pixels, ds[k]->n * ds[k]->d);
+    c = crc32_z(c, ds[k]->labels, ds[k]->n);
     fp = fp << 32 | (uint32_t)c;
   }
   return fp;

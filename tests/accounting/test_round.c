@@ -47,27 +47,27 @@ static void test_random_values(void **state)
   }
 }
 
+/* v rounded to d digits in direction dir, printed with "%.<d>g", is the string want. */
+static void assert_shows(double v, int d, int dir, const char *want)
+{
+  char s[32];
+  snprintf(s, sizeof s, "%.*g", d, dpgd_round_digits(v, d, dir));
+  assert_string_equal(s, want);
+}
+
 static void test_known_values(void **state)
 {
   (void)state;
-  char s[32];
   /* the paper's eps = 1.0 setting: 0.74513823... shows as 0.7452, not 0.7451 */
-  snprintf(s, sizeof s, "%.4g", dpgd_round_digits(0.7451382356, 4, 1));
-  assert_string_equal(s, "0.7452");
-  snprintf(s, sizeof s, "%.4g", dpgd_round_digits(0.7451382356, 4, -1));
-  assert_string_equal(s, "0.7451");
+  assert_shows(0.7451382356, 4, 1, "0.7452");
+  assert_shows(0.7451382356, 4, -1, "0.7451");
   /* a value that is already a short decimal stays as it is, also when its binary
    * value is slightly above the decimal */
-  snprintf(s, sizeof s, "%.6g", dpgd_round_digits(0.2033, 6, 1));
-  assert_string_equal(s, "0.2033");
-  snprintf(s, sizeof s, "%.6g", dpgd_round_digits(0.3007, 6, -1));
-  assert_string_equal(s, "0.3007");
-  snprintf(s, sizeof s, "%.6g", dpgd_round_digits(0.5, 6, 1));
-  assert_string_equal(s, "0.5");
-  snprintf(s, sizeof s, "%.3g", dpgd_round_digits(22883.17861, 3, -1));
-  assert_string_equal(s, "2.28e+04");
-  snprintf(s, sizeof s, "%.2g", dpgd_round_digits(9.96, 2, 1));
-  assert_string_equal(s, "10");
+  assert_shows(0.2033, 6, 1, "0.2033");
+  assert_shows(0.3007, 6, -1, "0.3007");
+  assert_shows(0.5, 6, 1, "0.5");
+  assert_shows(22883.17861, 3, -1, "2.28e+04");
+  assert_shows(9.96, 2, 1, "10");
   /* unchanged: zero, negatives, NaN, infinity, nonsense digit counts */
   assert_true(dpgd_round_digits(0, 4, 1) == 0);
   assert_true(dpgd_round_digits(-1.5, 4, 1) == -1.5);
