@@ -5,7 +5,8 @@
  * the noise stream); private stopping is accounted (eps equals the Gaussian curve at the
  * composed mu, and exceeds the run without queries); releases equal noise draws;
  * same seed -> same model, other seed -> other model; corrupt and mismatched
- * checkpoints are refused; a resumed run ends bit-identical to an uninterrupted one. */
+ * checkpoints are refused; a resumed run ends bit-identical to an uninterrupted one; the
+ * non-private diagnostics change no released value. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -373,6 +374,70 @@ static void test_resume_bit_identical(void **state)
   assert_non_null(strstr(dpgd_error_last(), "finished"));
 }
 
+/* The non-private diagnostics only observe: a filtered run with private stopping gives
+ * the same model.bin and points.csv with diagnostics on as with them off, and each
+ * metrics row is the same row plus the three diag_* columns; the last diag_active is the
+ * ledger's active count. If a diagnostic ever reached training or the choice of the
+ * returned iterate, the run's guarantee would not hold. */
+static size_t diag_run(const char *name, int diagnostics)
+{
+  dpgd_config c;
+  base_config(&c, name);
+  c.filter_enabled = 1;
+  c.filter_k = 5;
+  c.train_steps = 0;
+  c.stopping_queries = 3;
+  c.stopping_every = 2;
+  c.output_checkpoint_every = 4;
+  c.output_diagnostics = diagnostics;
+  dpgd_run *r = open_run(&c);
+  finish_run(r);
+  size_t active = dpgd_ledger_active(dpgd_run_ledger(r));
+  dpgd_run_free(r);
+  return active;
+}
+
+static void test_diagnostics_only_observe(void **state)
+{
+  (void)state;
+  diag_run("nodiag", 0);
+  size_t active = diag_run("diag", 1);
+  assert_true(active > 0 && active < N_TRAIN); /* k = 5 steps of B: some points ran out */
+  assert_same_file("nodiag", "diag", "model.bin");
+  assert_same_file("nodiag", "diag", "points.csv");
+
+  static const char diag_cols[] = ",diag_train_loss,diag_train_acc,diag_active";
+  size_t la, lb, rows = 0, last_active = 0;
+  char *a = (char *)slurp("nodiag", "metrics.csv", &la);
+  char *b = (char *)slurp("diag", "metrics.csv", &lb);
+  char *pa = a, *pb = b;
+  while (pa < a + la) {
+    char *ea = memchr(pa, '\n', (size_t)(a + la - pa));
+    char *eb = memchr(pb, '\n', (size_t)(b + lb - pb));
+    assert_non_null(ea);
+    assert_non_null(eb);
+    size_t na = (size_t)(ea - pa), nb = (size_t)(eb - pb);
+    /* the same text, then the diagnostic columns */
+    assert_true(nb > na && pb[na] == ',');
+    assert_memory_equal(pa, pb, na);
+    if (rows == 0) {
+      assert_true(nb - na == strlen(diag_cols) && !memcmp(pb + na, diag_cols, nb - na));
+    } else {
+      char *last = eb;
+      while (last[-1] != ',') last--;
+      last_active = strtoul(last, NULL, 10);
+    }
+    rows++;
+    pa = ea + 1;
+    pb = eb + 1;
+  }
+  assert_true(pb == b + lb);
+  assert_true(rows > 5);
+  assert_int_equal(last_active, active);
+  free(a);
+  free(b);
+}
+
 static void flip_byte(const char *path, long off)
 {
   FILE *f = fopen(path, "r+b");
@@ -684,6 +749,7 @@ int main(void)
     cmocka_unit_test(test_releases_equal_draws),
     cmocka_unit_test(test_reproducible),
     cmocka_unit_test(test_resume_bit_identical),
+    cmocka_unit_test(test_diagnostics_only_observe),
     cmocka_unit_test(test_checkpoint_refused),
     cmocka_unit_test(test_bad_plans),
     cmocka_unit_test(test_configs),
