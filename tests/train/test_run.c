@@ -333,20 +333,27 @@ static void test_reproducible(void **state)
   dpgd_run_free(d);
 }
 
+/* Filtered (B = 5 C^2) with 3 private stopping queries every 2 steps after step 5. */
+static void stopping_config(dpgd_config *c, const char *run, size_t checkpoint_every,
+                            int diagnostics)
+{
+  base_config(c, run);
+  c->filter_enabled = 1;
+  c->filter_k = 5;
+  c->train_steps = 0;
+  c->stopping_queries = 3;
+  c->stopping_every = 2;
+  c->output_checkpoint_every = checkpoint_every;
+  c->output_diagnostics = diagnostics;
+}
+
 /* Interrupted after step 7 (checkpoint at 6), resumed: same model.bin, points.csv and
  * metrics.csv as the uninterrupted run. */
 static void test_resume_bit_identical(void **state)
 {
   (void)state;
   dpgd_config c;
-  base_config(&c, "full");
-  c.filter_enabled = 1;
-  c.filter_k = 5;
-  c.train_steps = 0;
-  c.stopping_queries = 3;
-  c.stopping_every = 2;
-  c.output_checkpoint_every = 3;
-  c.output_diagnostics = 1;
+  stopping_config(&c, "full", 3, 1);
   dpgd_run *r = open_run(&c);
   finish_run(r);
   dpgd_run_free(r);
@@ -382,14 +389,7 @@ static void test_resume_bit_identical(void **state)
 static size_t diag_run(const char *name, int diagnostics)
 {
   dpgd_config c;
-  base_config(&c, name);
-  c.filter_enabled = 1;
-  c.filter_k = 5;
-  c.train_steps = 0;
-  c.stopping_queries = 3;
-  c.stopping_every = 2;
-  c.output_checkpoint_every = 4;
-  c.output_diagnostics = diagnostics;
+  stopping_config(&c, name, 4, diagnostics);
   dpgd_run *r = open_run(&c);
   finish_run(r);
   size_t active = dpgd_ledger_active(dpgd_run_ledger(r));
