@@ -63,7 +63,8 @@ int dpgd_run_summary_read(dpgd_run_summary *s, const char *path);
 
 typedef struct dpgd_run {
   char dir[1024];
-  char label[128];         /* for legends: the directory's last component */
+  char label[128];         /* for legends: the directory's last component, or the
+                              * last two for a sweep trial (<cell>/seed<k>) */
   dpgd_run_summary summary;
   dpgd_csv *metrics;       /* metrics.csv, checked against RUN_FORMAT.md */
   dpgd_csv *points;        /* points.csv or NULL when the run has none (sensitive) */

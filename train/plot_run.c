@@ -529,6 +529,14 @@ int dpgd_run_read(dpgd_run *r, const char *dir)
   r->dir[dl] = '\0';
   const char *base = strrchr(r->dir, '/');
   const char *lab = base && base[1] ? base + 1 : r->dir;
+  /* A sweep trial (DIR/<cell>/seed<k>, see dpgd sweep) is labelled <cell>/seed<k>: the
+   * trials of different cells all end in seed1, seed2, ... */
+  if (base && base > r->dir && strncmp(lab, "seed", 4) == 0 && lab[4] &&
+      strspn(lab + 4, "0123456789") == strlen(lab + 4)) {
+    const char *cell = base;
+    while (cell > r->dir && cell[-1] != '/') cell--;
+    if (cell < base) lab = cell;
+  }
   snprintf(r->label, sizeof r->label, "%.*s", (int)(sizeof r->label - 1), lab);
   char path[1200];
   int st = join(path, sizeof path, r->dir, "summary.json");

@@ -224,6 +224,21 @@ static void test_run_read(void **state)
   assert_non_null(r.points);
   assert_int_equal(r.points->n_rows, 1);
   dpgd_run_clear(&r);
+  /* a sweep trial, DIR/<cell>/seed<k>, is labelled <cell>/seed<k>; other names keep the
+   * last component */
+  static const char *const trial[][2] = {{"good/seed12", "good/seed12"},
+                                         {"good/seed", "seed"},
+                                         {"good/seed1x", "seed1x"},
+                                         {"good/seeds", "seeds"}};
+  for (size_t i = 0; i < sizeof trial / sizeof trial[0]; i++) {
+    const char *t = mkrun(trial[i][0]);
+    write_file(t, "summary.json", good_summary);
+    write_file(t, "metrics.csv", good_metrics);
+    assert_int_equal(dpgd_run_read(&r, t), DPGD_OK);
+    assert_string_equal(r.label, trial[i][1]);
+    dpgd_run_clear(&r);
+  }
+  dpgd_run_clear(&r);
 }
 
 static void expect_run_error(const char *metrics, const char *needle)
