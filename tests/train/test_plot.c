@@ -238,7 +238,6 @@ static void test_run_read(void **state)
     assert_string_equal(r.label, trial[i][1]);
     dpgd_run_clear(&r);
   }
-  dpgd_run_clear(&r);
 }
 
 static void expect_run_error(const char *metrics, const char *needle)
