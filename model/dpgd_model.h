@@ -39,9 +39,12 @@ const float *dpgd_model_params_const(const dpgd_model *m); /* (P) */
 void dpgd_model_init(dpgd_model *m, uint64_t seed);
 
 /* Evaluation on examples [first, first + count): predicted class per example (pred may
- * be NULL), number correct and summed cross-entropy loss (either may be NULL). */
+ * be NULL), number correct and summed cross-entropy loss (either may be NULL). OpenMP
+ * threads over chunks of examples (threads = 0: OpenMP's default) with single-threaded
+ * OpenBLAS inside, as in the private step; the loss is reduced in chunk order, so the
+ * results do not depend on the thread count. */
 int dpgd_model_evaluate(const dpgd_model *m, const dpgd_dataset *ds, size_t first,
-                        size_t count, uint8_t *pred /* (count) or NULL */,
+                        size_t count, int threads, uint8_t *pred /* (count) or NULL */,
                         size_t *n_correct, double *loss_sum);
 
 /* Workspace of the per-example engine: chunk buffers per thread, sized at alloc so

@@ -5,6 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cblas.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 #include "model_internal.h"
 
 /* Evaluation works in chunks of this many examples (a buffer of chunk * d floats). */
@@ -119,39 +124,90 @@ int model_check_dataset(const dpgd_model *m, const dpgd_dataset *ds)
   return DPGD_OK;
 }
 
+/* Examples [lo, hi) in one chunk buffer: predictions into pred[lo - first ...], the
+ * number correct and the summed loss of the chunk. */
+static void evaluate_chunk(const dpgd_model *m, const dpgd_dataset *ds, size_t first,
+                           size_t lo, size_t hi, float *x, float *z, float *scratch,
+                           uint8_t *pred, size_t *n_correct, double *loss_sum)
+{
+  size_t K = (size_t)m->n_classes, B = hi - lo, correct = 0;
+  double loss = 0.0;
+  dpgd_data_unpack(x, ds, lo, B);
+  m->type->logits(m, scratch, z, x, B);
+  for (size_t i = 0; i < B; i++) {
+    const float *zi = z + i * K;
+    size_t best = 0;
+    for (size_t k = 1; k < K; k++)
+      if (zi[k] > zi[best]) best = k;
+    double zmax = zi[best];
+    double se = 0.0;
+    for (size_t k = 0; k < K; k++) se += exp((double)zi[k] - zmax);
+    uint8_t y = ds->labels[lo + i];
+    loss += log(se) + zmax - (double)zi[y];
+    if (pred) pred[lo - first + i] = (uint8_t)best;
+    correct += best == y;
+  }
+  *n_correct = correct;
+  *loss_sum = loss;
+}
+
 int dpgd_model_evaluate(const dpgd_model *m, const dpgd_dataset *ds, size_t first,
-                        size_t count, uint8_t *pred, size_t *n_correct, double *loss_sum)
+                        size_t count, int threads, uint8_t *pred, size_t *n_correct,
+                        double *loss_sum)
 {
   int st = model_check_dataset(m, ds);
   if (st) return st;
   if (first > ds->n || count > ds->n - first)
     return DPGD_FAIL(DPGD_EINVAL, "examples %zu..%zu are outside the dataset of %zu", first,
                      first + count, ds->n);
-  size_t K = (size_t)m->n_classes, chunk = EVAL_CHUNK;
-  size_t sf = m->type->scratch_floats(m, chunk);
-  float *buf = malloc((chunk * m->d + chunk * K + sf) * sizeof(float));
-  if (!buf) return DPGD_FAIL(DPGD_ENOMEM, "out of memory for evaluation buffers");
-  float *x = buf, *z = buf + chunk * m->d, *scratch = z + chunk * K;
-  size_t correct = 0;
-  double loss = 0.0;
-  for (size_t c = 0; c < count; c += chunk) {
-    size_t B = count - c < chunk ? count - c : chunk;
-    dpgd_data_unpack(x, ds, first + c, B);
-    m->type->logits(m, scratch, z, x, B);
-    for (size_t i = 0; i < B; i++) {
-      const float *zi = z + i * K;
-      size_t best = 0;
-      for (size_t k = 1; k < K; k++)
-        if (zi[k] > zi[best]) best = k;
-      double zmax = zi[best];
-      double se = 0.0;
-      for (size_t k = 0; k < K; k++) se += exp((double)zi[k] - zmax);
-      uint8_t y = ds->labels[first + c + i];
-      loss += log(se) + zmax - (double)zi[y];
-      if (pred) pred[c + i] = (uint8_t)best;
-      correct += best == y;
+  if (threads < 0) return DPGD_FAIL(DPGD_EINVAL, "thread count %d is negative", threads);
+  const size_t K = (size_t)m->n_classes, chunk = EVAL_CHUNK;
+  const size_t n_chunks = (count + chunk - 1) / chunk;
+#ifdef _OPENMP
+  if (threads == 0) threads = omp_get_max_threads();
+#else
+  threads = 1;
+#endif
+  if ((size_t)threads > n_chunks) threads = n_chunks ? (int)n_chunks : 1;
+  const size_t per = chunk * m->d + chunk * K + m->type->scratch_floats(m, chunk);
+  /* Per chunk: number correct and loss, reduced in chunk order afterwards, so the
+   * result does not depend on the thread count. */
+  size_t *c_correct = malloc((n_chunks ? n_chunks : 1) * sizeof *c_correct);
+  double *c_loss = malloc((n_chunks ? n_chunks : 1) * sizeof *c_loss);
+  float *buf = malloc(per * (size_t)threads * sizeof(float));
+  if (!c_correct || !c_loss || !buf) {
+    free(c_correct);
+    free(c_loss);
+    free(buf);
+    return DPGD_FAIL(DPGD_ENOMEM, "out of memory for evaluation buffers");
+  }
+  int saved = openblas_get_num_threads();
+  openblas_set_num_threads(1);
+#ifdef _OPENMP
+#pragma omp parallel num_threads(threads)
+#endif
+  {
+    int t = 0, nt = 1;
+#ifdef _OPENMP
+    t = omp_get_thread_num();
+    nt = omp_get_num_threads();
+#endif
+    float *x = buf + per * (size_t)t, *z = x + chunk * m->d, *scratch = z + chunk * K;
+    size_t c0 = n_chunks * (size_t)t / (size_t)nt, c1 = n_chunks * (size_t)(t + 1) / (size_t)nt;
+    for (size_t c = c0; c < c1; c++) {
+      size_t lo = first + c * chunk, hi = lo + chunk < first + count ? lo + chunk : first + count;
+      evaluate_chunk(m, ds, first, lo, hi, x, z, scratch, pred, &c_correct[c], &c_loss[c]);
     }
   }
+  openblas_set_num_threads(saved);
+  size_t correct = 0;
+  double loss = 0.0;
+  for (size_t c = 0; c < n_chunks; c++) {
+    correct += c_correct[c];
+    loss += c_loss[c];
+  }
+  free(c_correct);
+  free(c_loss);
   free(buf);
   if (n_correct) *n_correct = correct;
   if (loss_sum) *loss_sum = loss;

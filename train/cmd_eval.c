@@ -170,7 +170,7 @@ int dpgd_cmd_eval(int argc, char **argv)
   if (!rc && !(pred = malloc(ds->n))) rc = dpgd_cli_error("out of memory");
   size_t correct = 0;
   double loss = 0;
-  if (!rc && (st = dpgd_model_evaluate(m, ds, 0, ds->n, pred, &correct, &loss)))
+  if (!rc && (st = dpgd_model_evaluate(m, ds, 0, ds->n, 0, pred, &correct, &loss)))
     rc = dpgd_cli_status_error(st, model_path);
   if (!rc && pred_path) rc = write_predictions(pred_path, ds, index, pred);
   if (!rc) {
@@ -201,7 +201,7 @@ static int class_probabilities(double *p /* (K) */, uint8_t *cls, const dpgd_mod
   for (int k = 0; k < K && !st; k++) {
     double loss;
     ds->labels[i] = (uint8_t)k;
-    st = dpgd_model_evaluate(m, ds, i, 1, cls, NULL, &loss);
+    st = dpgd_model_evaluate(m, ds, i, 1, 1, cls, NULL, &loss);
     p[k] = exp(-loss);
   }
   ds->labels[i] = saved;

@@ -567,7 +567,7 @@ static void row_num(dpgd_run *r, size_t *len, double v, int up)
 static int test_accuracy(dpgd_run *r, double *acc)
 {
   size_t correct = 0;
-  int rc = dpgd_model_evaluate(r->model, r->test, 0, r->test->n, NULL, &correct, NULL);
+  int rc = dpgd_model_evaluate(r->model, r->test, 0, r->test->n, r->cfg.model_threads, NULL, &correct, NULL);
   if (!rc) *acc = (double)correct / (double)r->test->n;
   return rc;
 }
@@ -615,7 +615,7 @@ int dpgd_run_step(dpgd_run *r)
   if (dpgd_plan_query_due(p, t)) {
     size_t correct = 0;
     double noise;
-    rc = dpgd_model_evaluate(r->model, r->train, 0, n, NULL, &correct, NULL);
+    rc = dpgd_model_evaluate(r->model, r->train, 0, n, r->cfg.model_threads, NULL, &correct, NULL);
     if (!rc) rc = dpgd_rng_gaussian(r->rng_query, p->tau, &noise);
     if (!rc) rc = dpgd_plan_add_query(r->acct, p);
     if (rc) return rc;
@@ -651,7 +651,7 @@ int dpgd_run_step(dpgd_run *r)
   if (r->cfg.output_diagnostics) {
     size_t correct = 0;
     double loss = 0;
-    rc = dpgd_model_evaluate(r->model, r->train, 0, n, NULL, &correct, &loss);
+    rc = dpgd_model_evaluate(r->model, r->train, 0, n, r->cfg.model_threads, NULL, &correct, &loss);
     if (rc) return rc;
     row_put(r, &len, ",%.10g,%.10g,%zu", loss / (double)n, (double)correct / (double)n,
             dpgd_ledger_active(r->ledger));

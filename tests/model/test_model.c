@@ -446,7 +446,7 @@ static void test_evaluate(void **state)
   uint8_t *pred = malloc(f->n);
   size_t correct;
   double loss;
-  assert_int_equal(dpgd_model_evaluate(f->m, f->ds, 0, f->n, pred, &correct, &loss), 0);
+  assert_int_equal(dpgd_model_evaluate(f->m, f->ds, 0, f->n, 0, pred, &correct, &loss), 0);
   double lref = 0.0;
   size_t cref = 0;
   for (size_t i = 0; i < f->n; i++) {
@@ -468,10 +468,65 @@ static void test_evaluate(void **state)
   }
   assert_int_equal(correct, cref);
   assert_true(fabs(loss - lref) <= 1e-5 * lref);
-  assert_int_equal(dpgd_model_evaluate(f->m, f->ds, 10, f->n, NULL, NULL, NULL), DPGD_EINVAL);
+  assert_int_equal(dpgd_model_evaluate(f->m, f->ds, 10, f->n, 0, NULL, NULL, NULL), DPGD_EINVAL);
   free(pred);
   free(th);
   fixture_free(f);
+}
+
+/* Evaluation of a range that starts inside a chunk and spans several, with 1, 2 and 3
+ * threads (and the OpenMP default): the same predictions, count and loss bit for bit
+ * (the loss is reduced in chunk order), and the same as example-by-example evaluation
+ * up to the summation order. Both model types; the CNN's logits use sgemm. */
+static void check_evaluate_threads(const dpgd_model_type *t, size_t side, int K, size_t n)
+{
+  fixture *f = fixture_make(t, DPGD_ACT_RELU, side, side, K, n, 0, 1);
+  const size_t first = 37, count = n - 50;
+  uint8_t *pred1 = malloc(count), *pred = malloc(count), one;
+  assert_non_null(pred1);
+  assert_non_null(pred);
+  size_t c1, c;
+  double l1, l;
+  assert_int_equal(dpgd_model_evaluate(f->m, f->ds, first, count, 1, pred1, &c1, &l1), 0);
+  static const int threads[] = {2, 3, 0};
+  for (size_t k = 0; k < sizeof threads / sizeof threads[0]; k++) {
+    memset(pred, 0xff, count);
+    assert_int_equal(dpgd_model_evaluate(f->m, f->ds, first, count, threads[k], pred, &c, &l), 0);
+    assert_memory_equal(pred, pred1, count);
+    assert_int_equal(c, c1);
+    if (memcmp(&l, &l1, sizeof l) != 0)
+      fail_msg("%d threads: loss %.17g, 1 thread %.17g", threads[k], l, l1);
+  }
+  /* One example at a time, logits from sgemm calls of another shape: float rounding may
+   * differ, so a near tie may flip (at most one here); an offset error would flip many. */
+  double lsum = 0.0;
+  size_t csum = 0, flips = 0;
+  for (size_t i = 0; i < count; i++) {
+    double li;
+    size_t ci;
+    assert_int_equal(dpgd_model_evaluate(f->m, f->ds, first + i, 1, 1, &one, &ci, &li), 0);
+    assert_int_equal(ci, one == f->ds->labels[first + i]);
+    flips += one != pred1[i];
+    lsum += li;
+    csum += ci;
+  }
+  assert_true(flips <= 1);
+  assert_true(csum + flips >= c1 && csum <= c1 + flips);
+  assert_true(fabs(l1 - lsum) <= 1e-5 * lsum);
+  assert_int_equal(dpgd_model_evaluate(f->m, f->ds, 0, 0, 2, NULL, &c, &l), 0);
+  assert_int_equal(c, 0);
+  assert_true(l == 0.0);
+  assert_int_equal(dpgd_model_evaluate(f->m, f->ds, 0, n, -1, NULL, &c, &l), DPGD_EINVAL);
+  free(pred1);
+  free(pred);
+  fixture_free(f);
+}
+
+static void test_evaluate_threads(void **state)
+{
+  (void)state;
+  check_evaluate_threads(dpgd_model_softmax, 6, 3, 1100);
+  check_evaluate_threads(dpgd_model_cnn, 28, 10, 700);
 }
 
 /* ---- model files --------------------------------------------------------------- */
@@ -715,6 +770,7 @@ int main(void)
       cmocka_unit_test(test_cnn_relu),
       cmocka_unit_test(test_init),
       cmocka_unit_test(test_evaluate),
+      cmocka_unit_test(test_evaluate_threads),
       cmocka_unit_test(test_files),
       cmocka_unit_test(test_bad_args),
       cmocka_unit_test(test_flops),
