@@ -476,8 +476,8 @@ static void test_evaluate(void **state)
 
 /* Evaluation of a range that starts inside a chunk and spans several, with 1, 2 and 3
  * threads (and the OpenMP default): the same predictions, count and loss bit for bit
- * (the loss is reduced in chunk order), and the same as example-by-example evaluation
- * up to the summation order. Both model types; the CNN's logits use sgemm. */
+ * (the loss is reduced in chunk order), and agreeing with example-by-example evaluation
+ * up to float rounding (below). Both model types; the CNN's logits use sgemm. */
 static void check_evaluate_threads(const dpgd_model_type *t, size_t side, int K, size_t n)
 {
   fixture *f = fixture_make(t, DPGD_ACT_RELU, side, side, K, n, 0, 1);
