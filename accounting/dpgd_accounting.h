@@ -66,6 +66,46 @@ int dpgd_gdp_mu(double eps, double delta, double *mu);
 /* Trade-off curve beta(alpha) = Phi(Phi^{-1}(1 - alpha) - mu). */
 double dpgd_gdp_tradeoff(double mu, double alpha);
 
+/* ---- Per-point odometer of an individual filter (MATH.md section 1) ----
+ * Levels m = 1..levels of level_mu2 (= Delta, GDP mu^2 units) each; a point whose total
+ * mu^2 is at most m Delta (and above (m - 1) Delta) is at level m and is reported as
+ * sqrt(m Delta)-GDP at delta_m, where the levels share delta: delta_top for the top
+ * level (the whole budget), delta_low for each level below it. The split makes the
+ * report valid although the level a point reaches depends on the data. A point may be
+ * reported with a higher level's statement when that one's eps is smaller (near the top
+ * level, whose share of delta is the largest): the report never decreases with the
+ * spend, and a point near the whole budget is reported at about the run's eps. */
+#define DPGD_ODOMETER_MAX_LEVELS 64
+/* Share of delta spread over the levels below the top one. */
+#define DPGD_ODOMETER_LOW_SHARE 0.1
+
+typedef struct {
+  double level_mu2; /* Delta: mu^2 per level (top level: levels x Delta >= mu_max^2) */
+  size_t levels;    /* L */
+  double delta;     /* the run's delta */
+  double delta_top; /* delta_L */
+  double delta_low; /* delta_m for m < L; delta_top + (L - 1) delta_low <= delta */
+  /* For a point at level m: the level of the statement reported (>= m) and its eps. */
+  size_t statement[DPGD_ODOMETER_MAX_LEVELS + 1];
+  double eps[DPGD_ODOMETER_MAX_LEVELS + 1];
+} dpgd_odometer;
+
+/* Levels for a run whose points spend at most mu_max^2 (the planned run's total) with
+ * one-step increments of at most max_step_mu2: L = min(64, floor(mu_max^2 /
+ * max_step_mu2)) (at least 1), Delta = mu_max^2 / L rounded up; a point that spent
+ * everything is at level L, reported at delta_top = 0.9 delta. */
+int dpgd_odometer_init(dpgd_odometer *o, double mu_max, double max_step_mu2, double delta);
+/* delta_m (0 outside 1..levels). */
+double dpgd_odometer_delta(const dpgd_odometer *o, size_t m);
+/* The level of a total spend mu2: the smallest m with mu2 <= m Delta (1 for mu2 = 0);
+ * DPGD_ERANGE above the top level or for a non-finite or negative mu2. */
+int dpgd_odometer_level(const dpgd_odometer *o, double mu2, size_t *level);
+/* The point's report for a total spend mu2: the level of the statement used (the
+ * realised level, or a higher one whose eps is smaller), mu = sqrt(level Delta) (rounded
+ * up) and eps = eps_GDP(mu, delta_level) (rounded up). */
+int dpgd_odometer_report(const dpgd_odometer *o, double mu2, size_t *level, double *mu,
+                         double *eps);
+
 /* ---- The accountant ---- */
 typedef struct dpgd_accountant dpgd_accountant;
 

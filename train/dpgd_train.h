@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dpgd_accounting.h"
 #include "dpgd_config.h"
 #include "dpgd_error.h"
 
@@ -27,44 +28,52 @@
  * holds for k steps whenever k additions of C^2 are exact in double (C^2 with a short
  * binary significand, e.g. C = 10, 15, 2.375; true of every paper setting).
  *
- * The odometer (MATH.md "Per-point privacy report"): filters of Delta = C^2 in spend
- * units (1/sigma^2 in mu^2 units, the largest one-step increment); a new filter opens
- * whenever the current one would overflow; after m filters the point's loss is at most
- * sqrt(m Delta)/(sigma C) = sqrt(m)/sigma GDP. */
+ * Floating point (MATH.md "Neighbours, and sensitivity in floating point"): the engine
+ * keeps each contributed vector within its cap, but the rounding of the sum moves the
+ * released value by up to `slack` more when one point changes (model/SENSITIVITY.md).
+ * The allowance a(i) (C, or Algorithm 7's cap) is therefore split: the engine clips to
+ * a(i) - slack, and the ledger charges (||v_i|| + slack)^2 <= a(i)^2. slack = 0 until
+ * dpgd_ledger_set_slack says otherwise.
+ *
+ * Each point's total s(i) / (sigma C)^2 in GDP mu^2 units (dpgd_ledger_point_mu2) is
+ * what the per-point odometer reports (dpgd_odometer_report in the accountant). */
 typedef struct dpgd_ledger {
   size_t n;
   int filtered;          /* 1 = Algorithm 7 */
   double clip;           /* C */
   double clip2;          /* C*C as used in every comparison */
   double budget;         /* B_norm (Algorithm 7); INFINITY for Algorithm 6 */
+  double slack;          /* absolute summation allowance in norm units (>= 0, < C) */
   double *spend;         /* (n) s(i) */
-  double *odo_fill;      /* (n) spend in the point's current odometer filter */
-  uint64_t *odo_filters; /* (n) odometer filters opened so far (m) */
 } dpgd_ledger;
 
 /* budget is ignored (INFINITY) when filtered is 0. NULL on bad sizes or no memory. */
 dpgd_ledger *dpgd_ledger_alloc(size_t n, int filtered, double clip, double budget);
 void dpgd_ledger_free(dpgd_ledger *l);
 
-/* The clip cap of every point for the next step. */
+/* Sets the summation slack (see above); DPGD_EINVAL unless 0 <= slack < C. */
+int dpgd_ledger_set_slack(dpgd_ledger *l, double slack);
+
+/* The engine's clip cap of every point for the next step: a(i) - slack, or 0 when a(i)
+ * does not exceed the slack. */
 void dpgd_ledger_caps(const dpgd_ledger *l, double *caps /* (n) out */);
 
-/* Charges one step: s(i) += min(sqnorm_post[i], caps[i]^2) (the post-clip norm cannot
- * exceed the cap; the min removes float rounding of the model's norm) and advances the
- * odometer. A negative or non-finite sqnorm_post is a model defect: DPGD_ERANGE, and
- * the ledger is left unchanged. */
+/* Charges one step: s(i) += min(a(i)^2, (sqrt(sqnorm_post[i]) + slack)^2 rounded up)
+ * (nothing for a point with cap 0 or a zero contribution); sqnorm_post[i] is the
+ * engine's upper bound on ||v_i||^2. A negative or non-finite sqnorm_post is a model
+ * defect: DPGD_ERANGE, and the ledger is left unchanged. */
 int dpgd_ledger_spend(dpgd_ledger *l, const double *caps /* (n) */,
                       const double *sqnorm_post /* (n) */);
 
 /* Number of points with s(i) < B (all n for Algorithm 6). Diagnostic, not private. */
 size_t dpgd_ledger_active(const dpgd_ledger *l);
 
-/* DPGD_OK when 0 <= s(i) <= B for every i (exactly) and the odometer is consistent;
- * DPGD_ERANGE naming the first violating point otherwise. */
+/* DPGD_OK when 0 <= s(i) <= B for every i (exactly); DPGD_ERANGE naming the first
+ * violating point otherwise. */
 int dpgd_ledger_check(const dpgd_ledger *l);
 
-/* The odometer's GDP bound of point i: sqrt(m)/sigma. */
-double dpgd_ledger_point_mu(const dpgd_ledger *l, size_t i, double sigma);
+/* Point i's training spend in GDP mu^2 units, s(i) / (sigma C)^2, rounded up. */
+double dpgd_ledger_point_mu2(const dpgd_ledger *l, size_t i, double sigma);
 
 /* ===== Noise: random streams ========================================================
  * Research mode: GSL's MT19937, one generator per stream, each seeded from the master
@@ -76,6 +85,13 @@ enum { DPGD_STREAM_INIT = 0, DPGD_STREAM_STEP = 1, DPGD_STREAM_QUERY = 2, DPGD_N
 
 /* Summands of one secure Gaussian draw (Holohan & Braghin 2021; see noise.c). */
 #define DPGD_SECURE_GAUSS_TERMS 4
+
+/* The sentence summary.json's "caveat" carries for a research-mode run (and dpgd train
+ * prints as a warning). */
+#define DPGD_RESEARCH_CAVEAT                                                              \
+  "research rng: the noise is reproducible from config.ini and train.seed, so the "     \
+  "printed eps holds only while the seed stays secret; train with train.rng = secure "  \
+  "for a model you release"
 
 typedef struct dpgd_rng dpgd_rng;
 
@@ -146,6 +162,7 @@ typedef struct dpgd_plan {
   /* eps of the whole planned run by method; NAN where the method is not available */
   double eps[5];
   int eps_status[5];        /* dpgd status per method (DPGD_ENOTIMPL: not built yet) */
+  dpgd_odometer odometer;   /* levels of the per-point report (points.csv) */
 } dpgd_plan;
 
 /* Resolves c into a plan (calibration through the accountant, derived steps, the query

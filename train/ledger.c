@@ -1,7 +1,7 @@
 /* ledger.c -- the per-point privacy ledger of Algorithm 7 (MATH.md section 1): clip caps
- * from the remaining budget, the spend update, the invariant s(i) <= B_norm, and the
- * per-point odometer of MATH.md "Per-point privacy report". No OpenMP here (STYLE.md 11)
- * and no fast-math: the comparisons below are exact. */
+ * from the remaining budget, the spend update, the invariant s(i) <= B_norm, and each
+ * point's total for the odometer of MATH.md "Per-point privacy report". No OpenMP here
+ * (STYLE.md 11) and no fast-math: the comparisons below are exact. */
 #include <assert.h>
 #include <math.h>
 #include <stdlib.h>
@@ -19,10 +19,9 @@ dpgd_ledger *dpgd_ledger_alloc(size_t n, int filtered, double clip, double budge
   l->clip = clip;
   l->clip2 = clip * clip;
   l->budget = filtered ? budget : INFINITY;
+  l->slack = 0;
   l->spend = calloc(n, sizeof *l->spend);
-  l->odo_fill = calloc(n, sizeof *l->odo_fill);
-  l->odo_filters = calloc(n, sizeof *l->odo_filters);
-  if (!l->spend || !l->odo_fill || !l->odo_filters) {
+  if (!l->spend) {
     dpgd_ledger_free(l);
     return NULL;
   }
@@ -33,8 +32,6 @@ void dpgd_ledger_free(dpgd_ledger *l)
 {
   if (!l) return;
   free(l->spend);
-  free(l->odo_fill);
-  free(l->odo_filters);
   free(l);
 }
 
@@ -53,14 +50,44 @@ static double filtered_cap(double s, double clip, double clip2, double budget)
   return cap;
 }
 
+/* The sensitivity the accountant allows point i this step: C, or Algorithm 7's cap. */
+static double allowance(const dpgd_ledger *l, size_t i)
+{
+  return l->filtered ? filtered_cap(l->spend[i], l->clip, l->clip2, l->budget) : l->clip;
+}
+
+int dpgd_ledger_set_slack(dpgd_ledger *l, double slack)
+{
+  if (!(slack >= 0) || !(slack < l->clip))
+    return DPGD_FAIL(DPGD_EINVAL, "summation slack %g must lie in [0, C = %g)", slack,
+                     l->clip);
+  l->slack = slack;
+  return DPGD_OK;
+}
+
 void dpgd_ledger_caps(const dpgd_ledger *l, double *caps)
 {
-  if (!l->filtered) {
-    for (size_t i = 0; i < l->n; i++) caps[i] = l->clip;
-    return;
+  for (size_t i = 0; i < l->n; i++) {
+    double a = allowance(l, i);
+    /* A point whose allowance does not exceed the slack is left out (cap 0): it then
+     * enters no arithmetic at all and moves the sum by exactly nothing. */
+    caps[i] = a > l->slack ? a - l->slack : 0.0;
   }
-  for (size_t i = 0; i < l->n; i++)
-    caps[i] = filtered_cap(l->spend[i], l->clip, l->clip2, l->budget);
+}
+
+/* The charge of one step: the sensitivity bound ||v_i|| + slack squared, rounded up
+ * (2^-50 covers the rounding of the sqrt, sum and square), never above the allowance
+ * squared (the engine keeps ||v_i|| <= cap = allowance - slack). */
+static double charge(const dpgd_ledger *l, size_t i, double cap, double post)
+{
+  if (cap == 0 || post == 0) return 0;
+  double a = allowance(l, i), a2 = a == l->clip ? l->clip2 : a * a;
+  double x = post;
+  if (l->slack > 0) {
+    x = sqrt(post) + l->slack;
+    x = x * x * (1 + 0x1p-50);
+  }
+  return x < a2 ? x : a2;
 }
 
 int dpgd_ledger_spend(dpgd_ledger *l, const double *caps, const double *sqnorm_post)
@@ -74,18 +101,10 @@ int dpgd_ledger_spend(dpgd_ledger *l, const double *caps, const double *sqnorm_p
                        i, x);
   }
   for (size_t i = 0; i < l->n; i++) {
-    double cap2 = caps[i] * caps[i];
-    double x = sqnorm_post[i] < cap2 ? sqnorm_post[i] : cap2;
+    double x = charge(l, i, caps[i], sqnorm_post[i]);
     if (x == 0) continue;
     l->spend[i] += x;
     assert(l->spend[i] <= l->budget);
-    /* Odometer: filters of Delta = C^2 (spend units). */
-    if (l->odo_filters[i] == 0 || l->odo_fill[i] + x > l->clip2) {
-      l->odo_filters[i]++;
-      l->odo_fill[i] = x;
-    } else {
-      l->odo_fill[i] += x;
-    }
   }
   return DPGD_OK;
 }
@@ -104,14 +123,12 @@ int dpgd_ledger_check(const dpgd_ledger *l)
     if (!(s >= 0) || !(s <= l->budget))
       return DPGD_FAIL(DPGD_ERANGE, "ledger invariant broken: s(%zu) = %.17g, B_norm = %.17g",
                        i, s, l->budget);
-    if (!(l->odo_fill[i] >= 0 && l->odo_fill[i] <= l->clip2) ||
-        (l->odo_filters[i] == 0 && s != 0) || (l->odo_filters[i] > 0 && s == 0))
-      return DPGD_FAIL(DPGD_ERANGE, "odometer of point %zu inconsistent with its spend", i);
   }
   return DPGD_OK;
 }
 
-double dpgd_ledger_point_mu(const dpgd_ledger *l, size_t i, double sigma)
+double dpgd_ledger_point_mu2(const dpgd_ledger *l, size_t i, double sigma)
 {
-  return sqrt((double)l->odo_filters[i]) / sigma;
+  double sc = sigma * l->clip;
+  return l->spend[i] / (sc * sc) * (1 + 0x1p-50);
 }

@@ -212,6 +212,11 @@ int dpgd_plan_make(dpgd_plan *p, const dpgd_config *c, size_t n)
                    "privacy.sigma, privacy.clip and stopping.tau_frac)", p->mu_total);
     goto done;
   }
+  /* The per-point report's levels, fixed before any data is seen. Padded by 2^-40 so
+   * that a point's total, rounded up, never lands above the top level. */
+  double step_mu2 = 1.0 / (p->sigma * p->sigma);
+  if (p->queries && 1.0 / (p->tau * p->tau) > step_mu2) step_mu2 = 1.0 / (p->tau * p->tau);
+  rc = dpgd_odometer_init(&p->odometer, p->mu_total * (1 + 0x1p-40), step_mu2, p->delta);
 
 done:
   dpgd_acct_free(extra);

@@ -378,6 +378,14 @@ static int eps_member(jp *j, const char *key, void *user)
   return DPGD_OK;
 }
 
+/* "nonprivate": {...}: data-dependent figures outside the guarantee (the run's time). */
+static int nonprivate_member(jp *j, const char *key, void *user)
+{
+  dpgd_run_summary *s = user;
+  if (!strcmp(key, "wall_s")) return jnumber(j, &s->wall_s);
+  return jskip(j, 1);
+}
+
 static int summary_member(jp *j, const char *key, void *user)
 {
   dpgd_run_summary *s = user;
@@ -404,6 +412,7 @@ static int summary_member(jp *j, const char *key, void *user)
   if (!strcmp(key, "model")) return jstring(j, s->model, sizeof s->model);
   if (!strcmp(key, "rng")) return jstring(j, s->rng, sizeof s->rng);
   if (!strcmp(key, "eps")) return jobject(j, eps_member, s);
+  if (!strcmp(key, "nonprivate")) return jobject(j, nonprivate_member, s);
   return jskip(j, 1);
 }
 

@@ -335,8 +335,6 @@ static int write_checkpoint(dpgd_run *r)
     {"params", dpgd_model_params_const(r->model), r->P * sizeof(float)},
     {"best", r->best, r->P * sizeof(float)},
     {"spend", r->ledger->spend, n * sizeof(double)},
-    {"odofill", r->ledger->odo_fill, n * sizeof(double)},
-    {"odofilt", r->ledger->odo_filters, n * sizeof(uint64_t)},
     {"rngstep", sst, rs},
     {"rngquery", sq, rq},
     {"acct", acct_buf, acct_len},
@@ -471,10 +469,6 @@ int dpgd_run_resume(dpgd_run **out, const char *run_dir)
   if (!rc) memcpy(r->best, d, r->P * sizeof(float));
   if (!rc) rc = dpgd_ckpt_get(ck, "spend", n * sizeof(double), &d, NULL);
   if (!rc) memcpy(r->ledger->spend, d, n * sizeof(double));
-  if (!rc) rc = dpgd_ckpt_get(ck, "odofill", n * sizeof(double), &d, NULL);
-  if (!rc) memcpy(r->ledger->odo_fill, d, n * sizeof(double));
-  if (!rc) rc = dpgd_ckpt_get(ck, "odofilt", n * sizeof(uint64_t), &d, NULL);
-  if (!rc) memcpy(r->ledger->odo_filters, d, n * sizeof(uint64_t));
   if (!rc) rc = dpgd_ledger_check(r->ledger);
   if (!rc) rc = dpgd_ckpt_get(ck, "rngstep", 0, &d, &len);
   if (!rc) rc = dpgd_rng_state_set(r->rng_step, d, len);
@@ -693,6 +687,9 @@ int dpgd_run_step(dpgd_run *r)
 
 /* ---- the end of a run ---- */
 
+/* points.csv: each point's spend and its odometer report (train/RUN_FORMAT.md): the
+ * level its total (training spend plus the stopping queries, which touch every point)
+ * reached, that level's share of delta, and the guarantee valid at the realised level. */
 static int write_points(dpgd_run *r)
 {
   char p[PATHLEN];
@@ -701,31 +698,31 @@ static int write_points(dpgd_run *r)
   if (!f) return DPGD_FAIL(DPGD_EIO, "cannot write %s: %s", p, strerror(errno));
   const dpgd_plan *pl = &r->plan;
   const dpgd_ledger *l = r->ledger;
-  /* Every point's bound is also bounded by the whole run's (min of two valid GDP
-   * guarantees); the stopping queries touch every point and compose in. */
-  double mu_run = dpgd_plan_mu_train(pl, (size_t)r->m.step);
-  double q = (double)r->m.queries_done / (pl->tau * pl->tau);
+  double q = (double)r->m.queries_done / (pl->tau * pl->tau) * (1 + 0x1p-50);
   /* spend_frac: of B_norm, or of the steps * C^2 a plain run charges at most. */
   double budget = pl->filtered ? l->budget : (double)pl->steps * pl->clip * pl->clip;
   fprintf(f, "# SENSITIVE: per-point privacy spend of the training data. Each row may be "
              "disclosed only to the owner of that point; never publish or ship this file.\n"
-             "index,label,spend,spend_frac,active,mu_i,eps_i\n");
-  for (size_t i = 0; i < l->n; i++) {
-    double mu = fmin(dpgd_ledger_point_mu(l, i, pl->sigma), mu_run);
-    mu = sqrt(mu * mu + q);
-    double eps = 0;
-    if (mu > 0 && dpgd_gdp_epsilon(mu, pl->delta, &eps)) eps = NAN;
+             "index,label,spend,spend_frac,active,level,delta_level,mu_i,eps_i\n");
+  int rc = DPGD_OK;
+  for (size_t i = 0; i < l->n && !rc; i++) {
+    size_t level = 0;
+    double mu = 0, eps = 0;
+    double mu2 = (dpgd_ledger_point_mu2(l, i, pl->sigma) + q) * (1 + 0x1p-50);
+    rc = dpgd_odometer_report(&pl->odometer, mu2, &level, &mu, &eps);
+    if (rc) break;
     fprintf(f, "%zu,%u,%.17g,", i, (unsigned)r->train->labels[i], l->spend[i]);
     put_num(f, l->spend[i] / budget);
-    fprintf(f, ",%d,", l->spend[i] < l->budget);
+    fprintf(f, ",%d,%zu,", l->spend[i] < l->budget, level);
+    put_up(f, dpgd_odometer_delta(&pl->odometer, level));
+    fputc(',', f);
     put_up(f, mu);
     fputc(',', f);
     put_up(f, eps);
     fputc('\n', f);
   }
-  dpgd_error_clear();
-  if (fclose(f)) return DPGD_FAIL(DPGD_EIO, "cannot write %s", p);
-  return DPGD_OK;
+  if (fclose(f) && !rc) rc = DPGD_FAIL(DPGD_EIO, "cannot write %s", p);
+  return rc;
 }
 
 static void json_num(FILE *f, double v)
@@ -764,10 +761,18 @@ static int write_summary(dpgd_run *r, double test_acc)
     fprintf(f, "%s\"%s\": ", k ? ", " : "", dpgd_acct_method_name((dpgd_acct_method)k));
     json_num(f, dpgd_round_digits(r->eps_now[k], 10, 1));
   }
-  fprintf(f, "},\n \"test_acc\": ");
+  fprintf(f, "},\n \"odometer\": {\"level_mu2\": %.17g, \"levels\": %zu, \"delta_split\": [",
+          p->odometer.level_mu2, p->odometer.levels);
+  for (size_t m = 1; m <= p->odometer.levels; m++)
+    fprintf(f, "%s%.17g", m > 1 ? ", " : "", dpgd_odometer_delta(&p->odometer, m));
+  fprintf(f, "]},\n \"test_acc\": ");
   json_num(f, test_acc);
-  fprintf(f, ", \"wall_s\": %.3f, \"seed\": %llu, \"rng\": \"%s\"}\n", r->m.wall_s,
-          (unsigned long long)r->cfg.train_seed, dpgd_rng_mode_name(r->cfg.train_rng));
+  fprintf(f, ", \"seed\": %llu, \"rng\": \"%s\",\n", (unsigned long long)r->cfg.train_seed,
+          dpgd_rng_mode_name(r->cfg.train_rng));
+  if (!r->secure) fprintf(f, " \"caveat\": \"%s\",\n", DPGD_RESEARCH_CAVEAT);
+  /* Timing depends on how many points were still active (inactive points are
+   * skipped): data-dependent, so not covered by eps. */
+  fprintf(f, " \"nonprivate\": {\"wall_s\": %.3f}}\n", r->m.wall_s);
   fclose(f);
   char path[PATHLEN];
   path_in(path, r, "summary.json");

@@ -221,7 +221,7 @@ static void write_markdown(FILE *f, const char *dir, const cell_stats *cells, si
   }
   fputs("| cell | algorithm | seeds | test accuracy | delta |", f);
   for (int m = 0; m < DPGD_ACCT_N_METHODS; m++) fprintf(f, " eps %s |", dpgd_acct_method_name((dpgd_acct_method)m));
-  fputs(" wall time per trial |\n| --- | --- | --- | --- | --- |", f);
+  fputs(" wall time per trial (not private) |\n| --- | --- | --- | --- | --- |", f);
   for (int m = 0; m < DPGD_ACCT_N_METHODS; m++) fputs(" --- |", f);
   fputs(" --- |\n", f);
   for (size_t c = 0; c < n; c++) {
@@ -273,7 +273,7 @@ int dpgd_sweep_tables(const char *dir, size_t *n_cells, size_t *n_trials)
   if (!st) {
     fputs("cell,seed,algorithm,test_acc", trials);
     for (int m = 0; m < DPGD_ACCT_N_METHODS; m++) fprintf(trials, ",eps_%s", dpgd_acct_method_name((dpgd_acct_method)m));
-    fputs(",delta,mu,steps,wall_s\n", trials);
+    fputs(",delta,mu,steps,nonprivate_wall_s\n", trials);
   }
   size_t nc = 0;
   for (size_t i = 0; i < n && !st; i++) {
@@ -298,7 +298,7 @@ int dpgd_sweep_tables(const char *dir, size_t *n_cells, size_t *n_trials)
     if (f) {
       fputs("cell,algorithm,n_seeds,n_unfinished,test_acc_mean,test_acc_std", f);
       for (int m = 0; m < DPGD_ACCT_N_METHODS; m++) fprintf(f, ",eps_%s", dpgd_acct_method_name((dpgd_acct_method)m));
-      fputs(",delta,wall_s_mean,wall_s_total\n", f);
+      fputs(",delta,nonprivate_wall_s_mean,nonprivate_wall_s_total\n", f);
       for (size_t c = 0; c < nc; c++) {
         const cell_stats *a = &cells[c];
         fprintf(f, "%s,%s,%zu,%zu,", a->name, a->algorithm, a->n, a->n_unfinished);

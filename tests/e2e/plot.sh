@@ -20,9 +20,9 @@ synth_run() {
       print row
     } }' >"$1/metrics.csv"
   printf '{"dpgd_version": "0.1.0", "model": "softmax", "algorithm": "%s", "steps": 150, "sigma": 17, "clip": 1, "budget": 112, "delta": 1e-5, "mu": 0.72, "eps": {"exact": 0.2, "zcdp": 0.3, "rdp_classic": 0.4, "rdp_balle": 0.35, "rdp_optimal": 0.33}, "test_acc": 0.9, "wall_s": 1.5, "seed": 1, "rng": "research"}\n' "$2" >"$1/summary.json"
-  awk 'BEGIN { print "# SENSITIVE: per-point privacy report"; print "index,label,spend,spend_frac,active,mu_i,eps_i"
+  awk 'BEGIN { print "# SENSITIVE: per-point privacy report"; print "index,label,spend,spend_frac,active,level,delta_level,mu_i,eps_i"
     for (i = 0; i < 600; i++) { u = (i % 7) / 7; if (i % 3 == 0) u = 1
-      printf "%d,%d,%.4f,%.6f,%d,0.1,0.1\n", i, i % 10, u * 112, u, (u < 1) } }' >"$1/points.csv"
+      printf "%d,%d,%.4f,%.6f,%d,1,9e-06,0.1,0.1\n", i, i % 10, u * 112, u, (u < 1) } }' >"$1/points.csv"
 }
 
 # png_width FILE: the width in the IHDR chunk

@@ -172,9 +172,8 @@ static void test_alg6_caps_reproduced(void **state)
   }
 }
 
-/* Odometer: filters of C^2. An always-clipped point opens one per step (sqrt(t)/sigma,
- * the Algorithm 6 guarantee); a point spending C^2/2 per step one per two steps. */
-static void test_odometer(void **state)
+/* The point's total in mu^2 units: s(i)/(sigma C)^2, never below it. */
+static void test_point_mu2(void **state)
 {
   (void)state;
   const double C = 2.385, sigma = 3.7;
@@ -182,16 +181,58 @@ static void test_odometer(void **state)
   dpgd_ledger *l = dpgd_ledger_alloc(3, 0, C, 0);
   for (int t = 1; t <= 9; t++) {
     dpgd_ledger_caps(l, caps);
-    post[0] = 1e9;
+    post[0] = C * C;
     post[1] = 0.5 * C * C;
     post[2] = 0;
     assert_int_equal(dpgd_ledger_spend(l, caps, post), DPGD_OK);
-    assert_int_equal(l->odo_filters[0], t);
-    assert_int_equal(l->odo_filters[1], (t + 1) / 2);
-    assert_true(fabs(dpgd_ledger_point_mu(l, 0, sigma) - sqrt(t) / sigma) < 1e-15);
-    assert_true(dpgd_ledger_point_mu(l, 2, sigma) == 0);
+    long double want0 = (long double)t / ((long double)sigma * sigma);
+    double got0 = dpgd_ledger_point_mu2(l, 0, sigma);
+    assert_true((long double)got0 >= want0 && got0 <= (double)want0 * (1 + 1e-14));
+    assert_true(dpgd_ledger_point_mu2(l, 1, sigma) >= 0.5L * want0);
+    assert_true(dpgd_ledger_point_mu2(l, 2, sigma) == 0);
   }
   assert_int_equal(dpgd_ledger_check(l), DPGD_OK);
+  dpgd_ledger_free(l);
+}
+
+/* Summation slack E: the engine's caps are a(i) - E, the charge (sqrt(post) + E)^2 up to
+ * a(i)^2; a point whose allowance is at most E gets cap 0 and is charged nothing; the
+ * invariant s(i) <= B holds through the last partial step. */
+static void test_slack(void **state)
+{
+  (void)state;
+  const double C = 2.375, E = 1e-3, B = 3.5 * C * C;
+  double caps[3], post[3];
+  dpgd_ledger *l = dpgd_ledger_alloc(3, 1, C, B);
+  assert_int_equal(dpgd_ledger_set_slack(l, -1), DPGD_EINVAL);
+  assert_int_equal(dpgd_ledger_set_slack(l, C), DPGD_EINVAL);
+  assert_int_equal(dpgd_ledger_set_slack(l, E), DPGD_OK);
+  dpgd_ledger_caps(l, caps);
+  for (int i = 0; i < 3; i++) assert_true(caps[i] == C - E);
+  post[0] = caps[0] * caps[0]; /* clipped: charged C^2 exactly */
+  post[1] = 0.25;              /* unclipped: charged (0.5 + E)^2, rounded up */
+  post[2] = 0;                 /* no contribution: nothing */
+  assert_int_equal(dpgd_ledger_spend(l, caps, post), DPGD_OK);
+  assert_true(l->spend[0] == C * C);
+  assert_true(l->spend[1] >= (0.5 + E) * (0.5 + E) && l->spend[1] < 0.2511);
+  assert_true(l->spend[2] == 0);
+  for (int t = 0; t < 6; t++) {
+    dpgd_ledger_caps(l, caps);
+    for (int i = 0; i < 3; i++) post[i] = caps[i] * caps[i];
+    assert_int_equal(dpgd_ledger_spend(l, caps, post), DPGD_OK);
+    assert_int_equal(dpgd_ledger_check(l), DPGD_OK);
+  }
+  /* Point 0 spent 3 C^2 + the remaining 0.5 C^2 (its last cap was sqrt(0.5) C - E). */
+  assert_true(l->spend[0] <= B && l->spend[0] > B * (1 - 1e-12));
+  dpgd_ledger_caps(l, caps);
+  assert_true(caps[0] == 0);
+  /* A point left with an allowance below E: cap 0, no charge, still within B. */
+  l->spend[2] = B - 0.25 * E * E;
+  dpgd_ledger_caps(l, caps);
+  assert_true(caps[2] == 0);
+  post[2] = 0;
+  assert_int_equal(dpgd_ledger_spend(l, caps, post), DPGD_OK);
+  assert_true(l->spend[2] == B - 0.25 * E * E);
   dpgd_ledger_free(l);
 }
 
@@ -201,7 +242,7 @@ int main(void)
     cmocka_unit_test(test_alloc_rejects),     cmocka_unit_test(test_plain_caps),
     cmocka_unit_test(test_boundaries),        cmocka_unit_test(test_nan_post_refused),
     cmocka_unit_test(test_invariant_random),  cmocka_unit_test(test_alg6_caps_reproduced),
-    cmocka_unit_test(test_odometer),
+    cmocka_unit_test(test_point_mu2),      cmocka_unit_test(test_slack),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

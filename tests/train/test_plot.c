@@ -47,7 +47,10 @@ static const char *const good_summary =
   " \"eps\": {\"exact\": 0.2033, \"zcdp\": 0.3007, \"rdp_classic\": 0.41,\n"
   "         \"rdp_balle\": 0.38, \"rdp_optimal\": 0.37},\n"
   " \"future\": {\"nested\": [1, 2.5e-3, \"x\\\"y\", true, null, {}]},\n"
-  " \"test_acc\": 0.9329, \"wall_s\": 123.4, \"seed\": 7, \"rng\": \"research\"}\n";
+  " \"odometer\": {\"level_mu2\": 0.0068, \"levels\": 2, \"delta_split\": [1e-06, 9e-06]},\n"
+  " \"test_acc\": 0.9329, \"seed\": 7, \"rng\": \"research\",\n"
+  " \"caveat\": \"research rng: the noise is reproducible from config.ini\",\n"
+  " \"nonprivate\": {\"wall_s\": 123.4}}\n";
 
 static const char *const good_metrics =
   "step,eps_exact,eps_zcdp,eps_rdp_classic,eps_rdp_balle,eps_rdp_optimal,mu,test_acc,"

@@ -258,28 +258,45 @@ static void test_stopping_accounted(void **state)
   assert_non_null(strstr(sum, "\"queries\": 3"));
   assert_non_null(strstr(sum, "\"rng\": \"research\""));
   free(sum);
-  /* points.csv: spend_frac = spend / B; active iff spend < B; every mu_i at most the
-   * run's mu (and equal to it for a point that spent all of B: its odometer passed the
-   * run's bound); eps_i is the GDP curve at mu_i; the ledger is the run's. */
+  /* points.csv: spend_frac = spend / B; active iff spend < B; the level is the smallest
+   * m with total <= m Delta (total = spend/(sigma C)^2 + queries/tau^2), or the higher
+   * level whose statement is smaller; mu_i = sqrt(level Delta), delta_level its share, eps_i the GDP curve at (mu_i,
+   * delta_level); a point that spent all of B is at the top level, at most 1% above
+   * the run's mu; the ledger is the run's. */
   char *pts = (char *)slurp("stop", "points.csv", &len), *line = strchr(pts, '\n') + 1;
   assert_true(pts[0] == '#');
+  const char hdr[] = "index,label,spend,spend_frac,active,level,delta_level,mu_i,eps_i\n";
+  assert_true(!strncmp(line, hdr, sizeof hdr - 1));
   line = strchr(line, '\n') + 1;
   const dpgd_ledger *l = dpgd_run_ledger(r);
+  const dpgd_plan *pl = dpgd_run_plan(r);
+  const dpgd_odometer *od = &pl->odometer;
+  double sc = pl->sigma * pl->clip;
   size_t rows = 0;
   for (; *line; line = strchr(line, '\n') + 1, rows++) {
-    size_t idx;
+    size_t idx, level;
     unsigned lab;
     int active;
-    double spend, frac, mu_i, eps_i, eps_want;
-    assert_int_equal(sscanf(line, "%zu,%u,%lf,%lf,%d,%lf,%lf", &idx, &lab, &spend, &frac,
-                            &active, &mu_i, &eps_i), 7);
+    double spend, frac, dl, mu_i, eps_i, eps_want;
+    assert_int_equal(sscanf(line, "%zu,%u,%lf,%lf,%d,%zu,%lf,%lf,%lf", &idx, &lab, &spend,
+                            &frac, &active, &level, &dl, &mu_i, &eps_i), 9);
     assert_int_equal(idx, rows);
     assert_true(spend == l->spend[idx]);
     assert_true(fabs(frac - spend / l->budget) <= 1e-9);
     assert_int_equal(active, spend < l->budget);
-    assert_true(mu_i <= mu * (1 + 1e-9));
-    if (!active) assert_true(fabs(mu_i - mu) <= 1e-9 * mu);
-    assert_int_equal(dpgd_gdp_epsilon(mu_i, c.privacy_delta, &eps_want), DPGD_OK);
+    long double total = (long double)spend / ((long double)sc * sc) + 3.0L / ((long double)pl->tau * pl->tau);
+    assert_true(level >= 1 && level <= od->levels);
+    assert_true(total <= (long double)level * od->level_mu2);
+    size_t realised;
+    assert_int_equal(dpgd_odometer_level(od, (double)total * (1 + 1e-13), &realised), DPGD_OK);
+    assert_int_equal(level, od->statement[realised]);
+    assert_true(fabs(mu_i - sqrt(level * od->level_mu2)) <= 1e-9 * mu_i);
+    assert_true(dl >= dpgd_odometer_delta(od, level) && dl <= dpgd_odometer_delta(od, level) * (1 + 1e-9));
+    if (!active) {
+      assert_int_equal(level, od->levels);
+      assert_true(mu_i >= mu * (1 - 1e-9) && mu_i <= mu * 1.01);
+    }
+    assert_int_equal(dpgd_gdp_epsilon(mu_i, dl, &eps_want), DPGD_OK);
     assert_true(fabs(eps_i - eps_want) <= 1e-8 * eps_want);
   }
   assert_int_equal(rows, N_TRAIN);
