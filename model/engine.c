@@ -66,7 +66,7 @@ float clip_scale(double sq, double cap, size_t P, double *pre_out, double *post)
   double q = cap / sqrt(sq) * CLIP_SHRINK;
   float f = (float)q;
   if ((double)f > q) f = nextafterf(f, 0.0f);
-  *post = c2;
+  *post = f > 0.0f ? c2 : 0.0; /* a factor below the least float leaves nothing */
   return f;
 }
 

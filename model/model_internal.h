@@ -87,7 +87,7 @@ struct dpgd_grad_ws {
  *     clipping is needed: f = 0, *post = 0 (a zero contribution is within every cap);
  *   - sq (1 + 2(P + 8) u + 2^-50) <= cap^2: f = 1 (untouched), *post = that raised sq;
  *   - otherwise f = cap/sqrt(sq) (1 - 2^-20) rounded toward zero to float, *post =
- *     cap^2 (in double).
+ *     cap^2 (in double), or 0 when f is 0.
  * *pre_out is sq otherwise. *post <= fl(cap^2) in every case. */
 float clip_scale(double sq, double cap, size_t P, double *pre_out, double *post);
 
