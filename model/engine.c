@@ -128,7 +128,7 @@ double dpgd_model_sum_error_bound(size_t n)
 {
   /* m: the most roundings any term of an output element goes through, B + ceil(n/B)
    * <= n + 1 in a thread's chunks and at most MAX_THREADS in the reduction, plus one
-   * of slack (SENSITIVITY.md 3). */
+   * of slack (SENSITIVITY.md 4). */
   double m = (double)n + MAX_THREADS + 2.0;
   double mu = m * U_DOUBLE;
   if (!(mu < 0.5)) return INFINITY;
