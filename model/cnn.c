@@ -8,8 +8,9 @@
  * batched backward to activations, then per-example weight gradients of the two convs
  * (one small sgemm each per example) into a (B, 9264) buffer. The two linear layers'
  * per-example gradients are rank one: their norms come from ||dy||^2 (||x||^2 + 1) and
- * their clipped sum is one sgemm of scaled output gradients (accumulate_linear), so
- * 16,746 of the 26,010 gradient entries per example are never written. */
+ * their clipped sum is one dgemm of scaled output gradients (accumulate_linear), so
+ * 16,746 of the 26,010 gradient entries per example are never written. Clipped sums
+ * are accumulated in double (SENSITIVITY.md). */
 #include <math.h>
 #include <string.h>
 
@@ -49,7 +50,8 @@ typedef struct cnn_bufs {
   conv_shape s1, s2;
   size_t n1, q1, n2, q2; /* positions: conv1 out (196), pool1 out (169), 25, 16 */
   float *cols1, *a1, *p1, *cols2, *a2, *p2, *f, *a3, *z;
-  float *dz, *zs, *da3, *da2, *hs, *df, *dp2, *dcols2, *dp1, *da1, *G, *scale, *tmp;
+  float *dz, *da3, *da2, *df, *dp2, *dcols2, *dp1, *da1, *G, *scale;
+  double *rsd, *xd; /* accumulate_linear's scratch: (B, max(HID, K)), (B, FLAT) */
   uint8_t *arg1, *arg2;
 } cnn_bufs;
 
@@ -68,6 +70,11 @@ static size_t carve(cnn_bufs *b, float *base, size_t B, size_t K)
     if (base) b->field = base + off;       \
     off += ((count) + 15) / 16 * 16;       \
   } while (0)
+#define TAKE_DOUBLES(field, count)                     \
+  do {                                                \
+    if (base) b->field = (double *)(base + off);      \
+    off += ((count) * 2 + 15) / 16 * 16;              \
+  } while (0)
 #define TAKE_BYTES(field, count)                      \
   do {                                                \
     if (base) b->field = (uint8_t *)(base + off);     \
@@ -85,10 +92,8 @@ static size_t carve(cnn_bufs *b, float *base, size_t B, size_t K)
   TAKE(a3, B * HID);
   TAKE(z, B * K);
   TAKE(dz, B * K);
-  TAKE(zs, B * K);
   TAKE(da3, B * HID);
   TAKE(da2, B * b->n2 * C2);
-  TAKE(hs, B * HID);
   TAKE(df, B * FLAT);
   TAKE(dp2, B * FLAT);
   TAKE(dcols2, B * b->n2 * C1 * K2 * K2);
@@ -96,8 +101,10 @@ static size_t carve(cnn_bufs *b, float *base, size_t B, size_t K)
   TAKE(da1, B * b->n1 * C1);
   TAKE(G, B * PCONV);
   TAKE(scale, B);
-  TAKE(tmp, HID * FLAT > PCONV ? HID * FLAT : PCONV);
+  TAKE_DOUBLES(rsd, B * (K > HID ? K : HID));
+  TAKE_DOUBLES(xd, B * FLAT);
 #undef TAKE
+#undef TAKE_DOUBLES
 #undef TAKE_BYTES
   return off;
 }
@@ -215,11 +222,11 @@ static void cnn_chunk_step(const dpgd_model *m, float *scratch, double *acc, dou
     double sq = sqnorm_d(g, PCONV);
     sq += linear_sqnorm(b.da3 + i * HID, b.f + i * FLAT, HID, FLAT);
     sq += linear_sqnorm(b.dz + i * K, b.a3 + i * HID, K, HID);
-    b.scale[i] = clip_scale(sq, caps[i], &pre[i], &post[i]);
+    b.scale[i] = clip_scale(sq, caps[i], m->n_params, &pre[i], &post[i]);
   }
-  accumulate_rows(acc, b.tmp, b.G, b.scale, B, PCONV);
-  accumulate_linear(acc + OW3, acc + OB3, b.tmp, b.hs, b.da3, b.f, b.scale, B, HID, FLAT);
-  accumulate_linear(acc + OW4, acc + OW4 + K * HID, b.tmp, b.zs, b.dz, b.a3, b.scale, B, K,
+  accumulate_rows(acc, b.G, b.scale, B, PCONV);
+  accumulate_linear(acc + OW3, acc + OB3, b.rsd, b.xd, b.da3, b.f, b.scale, B, HID, FLAT);
+  accumulate_linear(acc + OW4, acc + OW4 + K * HID, b.rsd, b.xd, b.dz, b.a3, b.scale, B, K,
                     HID);
 }
 

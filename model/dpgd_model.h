@@ -59,14 +59,39 @@ void dpgd_grad_ws_free(dpgd_grad_ws *ws);
  *   gbar_i = g_i * min(1, caps[i] / ||g_i||)   (gbar_i = 0 when caps[i] == 0 or
  *                                               ||g_i|| is infinite)
  *   sum = sum_i gbar_i (reduced in a fixed order: independent of thread count up to
- *   the float rounding stated in the tests).
+ *   the double rounding stated in the tests).
  * Examples with caps[i] == 0 may be skipped: their sqnorm_pre is then NAN (not
- * computed) and sqnorm_post 0. Outputs sqnorm_pre / sqnorm_post may be NULL. */
+ * computed) and sqnorm_post 0. Outputs sqnorm_pre / sqnorm_post may be NULL.
+ *
+ * Contract in floating point (proof and assumptions in model/SENSITIVITY.md). Let g_i
+ * be the per-example gradient the model computes (float entries; a linear layer's
+ * entries r_k x_j as exact real products) and v_i the vector example i contributes,
+ * in exact real arithmetic before the summation's rounding. Then v_i = f_i g_i with a
+ * float factor 0 <= f_i <= 1, and:
+ *   (a) ||v_i||_2 <= caps[i] exactly (as real numbers);
+ *   (b) sqnorm_post[i] >= ||v_i||^2 (a true upper bound), sqnorm_post[i] <=
+ *       fl(caps[i]^2), and sqnorm_post[i] = 0 when v_i = 0;
+ *   (c) ||sum - sum_i v_i||_2 <= gamma * sum_i ||v_i||_2 with gamma =
+ *       dpgd_model_sum_error_bound(ds->n).
+ * v_i = 0 (sqnorm_post 0) when g_i is not finite, when ||g_i|| is zero or below FLT_MIN,
+ * or when caps[i]^2 is below DBL_MIN and g_i needs clipping. g_i is left unclipped
+ * (f_i = 1) only when ||g_i||^2, raised by a bound on its rounding error, is within
+ * caps[i]^2; otherwise f_i = caps[i]/||g_i|| (1 - 2^-20) rounded toward zero. So when
+ * one example is added or removed (and no other g_j changes) the sum moves by at most
+ * caps[i] + 2 gamma sum_j caps[j]. */
 int dpgd_model_clipped_grad_sum(dpgd_model *m, dpgd_grad_ws *ws, const dpgd_dataset *ds,
                                 const double *caps /* (n) */,
                                 double *sum /* (P) out */,
                                 double *sqnorm_pre /* (n) out or NULL */,
                                 double *sqnorm_post /* (n) out or NULL */);
+
+/* The relative factor gamma of contract (c) above for a dataset of n examples, whatever
+ * the chunk size and thread count: gamma_m = m u / (1 - m u) (rounded up), u = 2^-53,
+ * m = n + 1026 (the most roundings one term of an output element goes through: n + 1
+ * within a thread's chunks, at most 1024 threads in the reduction, one of slack).
+ * +inf when m u >= 1/2. For MNIST (n = 60000): about 6.8e-12. A ledger that needs the
+ * sum's sensitivity to stay within C charges 2 gamma n C on top of C. */
+double dpgd_model_sum_error_bound(size_t n);
 
 /* Floating-point operations per example of dpgd_model_clipped_grad_sum, counted
  * analytically: 2 m n k for every matrix product the step performs (forward,

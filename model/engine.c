@@ -3,6 +3,7 @@
  * faster than threaded BLAS for these small matrices; see cmd_bench.c), each thread
  * with its own workspace and double running sum, sums reduced in thread order. Also
  * the clipping rule and the row accumulation the model types share. */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <stdint.h>
@@ -19,11 +20,18 @@
 #define MAX_THREADS 1024
 #define ALIGN 64
 
-/* 2^-20: the shrink of a clipped gradient's factor. Scaling a float vector by s in
- * float changes its norm by a relative 2^-24 at most, far below this margin. */
-#define CLIP_SHRINK (1.0 - 0x1p-20)
+/* The clipping rule and the clipped sums are a true sensitivity bound in floating
+ * point; model/SENSITIVITY.md has the proof that the constants below serve. */
 
-float clip_scale(double sq, double cap, double *pre_out, double *post)
+/* 2^-20: the shrink of a clipped gradient's factor. It absorbs the rounding of the
+ * squared norm (relative (P + 8) u, at most 2^-21 for P < 2^32) and of the factor's own
+ * three operations, so that factor * ||g|| < cap (1 - 2^-22) in real numbers. */
+#define CLIP_SHRINK (1.0 - 0x1p-20)
+#define U_DOUBLE 0x1p-53
+/* 2^-252 = FLT_MIN^2: below it the norm is not a normal float. */
+#define SQ_MIN 0x1p-252
+
+float clip_scale(double sq, double cap, size_t P, double *pre_out, double *post)
 {
   if (!isfinite(sq)) {
     *pre_out = INFINITY;
@@ -31,48 +39,101 @@ float clip_scale(double sq, double cap, double *pre_out, double *post)
     return 0.0f;
   }
   *pre_out = sq;
-  if (sq <= cap * cap) {
-    *post = sq;
+  /* e = k u bounds the relative rounding error of sq, k = P + 8 roundings a term of it
+   * goes through (SENSITIVITY.md 2). A zero or sub-FLT_MIN norm, or a model too large
+   * for CLIP_SHRINK, contributes nothing: v = 0 is within every cap. */
+  const double e = (double)(P + 8) * U_DOUBLE;
+  if (!(sq >= SQ_MIN) || !(e <= 0x1p-21)) {
+    *post = 0.0;
+    return 0.0f;
+  }
+  /* Unclipped only when sq, raised past its rounding error, is within cap^2; *post is
+   * that raised value, an upper bound on ||g||^2 that the test keeps <= fl(cap^2). */
+  const double c2 = cap * cap;
+  const double up = sq * (1.0 + (2.0 * e + 0x1p-50));
+  if (up <= c2) {
+    *post = up;
     return 1.0f;
   }
-  /* sq > cap^2 >= 0 here, so sqrt(sq) > 0. */
-  double s = cap / sqrt(sq) * CLIP_SHRINK;
-  *post = cap * cap;
-  return (float)s;
-}
-
-void accumulate_rows(double *acc, float *tmp, float *G, const float *scale, size_t B,
-                     size_t P)
-{
-  size_t used = 0;
-  for (size_t i = 0; i < B; i++) {
-    if (scale[i] == 0.0f)
-      memset(G + i * P, 0, P * sizeof(float)); /* 0 * NaN would be NaN */
-    else
-      used++;
+  /* cap^2 is not a normal double (cap < 2^-511): its rounding error is not relative,
+   * and no usable gradient is that small; the point contributes nothing. */
+  if (!(c2 >= DBL_MIN)) {
+    *post = 0.0;
+    return 0.0f;
   }
-  if (used == 0) return;
-  cblas_sgemv(CblasRowMajor, CblasTrans, (int)B, (int)P, 1.0f, G, (int)P, scale, 1, 0.0f,
-              tmp, 1);
-  for (size_t p = 0; p < P; p++) acc[p] += tmp[p];
+  /* Clipped: sqrt(sq) >= FLT_MIN and cap >= 2^-511 keep every operation below normal,
+   * and q < 1. Rounded toward zero to float, so that f <= q < cap/||g||. */
+  double q = cap / sqrt(sq) * CLIP_SHRINK;
+  float f = (float)q;
+  if ((double)f > q) f = nextafterf(f, 0.0f);
+  *post = f > 0.0f ? c2 : 0.0; /* a factor below the least float leaves nothing */
+  return f;
 }
 
-void accumulate_linear(double *accW, double *accb, float *tmp, float *rs, const float *r,
-                       float *x, const float *scale, size_t B, size_t K, size_t d)
+void accumulate_rows(double *acc, const float *G, const float *scale, size_t B, size_t P)
+{
+  for (size_t i = 0; i < B; i++) {
+    if (scale[i] == 0.0f) continue; /* 0 * NaN would be NaN */
+    /* float * float is exact in double: the only rounding is the addition. */
+    const double f = scale[i];
+    const float *g = G + i * P;
+    for (size_t p = 0; p < P; p++) acc[p] += f * (double)g[p];
+  }
+}
+
+/* Rows with scale 0 become zero rows of rs and xd (their r or x may be NaN); the
+ * others get rs = f r (exact in double) and xd = x. */
+static void linear_rows(double *rs, double *xd, const float *r, const float *x,
+                        const float *scale, size_t B, size_t K, size_t d)
 {
   for (size_t i = 0; i < B; i++) {
     if (scale[i] == 0.0f) {
-      memset(rs + i * K, 0, K * sizeof(float));
-      memset(x + i * d, 0, d * sizeof(float));
+      memset(rs + i * K, 0, K * sizeof(double));
+      memset(xd + i * d, 0, d * sizeof(double));
       continue;
     }
-    for (size_t k = 0; k < K; k++) rs[i * K + k] = scale[i] * r[i * K + k];
+    const double f = scale[i];
+    for (size_t k = 0; k < K; k++) rs[i * K + k] = f * (double)r[i * K + k];
+    for (size_t j = 0; j < d; j++) xd[i * d + j] = x[i * d + j];
   }
-  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)K, (int)d, (int)B, 1.0f, rs,
-              (int)K, x, (int)d, 0.0f, tmp, (int)d);
-  for (size_t p = 0; p < K * d; p++) accW[p] += tmp[p];
+}
+
+void accumulate_linear(double *accW, double *accb, double *rs, double *xd, const float *r,
+                       const float *x, const float *scale, size_t B, size_t K, size_t d)
+{
+  size_t used = 0;
+  for (size_t i = 0; i < B; i++) used += scale[i] != 0.0f;
+  if (used == 0) return;
+  linear_rows(rs, xd, r, x, scale, B, K, d);
+  cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)K, (int)d, (int)B, 1.0, rs,
+              (int)K, xd, (int)d, 1.0, accW, (int)d);
   for (size_t i = 0; i < B; i++)
     for (size_t k = 0; k < K; k++) accb[k] += rs[i * K + k];
+}
+
+void accumulate_linear_ref(double *accW, double *accb, const float *r, const float *x,
+                           const float *scale, size_t B, size_t K, size_t d)
+{
+  for (size_t i = 0; i < B; i++) {
+    if (scale[i] == 0.0f) continue;
+    for (size_t k = 0; k < K; k++) {
+      double rk = (double)scale[i] * (double)r[i * K + k];
+      for (size_t j = 0; j < d; j++) accW[k * d + j] += rk * (double)x[i * d + j];
+      accb[k] += rk;
+    }
+  }
+}
+
+double dpgd_model_sum_error_bound(size_t n)
+{
+  /* m: the most roundings any term of an output element goes through, B + ceil(n/B)
+   * <= n + 1 in a thread's chunks and at most MAX_THREADS in the reduction, plus one
+   * of slack (SENSITIVITY.md 4). */
+  double m = (double)n + MAX_THREADS + 2.0;
+  double mu = m * U_DOUBLE;
+  if (!(mu < 0.5)) return INFINITY;
+  /* gamma_m = m u / (1 - m u), rounded up: (1 + 4u) covers the two roundings. */
+  return mu / (1.0 - mu) * (1.0 + 4.0 * U_DOUBLE);
 }
 
 double sqnorm_d(const float *v, size_t n)

@@ -76,29 +76,42 @@ struct dpgd_grad_ws {
   void *slab;           /* everything the per_thread pointers point into */
 };
 
-/* The clipping rule (MATH.md section 1): given an example's squared gradient norm sq
- * and its cap, the factor its gradient is multiplied by, and the squared norm the
- * ledger is charged (*post). Non-finite sq (a NaN/Inf gradient) gives 0 and *pre_out
- * = +inf. A gradient within its cap gets exactly 1 (untouched). A clipped one gets
- * cap/||g|| shrunk by 2^-20, so that float rounding of the scaled gradient cannot
- * push its norm above the cap; *post is then cap^2 (an upper bound, private direction). */
-float clip_scale(double sq, double cap, double *pre_out, double *post);
+/* The clipping rule (MATH.md section 1; proof in SENSITIVITY.md): given an example's
+ * squared gradient norm sq, computed in double from float entries by sqnorm_d /
+ * linear_sqnorm (each term of it through at most P + 8 roundings, P the model's
+ * parameter count), and its cap, the float factor f its gradient g is multiplied by and
+ * the squared norm the ledger is charged (*post). In real arithmetic f ||g|| <= cap and
+ * *post >= (f ||g||)^2, whatever the rounding of sq:
+ *   - sq not finite (a NaN/Inf gradient): f = 0, *pre_out = +inf, *post = 0;
+ *   - sqrt(sq) not a normal float (zero or below FLT_MIN), or cap^2 below DBL_MIN when
+ *     clipping is needed: f = 0, *post = 0 (a zero contribution is within every cap);
+ *   - sq (1 + 2(P + 8) u + 2^-50) <= cap^2: f = 1 (untouched), *post = that raised sq;
+ *   - otherwise f = cap/sqrt(sq) (1 - 2^-20) rounded toward zero to float, *post =
+ *     cap^2 (in double), or 0 when f is 0.
+ * *pre_out is sq otherwise. *post <= fl(cap^2) in every case. */
+float clip_scale(double sq, double cap, size_t P, double *pre_out, double *post);
 
 /* acc += sum_i scale[i] * G[i, :] over rows with scale[i] != 0 (rows with scale 0 are
- * skipped, so a NaN row contributes nothing), through one float sgemv into tmp and a
- * double accumulation. */
-void accumulate_rows(double *acc /* (P) */, float *tmp /* (P) */,
-                     float *G /* (B, P), rows with scale 0 zeroed */, const float *scale /* (B) */, size_t B,
-                     size_t P);
+ * skipped, so a NaN row contributes nothing), in double: scale[i] * G[i, p] is exact in
+ * double, and each element is added to acc row after row. */
+void accumulate_rows(double *acc /* (P) */, const float *G /* (B, P) */,
+                     const float *scale /* (B) */, size_t B, size_t P);
 
 /* The clipped sum of a linear layer's per-example gradients r_i x_i^T (weights) and r_i
- * (bias), without forming one outer product: accW (K, d) += (S R)^T X in ONE sgemm,
- * accb (K) += column sums of S R, where S = diag(scale). Rows with scale 0 are zeroed
- * in rs and x first (0 * NaN would be NaN). tmp holds K * d floats. */
+ * (bias), without forming one outer product: accW (K, d) += (S R)^T X in ONE dgemm,
+ * accb (K) += column sums of S R, where S = diag(scale), all in double. rs and xd are
+ * scratch for S R and X in double (S R is exact there); rows with scale 0 are zero in
+ * both (their r or x may be NaN). */
 void accumulate_linear(double *accW /* (K, d) */, double *accb /* (K) */,
-                       float *tmp /* (K * d) */, float *rs /* (B, K) out */,
-                       const float *r /* (B, K) */, float *x /* (B, d) */,
+                       double *rs /* (B, K) scratch */, double *xd /* (B, d) scratch */,
+                       const float *r /* (B, K) */, const float *x /* (B, d) */,
                        const float *scale /* (B) */, size_t B, size_t K, size_t d);
+
+/* accumulate_linear by plain loops in double, example after example (the reference the
+ * tests compare the dgemm against). */
+void accumulate_linear_ref(double *accW /* (K, d) */, double *accb /* (K) */,
+                           const float *r /* (B, K) */, const float *x /* (B, d) */,
+                           const float *scale /* (B) */, size_t B, size_t K, size_t d);
 
 /* ||v||^2 accumulated in double, in eight interleaved partial sums (a fixed order,
  * so results do not depend on anything but v; eight independent additions in flight

@@ -1,7 +1,7 @@
 /* softmax.c -- softmax regression (d -> K, weights (K, d) then bias (K), PyTorch's
  * nn.Linear layout). Its per-example gradient is rank one, (p - y) x^T and (p - y) for
  * the bias, so ||g||^2 = (||x||^2 + 1) ||p - y||^2 (DESIGN.md "Performance model"):
- * norms cost O(d + K), and the clipped sum is ONE sgemm per chunk, X^T times the
+ * norms cost O(d + K), and the clipped sum is ONE dgemm per chunk, X^T times the
  * residuals scaled by each example's clip factor -- no per-example outer product. */
 #include <math.h>
 #include <string.h>
@@ -19,18 +19,21 @@ static size_t softmax_layout(tensor_spec *t, size_t rows, size_t cols, int n_cla
   return 2;
 }
 
-/* Logits 2Kd, clipped sum 2Kd (one sgemm), norms 2(d + K). */
+/* Logits 2Kd, clipped sum 2Kd (one dgemm), norms 2(d + K). */
 static double softmax_flops(const dpgd_model *m)
 {
   double d = (double)m->d, K = m->n_classes;
   return 4.0 * K * d + 2.0 * (d + K);
 }
 
-/* Scratch: residuals (B, K), their scaled copy (B, K), factors (B), gradient (K*d). */
+/* Scratch, in this order: residuals (B, K) and factors (B) in float, then in double
+ * the scaled residuals (B, K) and the inputs (B, d); each part starts on 16 floats. */
+static size_t up16(size_t floats) { return (floats + 15) / 16 * 16; }
+
 static size_t softmax_scratch(const dpgd_model *m, size_t chunk)
 {
   size_t K = (size_t)m->n_classes;
-  return 2 * chunk * K + chunk + m->n_params;
+  return up16(chunk * K) + up16(chunk) + up16(2 * chunk * K) + 2 * chunk * m->d;
 }
 
 static void softmax_logits(const dpgd_model *m, float *scratch, float *out, const float *x,
@@ -49,12 +52,14 @@ static void softmax_chunk_step(const dpgd_model *m, float *scratch, double *acc,
                                const double *caps, size_t B)
 {
   const size_t d = m->d, K = (size_t)m->n_classes;
-  float *r = scratch, *rs = r + B * K, *scale = rs + B * K, *g = scale + B;
+  float *r = scratch, *scale = r + up16(B * K);
+  double *rs = (double *)(scale + up16(B)), *xd = rs + up16(2 * B * K) / 2;
   softmax_logits(m, NULL, r, x, B);
   softmax_residual(r, y, B, (int)K);
   for (size_t i = 0; i < B; i++)
-    scale[i] = clip_scale(linear_sqnorm(r + i * K, x + i * d, K, d), caps[i], &pre[i], &post[i]);
-  accumulate_linear(acc, acc + K * d, g, rs, r, x, scale, B, K, d);
+    scale[i] = clip_scale(linear_sqnorm(r + i * K, x + i * d, K, d), caps[i], m->n_params,
+                          &pre[i], &post[i]);
+  accumulate_linear(acc, acc + K * d, rs, xd, r, x, scale, B, K, d);
 }
 
 static const dpgd_model_type softmax_type = {

@@ -11,8 +11,8 @@
  * noise as the sum of several independent samples of the correspondingly scaled
  * distribution, so that inverting a released value to the uniforms behind it (the
  * attack) needs a search exponential in the number of summands. We sum
- * DPGD_SECURE_GAUSS_TERMS standard normals (Box-Muller on 53-bit uniforms from
- * getrandom) and scale by std / sqrt(terms): exactly N(0, std^2) in real arithmetic.
+ * DPGD_SECURE_GAUSS_TERMS standard normals (Box-Muller on 52-bit uniforms from
+ * getrandom, strictly inside (0, 1)) and scale by std / sqrt(terms): exactly N(0, std^2) in real arithmetic.
  * This is a mitigation, not a proof that the floating-point output is exactly DP. */
 #include <errno.h>
 #include <math.h>
@@ -24,6 +24,7 @@
 #include <gsl/gsl_rng.h>
 
 #include "dpgd_train.h"
+#include "noise_internal.h"
 
 #define SECURE_BUF_WORDS 512 /* 4 KiB of getrandom output per refill */
 
@@ -118,24 +119,39 @@ int dpgd_rng_u64(dpgd_rng *r, uint64_t *out)
   return DPGD_OK;
 }
 
-/* Uniform in (0, 1) with 53 random bits: (k + 1/2) 2^-53. */
+/* Only exactly representable values of (k + 1/2) 2^-b keep the uniform inside (0, 1):
+ * with b = 53, k + 1/2 for k >= 2^52 is not a double and rounds, to 2^53 (u = 1.0) for
+ * k = 2^53 - 1. With b = 52 it is exact: u in [2^-53, 1 - 2^-53], never 0 or 1. */
+double noise_bits_to_uniform(uint64_t w)
+{
+  return ((double)(w >> 12) + 0.5) * 0x1.0p-52;
+}
+
+/* The radius is at most sqrt(-2 log 2^-53) = 8.5717 for u1 >= 2^-53 (NOISE_BM_RADIUS_MAX)
+ * and positive for u1 <= 1 - 2^-53; so a secure draw of DPGD_SECURE_GAUSS_TERMS terms is
+ * within 8.5717 sqrt(terms) std of zero: a bounded tail, never inf or NaN. */
+double noise_box_muller(double u1, double u2)
+{
+  return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
+}
+
 static int secure_uniform(dpgd_rng *r, double *u)
 {
   uint64_t w;
   int rc = dpgd_rng_u64(r, &w);
   if (rc) return rc;
-  *u = ((double)(w >> 11) + 0.5) * 0x1.0p-53;
+  *u = noise_bits_to_uniform(w);
   return DPGD_OK;
 }
 
-/* Standard normal by Box-Muller (cosine branch), secure stream. */
+/* Standard normal by Box-Muller, secure stream. */
 static int secure_std_normal(dpgd_rng *r, double *z)
 {
   double u1, u2;
   int rc = secure_uniform(r, &u1);
   if (!rc) rc = secure_uniform(r, &u2);
   if (rc) return rc;
-  *z = sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
+  *z = noise_box_muller(u1, u2);
   return DPGD_OK;
 }
 

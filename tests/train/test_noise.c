@@ -1,7 +1,8 @@
 /* test_noise.c -- the random streams: reproducible research streams that differ by seed
  * and by stream, state save/restore continues the same sequence, and the Gaussian draws
  * have mean 0 and standard deviation std (research and secure modes), by tests with a
- * stated false-alarm rate. */
+ * stated false-alarm rate; the secure uniforms stay strictly inside (0, 1) at the
+ * extreme random words and Box-Muller's output stays bounded there. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +14,7 @@
 #include <cmocka.h>
 
 #include "dpgd_train.h"
+#include "noise_internal.h"
 
 enum { M = 64 };
 
@@ -121,6 +123,32 @@ static void test_gaussian_std_secure(void **state)
   dpgd_rng_free(q);
 }
 
+/* The extreme words (all bits set, all bits 0, the top bit alone, the largest with the
+ * top 52 bits below all-ones): uniforms strictly inside (0, 1), Box-Muller finite and
+ * within NOISE_BM_RADIUS_MAX, the radius positive. */
+static void test_uniform_extremes(void **state)
+{
+  (void)state;
+  const uint64_t w[] = {UINT64_MAX, 0, (uint64_t)1 << 63, UINT64_MAX >> 1, UINT64_MAX - 4095,
+                        ((uint64_t)1 << 53) - 1, 4095, 4096};
+  const double r_max = sqrt(-2.0 * log(0x1p-53));
+  assert_true(r_max <= NOISE_BM_RADIUS_MAX && NOISE_BM_RADIUS_MAX - r_max < 1e-3);
+  for (size_t k = 0; k < sizeof w / sizeof w[0]; k++) {
+    double u = noise_bits_to_uniform(w[k]);
+    if (!(u > 0.0 && u < 1.0)) fail_msg("word %#llx gives u = %.17g", (unsigned long long)w[k], u);
+    assert_true(u >= 0x1p-53 && u <= 1.0 - 0x1p-53);
+    for (size_t j = 0; j < sizeof w / sizeof w[0]; j++) {
+      double z = noise_box_muller(u, noise_bits_to_uniform(w[j]));
+      assert_true(isfinite(z) && fabs(z) <= NOISE_BM_RADIUS_MAX);
+    }
+    assert_true(sqrt(-2.0 * log(u)) > 0.0);
+  }
+  assert_true(noise_bits_to_uniform(0) == 0x1p-53);
+  assert_true(noise_bits_to_uniform(UINT64_MAX) == 1.0 - 0x1p-53);
+  /* Every uniform is distinct from its neighbour word's (52 bits used). */
+  assert_true(noise_bits_to_uniform(UINT64_MAX) > noise_bits_to_uniform(UINT64_MAX - 4096));
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -128,6 +156,7 @@ int main(void)
     cmocka_unit_test(test_state_restore),
     cmocka_unit_test(test_gaussian_std_research),
     cmocka_unit_test(test_gaussian_std_secure),
+    cmocka_unit_test(test_uniform_extremes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
