@@ -53,6 +53,10 @@ int dpgd_model_evaluate(const dpgd_model *m, const dpgd_dataset *ds, size_t firs
 typedef struct dpgd_grad_ws dpgd_grad_ws;
 dpgd_grad_ws *dpgd_grad_ws_alloc(const dpgd_model *m, size_t chunk, int threads);
 void dpgd_grad_ws_free(dpgd_grad_ws *ws);
+/* on = 1: dpgd_model_clipped_grad_sum computes every example, also those with cap 0
+ * (contributing 0), so that the step's time does not depend on how many caps are 0.
+ * Default 0: such examples are skipped. */
+void dpgd_grad_ws_set_constant_time(dpgd_grad_ws *ws, int on);
 
 /* The fused private step over all ds->n examples:
  *   g_i = grad of loss at example i; if g_i is not finite its norm is +inf;
@@ -60,8 +64,8 @@ void dpgd_grad_ws_free(dpgd_grad_ws *ws);
  *                                               ||g_i|| is infinite)
  *   sum = sum_i gbar_i (reduced in a fixed order: independent of thread count up to
  *   the double rounding stated in the tests).
- * Examples with caps[i] == 0 may be skipped: their sqnorm_pre is then NAN (not
- * computed) and sqnorm_post 0. Outputs sqnorm_pre / sqnorm_post may be NULL.
+ * Examples with caps[i] == 0 are skipped unless the workspace is in constant-time mode:
+ * their sqnorm_pre is then NAN (not computed) and sqnorm_post 0. Outputs sqnorm_pre / sqnorm_post may be NULL.
  *
  * Contract in floating point (proof and assumptions in model/SENSITIVITY.md). Let g_i
  * be the per-example gradient the model computes (float entries; a linear layer's

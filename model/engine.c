@@ -222,6 +222,8 @@ dpgd_grad_ws *dpgd_grad_ws_alloc(const dpgd_model *m, size_t chunk, int threads)
   return ws;
 }
 
+void dpgd_grad_ws_set_constant_time(dpgd_grad_ws *ws, int on) { ws->constant_time = on != 0; }
+
 void dpgd_grad_ws_free(dpgd_grad_ws *ws)
 {
   if (!ws) return;
@@ -255,11 +257,13 @@ int model_chunk_step_x(dpgd_model *m, dpgd_grad_ws *ws, double *acc, double *pre
 /* Chunk c of the dataset: gathers the examples with a positive cap (the others are
  * skipped: pre NAN, post 0), unpacks them, runs the model's chunk step. */
 static void run_chunk(const dpgd_model *m, chunk_ws *w, const dpgd_dataset *ds,
-                      const double *caps, size_t lo, size_t hi, double *pre, double *post)
+                      const double *caps, size_t lo, size_t hi, double *pre, double *post,
+                      int constant_time)
 {
   size_t B = 0;
   for (size_t i = lo; i < hi; i++) {
-    if (caps[i] > 0.0) {
+    /* Constant time: every row is computed, a cap of 0 makes its contribution 0. */
+    if (caps[i] > 0.0 || constant_time) {
       w->idx[B] = i;
       w->y[B] = ds->labels[i];
       w->caps[B] = caps[i];
@@ -319,7 +323,7 @@ int dpgd_model_clipped_grad_sum(dpgd_model *m, dpgd_grad_ws *ws, const dpgd_data
     size_t c0 = n_chunks * (size_t)t / (size_t)nt, c1 = n_chunks * (size_t)(t + 1) / (size_t)nt;
     for (size_t c = c0; c < c1; c++) {
       size_t lo = c * chunk, hi = lo + chunk < n ? lo + chunk : n;
-      run_chunk(m, w, ds, caps, lo, hi, sqnorm_pre, sqnorm_post);
+      run_chunk(m, w, ds, caps, lo, hi, sqnorm_pre, sqnorm_post, ws->constant_time);
     }
   }
   openblas_set_num_threads(saved);

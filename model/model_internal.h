@@ -72,6 +72,7 @@ struct dpgd_grad_ws {
   const dpgd_model_type *type;
   size_t n_params, d, chunk;
   int threads;
+  int constant_time;    /* 1: rows with cap 0 are computed too (dpgd_grad_ws_set_constant_time) */
   chunk_ws *per_thread; /* (threads) */
   void *slab;           /* everything the per_thread pointers point into */
 };

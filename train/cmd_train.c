@@ -135,6 +135,7 @@ int dpgd_cmd_train(int argc, char **argv)
   const dpgd_plan *p = dpgd_run_plan(r);
   printf("run         %s%s\n", c->output_dir, resume ? " (resumed)" : "");
   print_plan(p, c);
+  if (c->train_rng == DPGD_RNG_RESEARCH) fprintf(stderr, "dpgd: warning: %s\n", DPGD_RESEARCH_CAVEAT);
   if (resume) printf("resuming    after step %zu\n", dpgd_run_step_index(r));
   if (resume && c->train_rng == DPGD_RNG_SECURE)
     printf("redone      %zu released steps (secure: every step is checkpointed before it is "

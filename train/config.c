@@ -75,6 +75,9 @@ static const key_spec schema[] = {
    "test accuracy every N steps; 0 = only at the end"},
   {"train", "rng", T_ENUM, OFF(train_rng), "research", rng_names, 0,
    "research (seeded, reproducible) | secure (OS CSPRNG, for deployments)"},
+  {"train", "constant_time", T_BOOL, OFF(train_constant_time), "false", NULL, 0,
+   "true = do the same work for inactive (filtered-out) points, so that a step's time does "
+   "not reveal how many points are active"},
 
   {"filter", "enabled", T_BOOL, OFF(filter_enabled), "false", NULL, 0,
    "true = Algorithm 7 (individual privacy filtering); false = Algorithm 6"},

@@ -39,6 +39,7 @@ typedef struct dpgd_config {
   uint64_t train_seed;                 /* master seed (research mode) */
   size_t train_eval_every;             /* test accuracy every N steps; 0 = only at the end */
   int train_rng;                       /* dpgd_rng_mode */
+  int train_constant_time;             /* same work for inactive points (timing) */
   /* [filter] */
   int filter_enabled;                  /* 1 = Algorithm 7 (individual filtering) */
   double filter_budget;                /* B_norm; 0 = from filter.k or calibration */

@@ -27,6 +27,7 @@
 /* Scalars saved in the checkpoint's "meta" section (all 8-byte fields). */
 typedef struct {
   uint64_t step, queries_done, best_step, noise_draws, n, n_params, steps;
+  uint64_t diverged; /* 1: step `step` left non-finite parameters; the run is over */
   double best_noisy, last_test_acc, wall_s, sigma, budget;
 } run_meta;
 
@@ -212,12 +213,19 @@ static int setup(dpgd_run *r)
   r->post = malloc(n * sizeof *r->post);
   r->sum = malloc(r->P * sizeof *r->sum);
   r->best = malloc(r->P * sizeof *r->best);
+  if (r->ws) dpgd_grad_ws_set_constant_time(r->ws, c->train_constant_time);
   r->rng_step = dpgd_rng_alloc(c->train_rng, c->train_seed, DPGD_STREAM_STEP);
   r->rng_query = dpgd_rng_alloc(c->train_rng, c->train_seed, DPGD_STREAM_QUERY);
   if (!r->ws || !r->ledger || !r->caps || !r->post || !r->sum || !r->best || !r->rng_step ||
       !r->rng_query)
     return DPGD_FAIL(DPGD_ENOMEM, "no memory for the training state (n = %zu, P = %zu)", n,
                      r->P);
+  /* The sum's rounding moves it by up to 2 gamma sum_j ||v_j|| <= 2 gamma n C more
+   * when one point changes (model/SENSITIVITY.md): the ledger keeps that out of every
+   * point's allowance. */
+  double slack = 2 * dpgd_model_sum_error_bound(n) * (double)n * r->plan.clip * (1 + 0x1p-40);
+  rc = dpgd_ledger_set_slack(r->ledger, slack);
+  if (rc) return rc;
   r->m.n = n;
   r->m.n_params = r->P;
   r->m.steps = r->plan.steps;
@@ -449,6 +457,11 @@ int dpgd_run_resume(dpgd_run **out, const char *run_dir)
                      "checkpoint %s does not match this run (dataset size, model, steps, "
                      "sigma or budget differ)",
                      p);
+    else if (m.diverged)
+      rc = DPGD_FAIL(DPGD_EINVAL,
+                     "%s diverged at step %llu (its parameters are not finite) and cannot be "
+                     "continued; start a new run with a lower train.lr",
+                     r->dir, (unsigned long long)m.step);
   }
   /* Checkpoints of dpgd before the "data" section have no fingerprint to compare. */
   if (!rc && dpgd_ckpt_get(ck, "data", 0, &d, &len) == DPGD_OK) {
@@ -568,6 +581,89 @@ static int test_accuracy(dpgd_run *r, double *acc)
 
 int dpgd_run_done(const dpgd_run *r) { return r->m.step >= r->plan.steps; }
 
+/* Composes the metrics row of step t in r->row (a secure run checkpoints it before
+ * writing it). diag: the non-private diagnostic columns are computed (else empty). */
+static int compose_row(dpgd_run *r, size_t t, double test_acc, double lr, int diag)
+{
+  size_t len = 0;
+  row_put(r, &len, "%zu", t);
+  for (int k = 0; k < DPGD_ACCT_N_METHODS; k++) row_num(r, &len, r->eps_now[k], 1);
+  row_num(r, &len, dpgd_acct_gdp_mu(r->acct), 1);
+  row_num(r, &len, test_acc, 0);
+  row_num(r, &len, r->last_query, 0);
+  row_num(r, &len, lr, 0);
+  if (r->cfg.output_diagnostics && diag) {
+    size_t correct = 0, n = r->m.n;
+    double loss = 0;
+    int rc = dpgd_model_evaluate(r->model, r->train, 0, n, r->cfg.model_threads, NULL,
+                                 &correct, &loss);
+    if (rc) return rc;
+    row_put(r, &len, ",%.10g,%.10g,%zu", loss / (double)n, (double)correct / (double)n,
+            dpgd_ledger_active(r->ledger));
+  } else if (r->cfg.output_diagnostics) {
+    row_put(r, &len, ",,,");
+  }
+  row_put(r, &len, "\n");
+  if (len >= sizeof r->row)
+    return DPGD_FAIL(DPGD_ERANGE, "metrics row of step %zu longer than %d bytes", t, ROW_MAX);
+  return DPGD_OK;
+}
+
+/* Emits the row of step t: research mode writes it (a checkpoint follows if due, or
+ * always when force_ckpt); secure mode checkpoints first (see below). */
+static int emit_row(dpgd_run *r, size_t t, int force_ckpt)
+{
+  if (!r->secure) {
+    /* Research mode: a resume replays the steps after the checkpoint bit for bit (the
+     * streams' states are in it), so rows may reach the disk before their checkpoint. */
+    fputs(r->row, r->metrics);
+    if (ferror(r->metrics)) return DPGD_FAIL(DPGD_EIO, "cannot write %s/metrics.csv", r->dir);
+    size_t ce = r->cfg.output_checkpoint_every;
+    if (force_ckpt || (ce && t % ce == 0 && t < r->plan.steps)) return write_checkpoint(r);
+    return DPGD_OK;
+  }
+  /* Secure mode: the noise cannot be replayed, so a step redone after a resume is a NEW
+   * Gaussian release of the same step (and, under Algorithm 7, a spend the checkpointed
+   * ledger never saw). Releasing step t twice would be a composition the accountant does
+   * not count. Hence a durable checkpoint covering step t (parameters, ledger,
+   * accountant, best iterate, and this row's text) is written after EVERY step
+   * (output.checkpoint_every is ignored) and BEFORE anything of step t is emitted: its
+   * metrics row (eps, test accuracy, the noisy query), and the progress line, which the
+   * caller prints after this returns. Why that is enough: a kill before the checkpoint's
+   * rename loses a step of which nothing was emitted (the checkpoint is training state
+   * like the ledger, not a release), so the resume redoes it with fresh noise and releases
+   * it once; a kill after the rename resumes AFTER step t, never redoing it, and the
+   * resume writes the checkpointed row if the kill cut it off (dpgd_run_resume), so the
+   * row is the very text already (partly) emitted and exactly one row per step remains.
+   * The accountant in the checkpoint therefore counts exactly the emitted releases. */
+  int rc = write_checkpoint(r);
+  if (rc) return rc;
+  fputs(r->row, r->metrics);
+  if (fflush(r->metrics) || ferror(r->metrics))
+    return DPGD_FAIL(DPGD_EIO, "cannot write %s/metrics.csv", r->dir);
+  return DPGD_OK;
+}
+
+/* Step t's update left non-finite parameters. The step's noisy sum was computed, and
+ * the divergence itself (and everything printed about it) is a function of it: the
+ * step is a release. It is accounted, its row written and the state checkpointed (a
+ * resume refuses a diverged run, so the step is never redone), then the run stops. */
+static int diverged(dpgd_run *r, size_t t, double lr)
+{
+  r->m.step = t;
+  r->m.diverged = 1;
+  r->last_query = NAN;
+  dpgd_plan_epsilons(r->acct, r->plan.delta, r->eps_now, NULL);
+  int rc = compose_row(r, t, NAN, lr, 0);
+  if (!rc) rc = emit_row(r, t, 1);
+  if (rc) return rc;
+  return DPGD_FAIL(DPGD_ERANGE,
+                   "training diverged: parameters not finite after step %zu (lower train.lr); "
+                   "the step was released and is accounted: eps %.6g (exact, delta %g) in "
+                   "metrics.csv",
+                   t, dpgd_round_digits(r->eps_now[DPGD_ACCT_EXACT], 6, 1), r->plan.delta);
+}
+
 int dpgd_run_step(dpgd_run *r)
 {
   if (dpgd_run_done(r)) return DPGD_FAIL(DPGD_EINVAL, "the run has already done its steps");
@@ -597,12 +693,9 @@ int dpgd_run_step(dpgd_run *r)
     theta[j] = (float)((double)theta[j] - scale * r->sum[j]);
     finite &= isfinite(theta[j]);
   }
-  if (!finite)
-    return DPGD_FAIL(DPGD_ERANGE,
-                     "training diverged: parameters not finite after step %zu (lower train.lr)",
-                     t);
   rc = dpgd_plan_add_step(r->acct, p, t);
   if (rc) return rc;
+  if (!finite) return diverged(r, t, lr);
 
   /* Private stopping: noisy count of correct training predictions, std tau. */
   r->last_query = NAN;
@@ -634,55 +727,9 @@ int dpgd_run_step(dpgd_run *r)
     r->m.last_test_acc = test_acc;
   }
 
-  /* The row is composed in r->row first: a secure run checkpoints it before writing it. */
-  size_t len = 0;
-  row_put(r, &len, "%zu", t);
-  for (int k = 0; k < DPGD_ACCT_N_METHODS; k++) row_num(r, &len, r->eps_now[k], 1);
-  row_num(r, &len, dpgd_acct_gdp_mu(r->acct), 1);
-  row_num(r, &len, test_acc, 0);
-  row_num(r, &len, r->last_query, 0);
-  row_num(r, &len, lr, 0);
-  if (r->cfg.output_diagnostics) {
-    size_t correct = 0;
-    double loss = 0;
-    rc = dpgd_model_evaluate(r->model, r->train, 0, n, r->cfg.model_threads, NULL, &correct, &loss);
-    if (rc) return rc;
-    row_put(r, &len, ",%.10g,%.10g,%zu", loss / (double)n, (double)correct / (double)n,
-            dpgd_ledger_active(r->ledger));
-  }
-  row_put(r, &len, "\n");
-  if (len >= sizeof r->row)
-    return DPGD_FAIL(DPGD_ERANGE, "metrics row of step %zu longer than %d bytes", t, ROW_MAX);
-
-  if (!r->secure) {
-    /* Research mode: a resume replays the steps after the checkpoint bit for bit (the
-     * streams' states are in it), so rows may reach the disk before their checkpoint. */
-    fputs(r->row, r->metrics);
-    if (ferror(r->metrics)) return DPGD_FAIL(DPGD_EIO, "cannot write %s/metrics.csv", r->dir);
-    size_t ce = r->cfg.output_checkpoint_every;
-    if (ce && t % ce == 0 && t < p->steps) return write_checkpoint(r);
-    return DPGD_OK;
-  }
-  /* Secure mode: the noise cannot be replayed, so a step redone after a resume is a NEW
-   * Gaussian release of the same step (and, under Algorithm 7, a spend the checkpointed
-   * ledger never saw). Releasing step t twice would be a composition the accountant does
-   * not count. Hence a durable checkpoint covering step t (parameters, ledger,
-   * accountant, best iterate, and this row's text) is written after EVERY step
-   * (output.checkpoint_every is ignored) and BEFORE anything of step t is emitted: its
-   * metrics row (eps, test accuracy, the noisy query), and the progress line, which the
-   * caller prints after this returns. Why that is enough: a kill before the checkpoint's
-   * rename loses a step of which nothing was emitted (the checkpoint is training state
-   * like the ledger, not a release), so the resume redoes it with fresh noise and releases
-   * it once; a kill after the rename resumes AFTER step t, never redoing it, and the
-   * resume writes the checkpointed row if the kill cut it off (dpgd_run_resume), so the
-   * row is the very text already (partly) emitted and exactly one row per step remains.
-   * The accountant in the checkpoint therefore counts exactly the emitted releases. */
-  rc = write_checkpoint(r);
-  if (rc) return rc;
-  fputs(r->row, r->metrics);
-  if (fflush(r->metrics) || ferror(r->metrics))
-    return DPGD_FAIL(DPGD_EIO, "cannot write %s/metrics.csv", r->dir);
-  return DPGD_OK;
+  rc = compose_row(r, t, test_acc, lr, 1);
+  if (!rc) rc = emit_row(r, t, 0);
+  return rc;
 }
 
 /* ---- the end of a run ---- */
@@ -770,9 +817,10 @@ static int write_summary(dpgd_run *r, double test_acc)
   fprintf(f, ", \"seed\": %llu, \"rng\": \"%s\",\n", (unsigned long long)r->cfg.train_seed,
           dpgd_rng_mode_name(r->cfg.train_rng));
   if (!r->secure) fprintf(f, " \"caveat\": \"%s\",\n", DPGD_RESEARCH_CAVEAT);
-  /* Timing depends on how many points were still active (inactive points are
-   * skipped): data-dependent, so not covered by eps. */
-  fprintf(f, " \"nonprivate\": {\"wall_s\": %.3f}}\n", r->m.wall_s);
+  /* Timing depends on how many points were still active (inactive points are skipped
+   * unless train.constant_time): data-dependent, so not covered by eps. */
+  fprintf(f, " \"nonprivate\": {\"wall_s\": %.3f, \"constant_time\": %s}}\n", r->m.wall_s,
+          r->cfg.train_constant_time ? "true" : "false");
   fclose(f);
   char path[PATHLEN];
   path_in(path, r, "summary.json");

@@ -126,6 +126,10 @@ awk -F, 'NR > 2 && !($3 >= 0 && $3 <= 30 && $4 <= 1) { bad++ } END { exit bad > 
   "$R/points.csv" || fail "points.csv: a spend outside [0, B_norm]"
 checks=$((checks + 1))
 [ "$(wc -l < "$R/points.csv")" -eq 302 ] || fail "points.csv should have 300 rows"
+# A secure run carries no research caveat, in summary.json or on stderr.
+checks=$((checks + 1))
+! grep -q caveat "$R/summary.json" && ! grep -qh 'warning: research' "$TMP"/s*.err ||
+  fail "secure run carries the research caveat"
 echo "secure: $kills kills in $session sessions; $T rows, $q_rows queries, mu $mu"
 
 # A secure run with rows after its checkpoint (as a dpgd without this check left them)

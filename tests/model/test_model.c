@@ -253,6 +253,19 @@ static void check_invariance(fixture *f)
   assert_true(mt_rel_err(sum, ref, f->P, 1e-12) <= 1e-12);
   dpgd_grad_ws_free(w1);
   dpgd_grad_ws_free(w2);
+  /* Constant-time mode also computes the rows with cap 0 (caps[1]): the same sum
+   * within TOL_INVARIANT, the same post (0 for cap 0), a measured pre for every row. */
+  w1 = dpgd_grad_ws_alloc(f->m, 4, 1);
+  w2 = dpgd_grad_ws_alloc(f->m, 4, 1);
+  dpgd_grad_ws_set_constant_time(w2, 1);
+  assert_int_equal(dpgd_model_clipped_grad_sum(f->m, w1, f->ds, caps, ref, pre_ref, post_ref), 0);
+  assert_int_equal(dpgd_model_clipped_grad_sum(f->m, w2, f->ds, caps, sum, pre, post), 0);
+  assert_true(mt_rel_err(sum, ref, f->P, 1e-12) <= TOL_INVARIANT);
+  assert_true(isnan(pre_ref[1]) && isfinite(pre[1]) && post[1] == 0 && post_ref[1] == 0);
+  for (size_t i = 0; i < f->n; i++)
+    assert_true(fabs(post[i] - post_ref[i]) <= TOL_INVARIANT * post_ref[i]);
+  dpgd_grad_ws_free(w1);
+  dpgd_grad_ws_free(w2);
   free(caps);
   free(ref);
   free(sum);

@@ -257,6 +257,14 @@ static void test_stopping_accounted(void **state)
   char *sum = (char *)slurp("stop", "summary.json", &len);
   assert_non_null(strstr(sum, "\"queries\": 3"));
   assert_non_null(strstr(sum, "\"rng\": \"research\""));
+  /* A research run says its noise is reproducible; its time is outside the guarantee. */
+  char *cav = strstr(sum, "\"caveat\": \"");
+  assert_non_null(cav);
+  assert_non_null(strstr(cav, "reproducible"));
+  char *np = strstr(sum, "\"nonprivate\": {\"wall_s\": ");
+  assert_non_null(np);
+  assert_true(strstr(sum, "\"wall_s\"") > np); /* the only wall_s is the nonprivate one */
+  assert_non_null(strstr(sum, "\"odometer\": {\"level_mu2\": "));
   free(sum);
   /* points.csv: spend_frac = spend / B; active iff spend < B; the level is the smallest
    * m with total <= m Delta (total = spend/(sigma C)^2 + queries/tau^2), or the higher
@@ -566,15 +574,37 @@ static void test_secure_and_diverged(void **state)
   assert_memory_not_equal(pa, dpgd_run_params(b, NULL), P * sizeof(float));
   char *sum = (char *)slurp("secA", "summary.json", &len);
   assert_non_null(strstr(sum, "\"rng\": \"secure\""));
+  assert_null(strstr(sum, "caveat"));
   free(sum);
   dpgd_run_free(a);
   dpgd_run_free(b);
-  base_config(&c, "diverge");
-  c.train_lr = 1e300;
-  dpgd_run *r = open_run(&c);
-  assert_int_equal(dpgd_run_step(r), DPGD_ERANGE);
-  assert_non_null(strstr(dpgd_error_last(), "diverged"));
-  dpgd_run_free(r);
+  /* Divergence after a released step: the step is accounted (the message names the
+   * eps, metrics.csv has its row), the state is checkpointed, and a resume refuses
+   * the run instead of redoing the step. Both noise modes. */
+  for (int secure = 0; secure < 2; secure++) {
+    base_config(&c, secure ? "divergeS" : "diverge");
+    c.train_lr = 1e300;
+    c.train_rng = secure ? DPGD_RNG_SECURE : DPGD_RNG_RESEARCH;
+    dpgd_run *r = open_run(&c);
+    assert_int_equal(dpgd_run_step(r), DPGD_ERANGE);
+    assert_non_null(strstr(dpgd_error_last(), "diverged"));
+    assert_non_null(strstr(dpgd_error_last(), "accounted"));
+    assert_int_equal(dpgd_run_releases(r), 1);
+    assert_true(dpgd_run_eps_now(r) > 0);
+    dpgd_run_free(r);
+    char *rows = (char *)slurp(secure ? "divergeS" : "diverge", "metrics.csv", &len);
+    char *row1 = strchr(rows, '\n') + 1;
+    assert_true(!strncmp(row1, "1,", 2));
+    assert_non_null(strchr(row1, '\n'));
+    assert_true(*(strchr(row1, '\n') + 1) == '\0');
+    free(rows);
+    char rd[600];
+    snprintf(rd, sizeof rd, "%s/%s", dir, secure ? "divergeS" : "diverge");
+    dpgd_run *again = NULL;
+    assert_int_equal(dpgd_run_resume(&again, rd), DPGD_EINVAL);
+    assert_non_null(strstr(dpgd_error_last(), "cannot be continued"));
+    assert_null(again);
+  }
 }
 
 static void put_file(const char *run, const char *name, const char *text, size_t len)
