@@ -51,8 +51,9 @@ typedef enum {
 } dpgd_fault_kind;
 
 #ifdef DPGD_FAULT_INJECTION
-/* From now on, the k-th call (1-based) of that kind fails with errno_value, doing
- * nothing; later calls succeed. Resets every counter. k = 0 arms nothing. */
+/* From now on, the k-th call (1-based) of that kind fails with errno_value; later calls
+ * succeed. A failing write first writes half of its bytes (a short write, as on a full
+ * disk); the other kinds do nothing. Resets every counter. k = 0 arms nothing. */
 void dpgd_fault_arm(dpgd_fault_kind kind, unsigned long k, int errno_value);
 /* Disarms and resets every counter. */
 void dpgd_fault_disarm(void);

@@ -57,7 +57,13 @@ int dpgd_file_write_all(int fd, const void *buf, size_t len)
 {
   const unsigned char *p = buf;
   while (len > 0) {
-    if (inject(DPGD_FAULT_WRITE)) return -1;
+    if (inject(DPGD_FAULT_WRITE)) {
+      /* As a full disk does: the first half reaches the file, then the error. */
+      int e = errno;
+      if (len > 1 && write(fd, p, len / 2) < 0) return -1;
+      errno = e;
+      return -1;
+    }
     ssize_t w = write(fd, p, len);
     if (w < 0) {
       if (errno == EINTR) continue;
