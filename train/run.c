@@ -585,6 +585,8 @@ static int test_accuracy(dpgd_run *r, double *acc)
 
 int dpgd_run_done(const dpgd_run *r) { return r->m.step >= r->plan.steps; }
 
+int dpgd_run_checkpoint(dpgd_run *r) { return write_checkpoint(r); }
+
 int dpgd_run_step(dpgd_run *r)
 {
   if (dpgd_run_done(r)) return DPGD_FAIL(DPGD_EINVAL, "the run has already done its steps");
