@@ -7,7 +7,8 @@
  *   u64      number of parameters P
  *   P x f32  parameters, slab order
  *   u32      CRC-32 (zlib crc32) of every byte before it
- * Written to PATH.tmp and renamed, so a failed write never leaves a half file at PATH. */
+ * Written to PATH.tmp, fsync'ed and renamed, then the directory fsync'ed, so a failed
+ * write never leaves a half file at PATH and a saved model survives a crash. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 
 #include <zlib.h>
 
+#include "dpgd_core.h"
 #include "model_internal.h"
 
 #define MODEL_FILE_VERSION 1u
@@ -68,28 +70,12 @@ int dpgd_model_save(const dpgd_model *m, const char *path)
   }
   put_u32(buf + len - 4, (uint32_t)crc32(0L, buf, (uInt)(len - 4)));
 
-  size_t plen = strlen(path);
-  char *tmp = malloc(plen + 5);
-  if (!tmp) {
-    free(buf);
-    return DPGD_FAIL(DPGD_ENOMEM, "out of memory writing %s", path);
-  }
-  memcpy(tmp, path, plen);
-  memcpy(tmp + plen, ".tmp", 5);
+  /* Temp file, fsync, rename, directory fsync (core/fileio.c): a failure or a crash
+   * leaves the old model file or the new one, and a finished run's model is on disk. */
+  const char *failed = NULL;
   int st = DPGD_OK;
-  FILE *f = fopen(tmp, "wb");
-  if (!f) {
-    st = DPGD_FAIL(DPGD_EIO, "cannot create %s: %s", tmp, strerror(errno));
-  } else {
-    int bad = fwrite(buf, 1, len, f) != len;
-    bad |= fflush(f) != 0;
-    bad |= fclose(f) != 0;
-    if (bad) st = DPGD_FAIL(DPGD_EIO, "writing %s failed: %s", tmp, strerror(errno));
-    else if (rename(tmp, path) != 0)
-      st = DPGD_FAIL(DPGD_EIO, "cannot rename %s to %s: %s", tmp, path, strerror(errno));
-    if (st) remove(tmp);
-  }
-  free(tmp);
+  if (dpgd_file_write_atomic(path, buf, len, &failed))
+    st = DPGD_FAIL(DPGD_EIO, "cannot %s model file %s: %s", failed, path, strerror(errno));
   free(buf);
   return st;
 }

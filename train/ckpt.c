@@ -1,19 +1,17 @@
 /* ckpt.c -- the checkpoint container (a file of named sections with a CRC-32) and the
- * atomic file write used for checkpoints and summary.json: temp file, fsync, rename,
- * directory fsync. Layout (host byte order, checked by a byte-order mark):
+ * atomic file write of the run directory (core/fileio.c's, its failure worded as a dpgd
+ * error naming the file). Layout (host byte order, checked by a byte-order mark):
  *   "DPGDCKPT" | u32 version | u32 0x01020304 | u64 config hash | u64 n_sections |
  *   n x (name[8] | u64 length) | bodies in table order | u32 CRC-32 of all before. */
 #include <errno.h>
-#include <fcntl.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <zlib.h>
 
+#include "dpgd_core.h"
 #include "dpgd_train.h"
 
 static const char magic[8] = {'D', 'P', 'G', 'D', 'C', 'K', 'P', 'T'};
@@ -31,58 +29,11 @@ struct dpgd_ckpt {
   size_t *len;
 };
 
-static int write_all(int fd, const void *buf, size_t len)
-{
-  const unsigned char *p = buf;
-  while (len > 0) {
-    ssize_t w = write(fd, p, len);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return -1;
-    }
-    p += w;
-    len -= (size_t)w;
-  }
-  return 0;
-}
-
-/* fsync of the directory holding path, so that the rename itself is durable. */
-static void sync_parent(const char *path)
-{
-  char tmp[DPGD_CONFIG_PATH_MAX + 8];
-  snprintf(tmp, sizeof tmp, "%s", path);
-  int fd = open(dirname(tmp), O_RDONLY | O_DIRECTORY);
-  if (fd >= 0) {
-    fsync(fd);
-    close(fd);
-  }
-}
-
 int dpgd_write_atomic(const char *path, const void *buf, size_t len)
 {
-  char tmp[DPGD_CONFIG_PATH_MAX + 8];
-  if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
-    return DPGD_FAIL(DPGD_EINVAL, "path too long: %s", path);
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) return DPGD_FAIL(DPGD_EIO, "cannot create %s: %s", tmp, strerror(errno));
-  if (write_all(fd, buf, len) || fsync(fd)) {
-    int e = errno;
-    close(fd);
-    unlink(tmp);
-    return DPGD_FAIL(DPGD_EIO, "cannot write %s: %s", tmp, strerror(e));
-  }
-  if (close(fd)) {
-    int e = errno;
-    unlink(tmp);
-    return DPGD_FAIL(DPGD_EIO, "cannot write %s: %s", tmp, strerror(e));
-  }
-  if (rename(tmp, path)) {
-    int e = errno;
-    unlink(tmp);
-    return DPGD_FAIL(DPGD_EIO, "cannot rename %s to %s: %s", tmp, path, strerror(e));
-  }
-  sync_parent(path);
-  return DPGD_OK;
+  const char *failed = NULL;
+  if (dpgd_file_write_atomic(path, buf, len, &failed) == 0) return DPGD_OK;
+  return DPGD_FAIL(DPGD_EIO, "cannot %s %s: %s", failed, path, strerror(errno));
 }
 
 static void put(unsigned char **p, const void *v, size_t len)

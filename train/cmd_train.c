@@ -1,7 +1,9 @@
 /* cmd_train.c -- 'dpgd train': loads and checks the config, prints the planned guarantee
  * under every accounting method, drives the training loop with a progress line on
- * stderr, and prints where the run directory is. --resume continues a checkpointed run. */
+ * stderr, and prints where the run directory is. --resume continues a checkpointed run.
+ * SIGINT and SIGTERM stop the run between steps, after a checkpoint. */
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +15,26 @@
 #include "dpgd_train.h"
 
 #define MAX_SETS 64
+
+/* The stop signal received (SIGINT or SIGTERM), 0 if none: set by the handler, read by
+ * the training loop between steps, so that a stop never cuts a step or a file short. */
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop_signal(int sig) { stop_signal = sig; }
+
+/* SA_RESETHAND: a second signal takes its default action (ends the process at once), for
+ * a user who does not want to wait for the step in progress; the run directory survives
+ * that like any kill. SA_RESTART: system calls interrupted by the first one resume. */
+static void catch_stop_signals(void)
+{
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_stop_signal;
+  sa.sa_flags = SA_RESETHAND | SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+}
 
 static void usage(FILE *f)
 {
@@ -31,6 +53,8 @@ static void usage(FILE *f)
           "                   before its results, so no released step is ever redone\n"
           "  --quiet          no progress line\n"
           "  --dry-run        print the plan and its guarantee under every method; no training\n\n"
+          "SIGINT or SIGTERM stops the run after the step in progress and a checkpoint (exit\n"
+          "status 130 or 143; continue with --resume); a second one ends it at once.\n\n"
           "configuration keys:\n");
   dpgd_config_print_schema(f);
 }
@@ -112,6 +136,7 @@ int dpgd_cmd_train(int argc, char **argv)
   dpgd_run *r = NULL;
   int rc;
   if (resume) {
+    catch_stop_signals();
     rc = dpgd_run_resume(&r, resume);
     if (rc) return dpgd_cli_status_error(rc, "cannot resume");
   } else {
@@ -128,6 +153,7 @@ int dpgd_cmd_train(int argc, char **argv)
       print_plan(&p, &c);
       return DPGD_EXIT_OK;
     }
+    catch_stop_signals();
     rc = dpgd_run_open(&r, &c, out);
     if (rc) return dpgd_cli_status_error(rc, "");
   }
@@ -150,7 +176,7 @@ int dpgd_cmd_train(int argc, char **argv)
   int tty = isatty(STDERR_FILENO);
   size_t every = p->steps / 20 ? p->steps / 20 : 1;
   char line[256];
-  while (!dpgd_run_done(r)) {
+  while (!dpgd_run_done(r) && !stop_signal) {
     rc = dpgd_run_step(r);
     if (rc) break;
     size_t t = dpgd_run_step_index(r);
@@ -160,6 +186,20 @@ int dpgd_cmd_train(int argc, char **argv)
     }
   }
   if (progress && tty) fputc('\n', stderr);
+  int sig = stop_signal;
+  if (!rc && sig && !dpgd_run_done(r)) {
+    /* Research runs checkpoint every checkpoint_every steps; the steps since then are
+     * kept too. A secure run's last step is already checkpointed; this rewrites it. */
+    rc = dpgd_run_checkpoint(r);
+    if (rc) {
+      dpgd_run_free(r);
+      return dpgd_cli_status_error(rc, "stopping");
+    }
+    fprintf(stderr, "dpgd: stopped by %s after step %zu; resume with: dpgd train --resume %s\n",
+            sig == SIGINT ? "SIGINT" : "SIGTERM", dpgd_run_step_index(r), c->output_dir);
+    dpgd_run_free(r);
+    return 128 + sig;
+  }
   if (!rc) rc = dpgd_run_finish(r);
   if (rc) {
     dpgd_run_free(r);

@@ -196,6 +196,9 @@ int dpgd_run_resume(dpgd_run **out, const char *run_dir);
  * ignored). Print the progress line only after this returns. */
 int dpgd_run_step(dpgd_run *r);
 int dpgd_run_done(const dpgd_run *r);
+/* Writes a checkpoint of the steps done so far (for a caller that stops between steps,
+ * e.g. on SIGTERM): a resume continues after the last completed step. */
+int dpgd_run_checkpoint(dpgd_run *r);
 /* Writes model.bin (the selected iterate), points.csv, the final checkpoint and last
  * summary.json (atomically). */
 int dpgd_run_finish(dpgd_run *r);

@@ -16,6 +16,7 @@
 #include <zlib.h>
 
 #include "dpgd_accounting.h"
+#include "dpgd_core.h"
 #include "dpgd_data.h"
 #include "dpgd_model.h"
 #include "dpgd_train.h"
@@ -48,7 +49,7 @@ struct dpgd_run {
   run_meta m;
   double last_query;         /* noisy accuracy of the query at this step; NAN if none */
   double eps_now[DPGD_ACCT_N_METHODS];
-  FILE *metrics;
+  int metrics;               /* metrics.csv, open for appending (O_APPEND); -1 */
   struct timespec t0;
   double wall_before;        /* wall seconds of earlier sessions (resume) */
   uint64_t session_step;     /* steps done when this session started (ETA) */
@@ -105,7 +106,7 @@ static int lock_dir(dpgd_run *r)
 {
   char p[PATHLEN];
   path_in(p, r, "lock");
-  r->lock_fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  r->lock_fd = dpgd_file_open_write(p, 0);
   if (r->lock_fd < 0) return DPGD_FAIL(DPGD_EIO, "cannot open %s: %s", p, strerror(errno));
   if (flock(r->lock_fd, LOCK_EX | LOCK_NB) == 0) return DPGD_OK;
   int e = errno;
@@ -136,7 +137,7 @@ static uint64_t data_fingerprint(const dpgd_dataset *train, const dpgd_dataset *
 void dpgd_run_free(dpgd_run *r)
 {
   if (!r) return;
-  if (r->metrics) fclose(r->metrics);
+  if (r->metrics >= 0) close(r->metrics);
   if (r->lock_fd >= 0) close(r->lock_fd); /* releases the lock */
   dpgd_data_free(r->train);
   dpgd_data_free(r->test);
@@ -250,12 +251,20 @@ static const char *metrics_header(int diagnostics)
                        "mu,test_acc,query_acc_noisy,lr\n";
 }
 
+/* Appends text to metrics.csv (no fsync: write_checkpoint syncs the rows it covers). */
+static int metrics_put(dpgd_run *r, const char *text)
+{
+  if (dpgd_file_write_all(r->metrics, text, strlen(text)))
+    return DPGD_FAIL(DPGD_EIO, "cannot write %s/metrics.csv: %s", r->dir, strerror(errno));
+  return DPGD_OK;
+}
+
 int dpgd_run_open(dpgd_run **out, const dpgd_config *c, const char *run_dir)
 {
   *out = NULL;
   dpgd_run *r = calloc(1, sizeof *r);
   if (!r) return DPGD_FAIL(DPGD_ENOMEM, "no memory for the run");
-  r->lock_fd = -1;
+  r->lock_fd = r->metrics = -1;
   r->cfg = *c;
   clock_gettime(CLOCK_MONOTONIC, &r->t0);
   if (run_dir) snprintf(r->cfg.output_dir, sizeof r->cfg.output_dir, "%s", run_dir);
@@ -293,19 +302,23 @@ int dpgd_run_open(dpgd_run **out, const dpgd_config *c, const char *run_dir)
   r->config_hash = dpgd_config_hash(&r->cfg);
   if (!rc) {
     path_in(p, r, "config.ini");
-    FILE *f = fopen(p, "w");
-    if (!f) rc = DPGD_FAIL(DPGD_EIO, "cannot write %s: %s", p, strerror(errno));
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f) rc = DPGD_FAIL(DPGD_ENOMEM, "no memory for %s", p);
     if (!rc) {
       fprintf(f, "; resolved configuration of this run (dpgd train)\n");
       rc = dpgd_config_write(&r->cfg, f);
-      if (fclose(f) && !rc) rc = DPGD_FAIL(DPGD_EIO, "cannot write %s", p);
+      fclose(f);
     }
+    if (!rc) rc = dpgd_write_atomic(p, text, len);
+    free(text);
   }
   if (!rc) {
     path_in(p, r, "metrics.csv");
-    r->metrics = fopen(p, "w");
-    if (!r->metrics) rc = DPGD_FAIL(DPGD_EIO, "cannot write %s: %s", p, strerror(errno));
-    else fputs(metrics_header(r->cfg.output_diagnostics), r->metrics);
+    r->metrics = dpgd_file_open_write(p, O_TRUNC | O_APPEND);
+    if (r->metrics < 0) rc = DPGD_FAIL(DPGD_EIO, "cannot create %s: %s", p, strerror(errno));
+    else rc = metrics_put(r, metrics_header(r->cfg.output_diagnostics));
   }
   /* A checkpoint of step 0 marks the directory as an unfinished run at once. */
   if (!rc) rc = write_checkpoint(r);
@@ -353,7 +366,7 @@ static int write_checkpoint(dpgd_run *r)
   char p[PATHLEN];
   path_in(p, r, "checkpoint.bin");
   /* The metrics rows up to this step reach the disk before the checkpoint does. */
-  if (r->metrics && (fflush(r->metrics) || fsync(fileno(r->metrics)))) {
+  if (r->metrics >= 0 && dpgd_file_fsync(r->metrics)) {
     free(sst);
     free(sq);
     free(acct_buf);
@@ -411,8 +424,8 @@ static int trim_metrics(dpgd_run *r, uint64_t step, uint64_t *last)
   int rc = dpgd_write_atomic(p, text, tlen);
   free(text);
   if (rc) return rc;
-  r->metrics = fopen(p, "a");
-  if (!r->metrics) return DPGD_FAIL(DPGD_EIO, "cannot append to %s: %s", p, strerror(errno));
+  r->metrics = dpgd_file_open_write(p, O_APPEND);
+  if (r->metrics < 0) return DPGD_FAIL(DPGD_EIO, "cannot append to %s: %s", p, strerror(errno));
   return DPGD_OK;
 }
 
@@ -421,7 +434,7 @@ int dpgd_run_resume(dpgd_run **out, const char *run_dir)
   *out = NULL;
   dpgd_run *r = calloc(1, sizeof *r);
   if (!r) return DPGD_FAIL(DPGD_ENOMEM, "no memory for the run");
-  r->lock_fd = -1;
+  r->lock_fd = r->metrics = -1;
   snprintf(r->dir, sizeof r->dir, "%s", run_dir);
   char p[PATHLEN];
   dpgd_config_defaults(&r->cfg);
@@ -513,9 +526,7 @@ int dpgd_run_resume(dpgd_run **out, const char *run_dir)
   /* Secure: the checkpoint of step t is written before row t (dpgd_run_step), so a kill
    * between the two leaves the rows up to t - 1; the checkpointed row completes them. */
   if (!rc && r->secure && m.step > 0 && last + 1 == m.step) {
-    fputs(r->row, r->metrics);
-    if (fflush(r->metrics) || ferror(r->metrics))
-      rc = DPGD_FAIL(DPGD_EIO, "cannot write %s/metrics.csv", r->dir);
+    rc = metrics_put(r, r->row);
     r->row_restored = 1;
     last = m.step;
   }
@@ -616,8 +627,8 @@ static int emit_row(dpgd_run *r, size_t t, int force_ckpt)
   if (!r->secure) {
     /* Research mode: a resume replays the steps after the checkpoint bit for bit (the
      * streams' states are in it), so rows may reach the disk before their checkpoint. */
-    fputs(r->row, r->metrics);
-    if (ferror(r->metrics)) return DPGD_FAIL(DPGD_EIO, "cannot write %s/metrics.csv", r->dir);
+    int rc = metrics_put(r, r->row);
+    if (rc) return rc;
     size_t ce = r->cfg.output_checkpoint_every;
     if (force_ckpt || (ce && t % ce == 0 && t < r->plan.steps)) return write_checkpoint(r);
     return DPGD_OK;
@@ -638,10 +649,7 @@ static int emit_row(dpgd_run *r, size_t t, int force_ckpt)
    * The accountant in the checkpoint therefore counts exactly the emitted releases. */
   int rc = write_checkpoint(r);
   if (rc) return rc;
-  fputs(r->row, r->metrics);
-  if (fflush(r->metrics) || ferror(r->metrics))
-    return DPGD_FAIL(DPGD_EIO, "cannot write %s/metrics.csv", r->dir);
-  return DPGD_OK;
+  return metrics_put(r, r->row);
 }
 
 /* Step t's update left non-finite parameters. The step's noisy sum was computed, and
@@ -663,6 +671,8 @@ static int diverged(dpgd_run *r, size_t t, double lr)
                    "metrics.csv",
                    t, dpgd_round_digits(r->eps_now[DPGD_ACCT_EXACT], 6, 1), r->plan.delta);
 }
+
+int dpgd_run_checkpoint(dpgd_run *r) { return write_checkpoint(r); }
 
 int dpgd_run_step(dpgd_run *r)
 {
@@ -741,8 +751,10 @@ static int write_points(dpgd_run *r)
 {
   char p[PATHLEN];
   path_in(p, r, "points.csv");
-  FILE *f = fopen(p, "w");
-  if (!f) return DPGD_FAIL(DPGD_EIO, "cannot write %s: %s", p, strerror(errno));
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len); /* then written atomically */
+  if (!f) return DPGD_FAIL(DPGD_ENOMEM, "no memory for %s", p);
   const dpgd_plan *pl = &r->plan;
   const dpgd_ledger *l = r->ledger;
   double q = (double)r->m.queries_done / (pl->tau * pl->tau) * (1 + 0x1p-50);
@@ -768,7 +780,9 @@ static int write_points(dpgd_run *r)
     put_up(f, eps);
     fputc('\n', f);
   }
-  if (fclose(f) && !rc) rc = DPGD_FAIL(DPGD_EIO, "cannot write %s", p);
+  if (fclose(f) && !rc) rc = DPGD_FAIL(DPGD_ENOMEM, "no memory for %s", p);
+  if (!rc) rc = dpgd_write_atomic(p, text, len);
+  free(text);
   return rc;
 }
 
@@ -834,7 +848,6 @@ int dpgd_run_finish(dpgd_run *r)
   if (!dpgd_run_done(r)) return DPGD_FAIL(DPGD_EINVAL, "the run has not done its steps");
   int rc = write_checkpoint(r); /* the final state, ledger included */
   if (rc) return rc;
-  if (fflush(r->metrics)) return DPGD_FAIL(DPGD_EIO, "cannot write %s/metrics.csv", r->dir);
   /* The selected model: the best noisy iterate, or the last one without queries. */
   if (r->m.queries_done)
     memcpy(dpgd_model_params(r->model), r->best, r->P * sizeof(float));
