@@ -57,6 +57,10 @@ void dpgd_grad_ws_free(dpgd_grad_ws *ws);
  * (contributing 0), so that the step's time does not depend on how many caps are 0.
  * Default 0: such examples are skipped. */
 void dpgd_grad_ws_set_constant_time(dpgd_grad_ws *ws, int on);
+/* What, besides the build, decides the bits of dpgd_model_clipped_grad_sum: the
+ * OpenBLAS kernel (core name and build config), the thread count (it regroups the
+ * sum), the chunk size and the constant-time mode. One line of text. */
+void dpgd_grad_ws_replay_id(const dpgd_grad_ws *ws, char *buf, size_t len);
 
 /* The fused private step over all ds->n examples:
  *   g_i = grad of loss at example i; if g_i is not finite its norm is +inf;

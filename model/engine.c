@@ -5,6 +5,7 @@
  * the clipping rule and the row accumulation the model types share. */
 #include <float.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
@@ -220,6 +221,14 @@ dpgd_grad_ws *dpgd_grad_ws_alloc(const dpgd_model *m, size_t chunk, int threads)
   ws->per_thread = pt;
   ws->slab = slab;
   return ws;
+}
+
+void dpgd_grad_ws_replay_id(const dpgd_grad_ws *ws, char *buf, size_t len)
+{
+  char *core = openblas_get_corename(), *config = openblas_get_config();
+  snprintf(buf, len, "blas %s (%s); threads %d; chunk %zu; constant_time %d",
+           core ? core : "?", config ? config : "?", ws->threads, ws->chunk,
+           ws->constant_time);
 }
 
 void dpgd_grad_ws_set_constant_time(dpgd_grad_ws *ws, int on) { ws->constant_time = on != 0; }

@@ -93,6 +93,11 @@ enum { DPGD_STREAM_INIT = 0, DPGD_STREAM_STEP = 1, DPGD_STREAM_QUERY = 2, DPGD_N
   "printed eps holds only while the seed stays secret; train with train.rng = secure "  \
   "for a model you release"
 
+/* The build's identity (version, compiler, flags, a hash of the library sources): a
+ * research run's checkpoint records it with the engine's (dpgd_grad_ws_replay_id) so
+ * that a resume never replays released steps on a build that computes other bits. */
+extern const char dpgd_build_id[];
+
 typedef struct dpgd_rng dpgd_rng;
 
 /* mode is dpgd_rng_mode (DPGD_RNG_RESEARCH / DPGD_RNG_SECURE). */

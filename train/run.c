@@ -59,6 +59,8 @@ struct dpgd_run {
   int row_restored;          /* resume: the checkpoint's row was written to metrics.csv */
   int lock_fd;               /* open on <dir>/lock, flock()ed while the run is open; -1 */
   uint64_t data_fp;          /* fingerprint of the training and test data (checkpoint) */
+  char replay[640];          /* build and engine identity: what bitwise replay needs */
+  char replay_ckpt[640];     /* resume: the checkpoint's; "" if it has none */
 };
 
 #ifndef DPGD_VERSION
@@ -214,7 +216,12 @@ static int setup(dpgd_run *r)
   r->post = malloc(n * sizeof *r->post);
   r->sum = malloc(r->P * sizeof *r->sum);
   r->best = malloc(r->P * sizeof *r->best);
-  if (r->ws) dpgd_grad_ws_set_constant_time(r->ws, c->train_constant_time);
+  if (r->ws) {
+    dpgd_grad_ws_set_constant_time(r->ws, c->train_constant_time);
+    char eng[320];
+    dpgd_grad_ws_replay_id(r->ws, eng, sizeof eng);
+    snprintf(r->replay, sizeof r->replay, "%s; %s", dpgd_build_id, eng);
+  }
   r->rng_step = dpgd_rng_alloc(c->train_rng, c->train_seed, DPGD_STREAM_STEP);
   r->rng_query = dpgd_rng_alloc(c->train_rng, c->train_seed, DPGD_STREAM_QUERY);
   if (!r->ws || !r->ledger || !r->caps || !r->post || !r->sum || !r->best || !r->rng_step ||
@@ -360,6 +367,7 @@ static int write_checkpoint(dpgd_run *r)
     {"rngquery", sq, rq},
     {"acct", acct_buf, acct_len},
     {"data", &r->data_fp, sizeof r->data_fp},
+    {"replay", r->replay, strlen(r->replay)},
     {"row", r->row, strlen(r->row)}, /* secure runs only: see dpgd_run_step */
   };
   size_t n_sections = sizeof s / sizeof s[0] - !r->secure;
@@ -413,6 +421,21 @@ static int trim_metrics(dpgd_run *r, uint64_t step, uint64_t *last)
   fclose(f);
   if (!mem) return DPGD_FAIL(DPGD_ENOMEM, "no memory to rewrite %s", p);
   fclose(mem);
+  /* Research: rows after the checkpoint were released; replaying them is harmless only
+   * if it reproduces them bit for bit (same noise, same gradients), which needs the
+   * same build, BLAS kernel, thread count and chunking. Otherwise the replay would
+   * release the same noise on other values: refused, file untouched. */
+  if (!r->secure && r->redone && strcmp(r->replay, r->replay_ckpt)) {
+    free(text);
+    return DPGD_FAIL(DPGD_EINVAL,
+                     "%s: steps %llu.. were released after the last checkpoint (step %llu) "
+                     "by a dpgd running as [%s]; this one runs as [%s], so replaying them "
+                     "would release their noise again on different values: resume where "
+                     "the run started (same build, OPENBLAS_CORETYPE and model.threads) or "
+                     "start a new run",
+                     p, (unsigned long long)after, (unsigned long long)step,
+                     r->replay_ckpt[0] ? r->replay_ckpt : "unknown", r->replay);
+  }
   if (r->secure && r->redone) {
     free(text);
     return DPGD_FAIL(DPGD_EINVAL,
@@ -476,6 +499,12 @@ int dpgd_run_resume(dpgd_run **out, const char *run_dir)
                      "continued; start a new run with a lower train.lr",
                      r->dir, (unsigned long long)m.step);
   }
+  if (!rc && dpgd_ckpt_get(ck, "replay", 0, &d, &len) == DPGD_OK &&
+      len < sizeof r->replay_ckpt) {
+    memcpy(r->replay_ckpt, d, len);
+    r->replay_ckpt[len] = '\0';
+  }
+  if (!rc) dpgd_error_clear(); /* a checkpoint without "replay" is not an error here */
   /* Checkpoints of dpgd before the "data" section have no fingerprint to compare. */
   if (!rc && dpgd_ckpt_get(ck, "data", 0, &d, &len) == DPGD_OK) {
     uint64_t fp = 0;

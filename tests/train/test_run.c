@@ -406,6 +406,73 @@ static void test_resume_bit_identical(void **state)
   assert_non_null(strstr(dpgd_error_last(), "finished"));
 }
 
+/* Rewrites run's checkpoint with its "replay" section (the build and engine identity)
+ * set to other, as a checkpoint written by another build or BLAS kernel would be. */
+static void set_replay(const char *run, const dpgd_config *c, const char *other)
+{
+  static const char *const names[] = {"meta", "params", "best", "spend", "rngstep",
+                                      "rngquery", "acct", "data", "replay"};
+  enum { N = sizeof names / sizeof names[0] };
+  char p[600];
+  snprintf(p, sizeof p, "%s/%s/checkpoint.bin", dir, run);
+  dpgd_config rc_cfg = *c;
+  snprintf(rc_cfg.output_dir, sizeof rc_cfg.output_dir, "%s/%s", dir, run);
+  uint64_t hash = dpgd_config_hash(&rc_cfg);
+  dpgd_ckpt *ck = NULL;
+  assert_int_equal(dpgd_ckpt_read(&ck, p, hash), DPGD_OK);
+  dpgd_ckpt_section sec[N];
+  for (size_t k = 0; k < N; k++) {
+    strncpy(sec[k].name, names[k], sizeof sec[k].name); /* NUL-padded, 8 bytes */
+    assert_int_equal(dpgd_ckpt_get(ck, names[k], 0, &sec[k].data, &sec[k].len), DPGD_OK);
+  }
+  sec[N - 1].data = other;
+  sec[N - 1].len = strlen(other);
+  assert_int_equal(dpgd_ckpt_write(p, hash, sec, N), DPGD_OK);
+  dpgd_ckpt_free(ck);
+}
+
+/* A research resume replays the released rows after its checkpoint with the same
+ * noise: under another build, BLAS kernel or thread count the gradients differ, so it
+ * would release that noise again on other values. Refused (naming both identities),
+ * metrics.csv untouched; a resume with nothing to replay is fine anywhere. */
+static void test_resume_other_build(void **state)
+{
+  (void)state;
+  dpgd_config c;
+  stopping_config(&c, "other", 3, 0);
+  dpgd_run *r = open_run(&c);
+  for (int t = 0; t < 7; t++) assert_int_equal(dpgd_run_step(r), DPGD_OK);
+  dpgd_run_free(r); /* rows 1..7 emitted, checkpoint at step 6 */
+  set_replay("other", &c, "dpgd 0.0.9 GNU 1.0 Release; blas Prescott; threads 7");
+  size_t before_len, after_len;
+  unsigned char *before = slurp("other", "metrics.csv", &before_len);
+  char run[600];
+  snprintf(run, sizeof run, "%s/other", dir);
+  int rc = dpgd_run_resume(&r, run);
+  if (rc != DPGD_EINVAL) print_error("%s\n", dpgd_error_last());
+  assert_int_equal(rc, DPGD_EINVAL);
+  assert_null(r);
+  assert_non_null(strstr(dpgd_error_last(), "steps 7.."));
+  assert_non_null(strstr(dpgd_error_last(), "blas Prescott"));
+  assert_non_null(strstr(dpgd_error_last(), "OPENBLAS_CORETYPE"));
+  unsigned char *after = slurp("other", "metrics.csv", &after_len);
+  assert_int_equal(before_len, after_len);
+  assert_memory_equal(before, after, before_len);
+  free(before);
+  free(after);
+  /* Killed right after the checkpoint of step 6: nothing to replay, resume accepted. */
+  snprintf(c.output_dir, sizeof c.output_dir, "%s/other6", dir);
+  r = open_run(&c);
+  for (int t = 0; t < 6; t++) assert_int_equal(dpgd_run_step(r), DPGD_OK);
+  dpgd_run_free(r);
+  set_replay("other6", &c, "dpgd 0.0.9 GNU 1.0 Release; blas Prescott; threads 7");
+  snprintf(run, sizeof run, "%s/other6", dir);
+  assert_int_equal(dpgd_run_resume(&r, run), DPGD_OK);
+  assert_int_equal(dpgd_run_redone(r), 0);
+  finish_run(r);
+  dpgd_run_free(r);
+}
+
 /* The non-private diagnostics only observe: a filtered run with private stopping gives
  * the same model.bin and points.csv with diagnostics on as with them off, and each
  * metrics row is the same row plus the three diag_* columns; the last diag_active is the
@@ -801,7 +868,7 @@ int main(void)
     cmocka_unit_test(test_bad_plans),
     cmocka_unit_test(test_configs),
     cmocka_unit_test(test_secure_and_diverged),
-    cmocka_unit_test(test_secure_resume),
+    cmocka_unit_test(test_secure_resume),     cmocka_unit_test(test_resume_other_build),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   if (rc == 0) tu_rmtree(dir); /* kept for inspection when a test failed */
