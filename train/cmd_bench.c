@@ -25,7 +25,8 @@ static void usage(FILE *f)
 {
   fprintf(f,
           "usage: dpgd bench grads [--model cnn|softmax|all] [--threads N] [--reps R]\n"
-          "                        [--data DIR] [--n N] [--chunk B]\n\n"
+          "                        [--data DIR] [--n N] [--chunk B] [--active PCT]\n"
+          "                        [--constant-time]\n\n"
           "Times the fused per-example clip-and-sum step over the MNIST training images\n"
           "(every example clipped to 1) and a %d^3 OpenBLAS sgemm on the same threads.\n"
           "Prints, per model, seconds per pass (median of R passes after a warm-up),\n"
@@ -41,7 +42,10 @@ static void usage(FILE *f)
           "  --reps R     timed passes, median reported (default 3, 1..%d)\n"
           "  --data DIR   dataset directory (default: found as for 'dpgd train')\n"
           "  --n N        only the first N training images (default all)\n"
-          "  --chunk B    examples per chunk (default: the model's measured default)\n",
+          "  --chunk B    examples per chunk (default: the model's measured default)\n"
+          "  --active PCT only PCT%% of the examples have a nonzero cap (spread evenly; the\n"
+          "               others are filtered out, as late in a filtered run; default 100)\n"
+          "  --constant-time  compute the filtered-out examples too (train.constant_time)\n",
           SGEMM_N, MAX_REPS);
 }
 
@@ -104,7 +108,8 @@ static double sgemm_gflops(int threads, size_t reps)
 typedef struct bench_opts {
   const char *model, *data;
   int threads;
-  size_t reps, n, chunk;
+  size_t reps, n, chunk, active;
+  int constant_time;
 } bench_opts;
 
 static int bench_model(const dpgd_model_type *type, const dpgd_dataset *ds,
@@ -125,7 +130,8 @@ static int bench_model(const dpgd_model_type *type, const dpgd_dataset *ds,
     goto done;
   }
   dpgd_model_init(m, 1);
-  for (size_t i = 0; i < ds->n; i++) caps[i] = 1.0;
+  dpgd_grad_ws_set_constant_time(ws, o->constant_time);
+  for (size_t i = 0; i < ds->n; i++) caps[i] = i % 100 < o->active ? 1.0 : 0.0;
   double t[MAX_REPS];
   for (size_t r = 0; r <= o->reps; r++) {
     double t0 = now();
@@ -143,9 +149,9 @@ static int bench_model(const dpgd_model_type *type, const dpgd_dataset *ds,
   printf("  %.4f s per pass (median of %zu), %.0f examples/s, %.2f GFLOP/s = %.3f of sgemm\n",
          s, o->reps, ex, gf, gf / sgemm);
   printf("bench grads model=%s threads=%d s_per_pass=%.9g ex_per_s=%.9g gflops=%.6g "
-         "sgemm_gflops=%.6g ratio=%.6g rss_mb=%.1f n=%zu\n",
+         "sgemm_gflops=%.6g ratio=%.6g rss_mb=%.1f n=%zu active=%zu constant_time=%d\n",
          dpgd_model_type_name(type), o->threads, s, ex, gf, sgemm, gf / sgemm, peak_rss_mb(),
-         ds->n);
+         ds->n, o->active, o->constant_time);
   rc = DPGD_EXIT_OK;
 done:
   free(caps);
@@ -162,8 +168,13 @@ static int parse(bench_opts *o, int argc, char **argv)
   for (int i = 2; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     size_t z;
+    if (!strcmp(a, "--constant-time")) {
+      o->constant_time = 1;
+      continue;
+    }
     if (!strcmp(a, "--model") || !strcmp(a, "--data") || !strcmp(a, "--threads") ||
-        !strcmp(a, "--reps") || !strcmp(a, "--n") || !strcmp(a, "--chunk")) {
+        !strcmp(a, "--reps") || !strcmp(a, "--n") || !strcmp(a, "--chunk") ||
+        !strcmp(a, "--active")) {
       if (!v) return dpgd_cli_usage_error("bench", "%s needs a value", a);
       i++;
     } else {
@@ -182,6 +193,9 @@ static int parse(bench_opts *o, int argc, char **argv)
         if (z < 1 || z > MAX_REPS)
           return dpgd_cli_usage_error("bench", "--reps must be 1..%d", MAX_REPS);
         o->reps = z;
+      } else if (!strcmp(a, "--active")) {
+        if (z > 100) return dpgd_cli_usage_error("bench", "--active must be 0..100");
+        o->active = z;
       } else if (!strcmp(a, "--n")) {
         if (z < 1) return dpgd_cli_usage_error("bench", "--n must be at least 1");
         o->n = z;
@@ -205,7 +219,7 @@ int dpgd_cmd_bench(int argc, char **argv)
   }
   if (argc < 2 || strcmp(argv[1], "grads"))
     return dpgd_cli_usage_error("bench", "expected 'dpgd bench grads [options]'");
-  bench_opts o = {.model = "all", .reps = 3};
+  bench_opts o = {.model = "all", .reps = 3, .active = 100};
   int rc = parse(&o, argc, argv);
   if (rc) return rc;
 #ifdef _OPENMP

@@ -5,7 +5,7 @@
 . "$(dirname "$0")/lib.sh"
 
 NUM='[0-9.]+(e[-+][0-9]+)?'
-LINE="^bench grads model=(softmax|cnn) threads=2 s_per_pass=$NUM ex_per_s=$NUM gflops=$NUM sgemm_gflops=$NUM ratio=$NUM rss_mb=[0-9.]+ n=300\$"
+LINE="^bench grads model=(softmax|cnn) threads=2 s_per_pass=$NUM ex_per_s=$NUM gflops=$NUM sgemm_gflops=$NUM ratio=$NUM rss_mb=[0-9.]+ n=300 active=100 constant_time=0\$"
 
 # consistent MODEL: the model's machine line agrees with itself and with its FLOP line.
 consistent() {
