@@ -64,9 +64,11 @@ static void print_plan(const dpgd_plan *p, const dpgd_config *c)
   printf("algorithm   %s\n", p->filtered ? "filtered (Algorithm 7, individual filtering)"
                                          : "plain (Algorithm 6)");
   printf("data        n = %zu (public)\n", p->n);
+  /* Noise scales are shown rounded up, like every privacy number: a configuration that
+   * copies a shown value gets at least the noise the guarantee assumes. */
   printf("noise       sigma = %.6g, clip C = %.6g, noise std sigma*C = %.6g, rng %s\n",
-         dpgd_round_digits(p->sigma, 6, -1), p->clip,
-         dpgd_round_digits(p->sigma * p->clip, 6, -1), dpgd_rng_mode_name(c->train_rng));
+         dpgd_round_digits(p->sigma, 6, 1), p->clip,
+         dpgd_round_digits(p->sigma * p->clip, 6, 1), dpgd_rng_mode_name(c->train_rng));
   if (p->filtered)
     printf("budget      B_norm = %.10g (%.6g full-norm steps), k_max = %zu steps\n",
            dpgd_round_digits(p->budget, 10, -1),
@@ -80,7 +82,7 @@ static void print_plan(const dpgd_plan *p, const dpgd_config *c)
   if (p->queries)
     printf("stopping    %zu noisy accuracy queries every %zu steps from step %zu, tau = %.6g "
            "(mu %.3g each)\n",
-           p->queries, p->every, p->first_query, dpgd_round_digits(p->tau, 6, -1),
+           p->queries, p->every, p->first_query, dpgd_round_digits(p->tau, 6, 1),
            dpgd_round_digits(1 / p->tau, 3, 1));
   else
     printf("stopping    none (last iterate)\n");
