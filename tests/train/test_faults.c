@@ -29,39 +29,9 @@
 #endif
 
 static char *dir;
-enum { N_TRAIN = 500, N_TEST = 100, SIDE = 28, STEPS = 6 };
+enum { N_TRAIN = 500, N_TEST = 100, STEPS = 6 };
 static const char *kind_name[DPGD_FAULT_N_KINDS] = {"write", "fsync", "rename", "open"};
 static const int errnos[] = {EIO, ENOSPC, EROFS};
-
-/* Class k: a bright band at rows 2k+3..2k+5 over a low random background. */
-static void write_split(const char *prefix, size_t n, uint64_t seed)
-{
-  uint8_t *img = malloc(n * SIDE * SIDE), *lab = malloc(n);
-  assert_non_null(img);
-  assert_non_null(lab);
-  tu_bytes(img, n * SIDE * SIDE, seed);
-  for (size_t i = 0; i < n; i++) {
-    lab[i] = (uint8_t)((i * 7 + seed) % 10);
-    for (int j = 0; j < SIDE * SIDE; j++) {
-      int row = j / SIDE, bright = row >= 2 * lab[i] + 3 && row <= 2 * lab[i] + 5;
-      uint8_t *px = img + i * SIDE * SIDE + j;
-      *px = (uint8_t)(bright ? 160 + *px % 96 : *px % 70);
-    }
-  }
-  uint32_t di[3] = {(uint32_t)n, SIDE, SIDE}, dl[1] = {(uint32_t)n};
-  size_t len;
-  char p[512];
-  uint8_t *f = tu_idx(&len, 3, di, img, n * SIDE * SIDE);
-  snprintf(p, sizeof p, "%s/%s-images-idx3-ubyte", dir, prefix);
-  tu_write(p, f, len);
-  free(f);
-  f = tu_idx(&len, 1, dl, lab, n);
-  snprintf(p, sizeof p, "%s/%s-labels-idx1-ubyte", dir, prefix);
-  tu_write(p, f, len);
-  free(f);
-  free(img);
-  free(lab);
-}
 
 /* 6 steps, a checkpoint every 2, 2 stopping queries, a test evaluation every 2 steps. */
 static void config(dpgd_config *c, int secure)
@@ -258,8 +228,8 @@ static void test_fault_loop(void **state)
 int main(void)
 {
   dir = tu_tmpdir();
-  write_split("train", N_TRAIN, 11);
-  write_split("t10k", N_TEST, 12);
+  tt_write_banded_split(dir, "train", N_TRAIN, 11);
+  tt_write_banded_split(dir, "t10k", N_TEST, 12);
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_fault_loop),
   };

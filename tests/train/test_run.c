@@ -25,37 +25,7 @@
 #include "ttest.h"
 
 static char *dir;
-enum { N_TRAIN = 240, N_TEST = 120, SIDE = 28 };
-
-/* Class k: a bright horizontal band at rows 2k+3..2k+5 over low random background. */
-static void write_split(const char *to, const char *prefix, size_t n, uint64_t seed)
-{
-  uint8_t *img = malloc(n * SIDE * SIDE), *lab = malloc(n);
-  assert_non_null(img);
-  assert_non_null(lab);
-  tu_bytes(img, n * SIDE * SIDE, seed);
-  for (size_t i = 0; i < n; i++) {
-    lab[i] = (uint8_t)((i * 7 + seed) % 10);
-    for (int j = 0; j < SIDE * SIDE; j++) {
-      int row = j / SIDE, bright = row >= 2 * lab[i] + 3 && row <= 2 * lab[i] + 5;
-      uint8_t *px = img + i * SIDE * SIDE + j;
-      *px = (uint8_t)(bright ? 160 + *px % 96 : *px % 70);
-    }
-  }
-  uint32_t di[3] = {(uint32_t)n, SIDE, SIDE}, dl[1] = {(uint32_t)n};
-  size_t len;
-  char p[512];
-  uint8_t *f = tu_idx(&len, 3, di, img, n * SIDE * SIDE);
-  snprintf(p, sizeof p, "%s/%s-images-idx3-ubyte", to, prefix);
-  tu_write(p, f, len);
-  free(f);
-  f = tu_idx(&len, 1, dl, lab, n);
-  snprintf(p, sizeof p, "%s/%s-labels-idx1-ubyte", to, prefix);
-  tu_write(p, f, len);
-  free(f);
-  free(img);
-  free(lab);
-}
+enum { N_TRAIN = 240, N_TEST = 120 };
 
 static void base_config(dpgd_config *c, const char *run)
 {
@@ -854,8 +824,8 @@ static void test_configs(void **state)
 int main(void)
 {
   dir = tu_tmpdir();
-  write_split(dir, "train", N_TRAIN, 11);
-  write_split(dir, "t10k", N_TEST, 12);
+  tt_write_banded_split(dir, "train", N_TRAIN, 11);
+  tt_write_banded_split(dir, "t10k", N_TEST, 12);
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_alg6_equals_alg7),
     cmocka_unit_test(test_ledger_and_zero_active),

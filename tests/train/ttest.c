@@ -4,9 +4,11 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <cmocka.h>
 
+#include "data/testutil.h"
 #include "ttest.h"
 
 unsigned char *tt_slurp(const char *path, size_t *len)
@@ -22,4 +24,35 @@ unsigned char *tt_slurp(const char *path, size_t *len)
   b[*len] = 0;
   fclose(f);
   return b;
+}
+
+enum { SIDE = 28 };
+
+void tt_write_banded_split(const char *to, const char *prefix, size_t n, uint64_t seed)
+{
+  uint8_t *img = malloc(n * SIDE * SIDE), *lab = malloc(n);
+  assert_non_null(img);
+  assert_non_null(lab);
+  tu_bytes(img, n * SIDE * SIDE, seed);
+  for (size_t i = 0; i < n; i++) {
+    lab[i] = (uint8_t)((i * 7 + seed) % 10);
+    for (int j = 0; j < SIDE * SIDE; j++) {
+      int row = j / SIDE, bright = row >= 2 * lab[i] + 3 && row <= 2 * lab[i] + 5;
+      uint8_t *px = img + i * SIDE * SIDE + j;
+      *px = (uint8_t)(bright ? 160 + *px % 96 : *px % 70);
+    }
+  }
+  uint32_t di[3] = {(uint32_t)n, SIDE, SIDE}, dl[1] = {(uint32_t)n};
+  size_t len;
+  char p[512];
+  uint8_t *f = tu_idx(&len, 3, di, img, n * SIDE * SIDE);
+  snprintf(p, sizeof p, "%s/%s-images-idx3-ubyte", to, prefix);
+  tu_write(p, f, len);
+  free(f);
+  f = tu_idx(&len, 1, dl, lab, n);
+  snprintf(p, sizeof p, "%s/%s-labels-idx1-ubyte", to, prefix);
+  tu_write(p, f, len);
+  free(f);
+  free(img);
+  free(lab);
 }
