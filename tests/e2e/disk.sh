@@ -27,29 +27,17 @@ expect_ok reference "$DPGD" train --config "$CFG" "${SET[@]}" --out "$TMP/ref" -
 # five rows are out, expects a one-line error matching PATTERN, runs UNDO, resumes.
 fault_and_resume() {
   local name=$1 pat=$2 brk=$3 undo=$4 dir=$MNT/$1
-  "$DPGD" train --config "$CFG" "${SET[@]}" --out "$dir" --quiet >"$TMP/$name.out" \
-    2>"$TMP/$name.err" &
-  local pid=$!
-  for _ in $(seq 1 3000); do
-    [ "$( (wc -l < "$dir/metrics.csv") 2>/dev/null || echo 0)" -gt 5 ] && break
-    sleep 0.005
-  done
+  start_run "$name" "$dir" 5
   eval "$brk"
-  wait $pid
+  wait $run_pid
   local rc=$?
   checks=$((checks + 1))
   [ $rc -eq 1 ] || fail "$name: exit $rc, expected 1: $(head -c 300 "$TMP/$name.err")"
-  checks=$((checks + 1))
-  grep -Eq "^dpgd: .*$dir/[a-z.]+.*$pat" "$TMP/$name.err" &&
-    [ "$(grep -vc '^dpgd: warning: research rng' "$TMP/$name.err")" -eq 1 ] ||
-    fail "$name: not a one-line error naming a file and /$pat/: $(head -c 300 "$TMP/$name.err")"
-  echo "$name: $(cat "$TMP/$name.err")"
+  expect_stderr_line "$name" "^dpgd: .*$dir/[a-z.]+.*$pat"
+  echo "$name: $(grep -v '^dpgd: warning' "$TMP/$name.err")"
   eval "$undo"
   expect_ok "$name-resume" "$DPGD" train --resume "$dir" --quiet
-  for f in model.bin points.csv metrics.csv; do
-    checks=$((checks + 1))
-    cmp -s "$TMP/ref/$f" "$dir/$f" || fail "$name: $f differs from the uninterrupted run"
-  done
+  expect_same_as_ref "$name" "$dir"
 }
 
 # Another writer fills the file system (dd stops at ENOSPC); removing it frees the space.

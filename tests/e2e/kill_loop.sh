@@ -67,10 +67,7 @@ kill_loop() {
 # Research: the bytes of an uninterrupted run.
 expect_ok reference "$DPGD" train --config "$CFG" "${SET[@]}" --out "$TMP/ref" --quiet
 kill_loop "$TMP/res" research
-for f in model.bin points.csv metrics.csv; do
-  checks=$((checks + 1))
-  cmp -s "$TMP/ref/$f" "$TMP/res/$f" || fail "research: $f differs from the uninterrupted run"
-done
+expect_same_as_ref research "$TMP/res"
 checks=$((checks + 1))
 [ "$(no_wall "$TMP/ref/summary.json")" = "$(no_wall "$TMP/res/summary.json")" ] ||
   fail "research: summary.json differs beyond wall_s"
@@ -78,10 +75,7 @@ checks=$((checks + 1))
 # Secure: one row per step 1..T in order; the summary counts T steps and the queries
 # in the rows (5).
 kill_loop "$TMP/sec" secure
-checks=$((checks + 1))
-steps=$(awk -F, 'NR > 1 { print $1 }' "$TMP/sec/metrics.csv" | tr '\n' ' ')
-[ "$steps" = "$(seq -s ' ' 1 $T) " ] || fail "secure: metrics.csv steps are not 1..$T: $steps"
-q_rows=$(awk -F, 'NR > 1 && $9 != "" { q++ } END { print q + 0 }' "$TMP/sec/metrics.csv")
+expect_rows_1_to secure "$TMP/sec" $T
 checks=$((checks + 1))
 grep -q "\"steps\": $T, .*\"queries\": 5," "$TMP/sec/summary.json" && [ "$q_rows" -eq 5 ] ||
   fail "secure: summary.json steps/queries vs $T steps and $q_rows query rows"

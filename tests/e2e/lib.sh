@@ -60,6 +60,47 @@ expect_out() {
   grep -Eq -- "$2" "$TMP/out" || fail "$1: output does not match /$2/: $(head -c 300 "$TMP/out")"
 }
 
+# start_run NAME DIR ROWS: starts `dpgd train --config $CFG ${SET[@]} --out DIR` in the
+# background (stdout/stderr in $TMP/NAME.out/.err) and returns once metrics.csv has more
+# than ROWS lines (or after 15 s); the run's pid is in $run_pid.
+start_run() {
+  "$DPGD" train --config "$CFG" "${SET[@]}" --out "$2" --quiet >"$TMP/$1.out" \
+    2>"$TMP/$1.err" &
+  run_pid=$!
+  for _ in $(seq 1 3000); do
+    [ "$( (wc -l < "$2/metrics.csv") 2>/dev/null || echo 0)" -gt "$3" ] && break
+    sleep 0.005
+  done
+}
+
+# expect_stderr_line NAME PATTERN: $TMP/NAME.err is one line matching PATTERN, besides the
+# research-mode warning.
+expect_stderr_line() {
+  checks=$((checks + 1))
+  grep -Eq "$2" "$TMP/$1.err" && [ "$(grep -vc '^dpgd: warning: research rng' "$TMP/$1.err")" -eq 1 ] ||
+    fail "$1: stderr is not one line matching /$2/: $(head -c 300 "$TMP/$1.err")"
+}
+
+# expect_same_as_ref NAME DIR: model.bin, points.csv and metrics.csv of DIR equal those of
+# the uninterrupted run in $TMP/ref.
+expect_same_as_ref() {
+  local f
+  for f in model.bin points.csv metrics.csv; do
+    checks=$((checks + 1))
+    cmp -s "$TMP/ref/$f" "$2/$f" || fail "$1: $f differs from the uninterrupted run"
+  done
+}
+
+# expect_rows_1_to NAME DIR T: metrics.csv of DIR has one row per step 1..T, in order;
+# sets $q_rows to the number of rows with a stopping query.
+expect_rows_1_to() {
+  local steps
+  checks=$((checks + 1))
+  steps=$(awk -F, 'NR > 1 { print $1 }' "$2/metrics.csv" | tr '\n' ' ')
+  [ "$steps" = "$(seq -s ' ' 1 "$3") " ] || fail "$1: metrics.csv steps are not 1..$3: $steps"
+  q_rows=$(awk -F, 'NR > 1 && $9 != "" { q++ } END { print q + 0 }' "$2/metrics.csv")
+}
+
 finish() {
   echo "$checks checks, $failures failed"
   [ $failures -eq 0 ]

@@ -13,22 +13,14 @@ expect_ok reference "$DPGD" train --config "$CFG" "${SET[@]}" --out "$TMP/ref" -
 # stop_and_resume NAME SIGNAL STATUS: sends SIGNAL once a few rows are out.
 stop_and_resume() {
   local name=$1 sig=$2 want=$3 dir=$TMP/$1
-  "$DPGD" train --config "$CFG" "${SET[@]}" --out "$dir" --quiet >"$TMP/$name.out" \
-    2>"$TMP/$name.err" &
-  local pid=$!
-  for _ in $(seq 1 3000); do
-    [ "$( (wc -l < "$dir/metrics.csv") 2>/dev/null || echo 0)" -gt 4 ] && break
-    sleep 0.005
-  done
-  kill -"$sig" $pid
-  wait $pid
+  start_run "$name" "$dir" 4
+  kill -"$sig" $run_pid
+  wait $run_pid
   local rc=$?
   checks=$((checks + 1))
   [ $rc -eq "$want" ] || fail "$name: exit $rc, expected $want: $(head -c 300 "$TMP/$name.err")"
-  checks=$((checks + 1))
-  grep -Eq "^dpgd: stopped by SIG$sig after step [0-9]+; resume with: dpgd train --resume $dir\$" \
-    "$TMP/$name.err" && [ "$(grep -vc '^dpgd: warning: research rng' "$TMP/$name.err")" -eq 1 ] ||
-    fail "$name: stderr is not the one stop line: $(head -c 300 "$TMP/$name.err")"
+  expect_stderr_line "$name" \
+    "^dpgd: stopped by SIG$sig after step [0-9]+; resume with: dpgd train --resume $dir\$"
   local step rows
   step=$(sed -n 's/.*after step \([0-9]*\);.*/\1/p' "$TMP/$name.err")
   rows=$(($(wc -l < "$dir/metrics.csv") - 1))
@@ -37,11 +29,9 @@ stop_and_resume() {
     fail "$name: stopped after step '$step' with $rows metrics rows"
   expect_ok "$name-resume" "$DPGD" train --resume "$dir" --quiet
   expect_out "$name-resumed-after" "^resuming +after step $step\$"
-  for f in model.bin points.csv metrics.csv; do
-    checks=$((checks + 1))
-    cmp -s "$TMP/ref/$f" "$dir/$f" || fail "$name: $f differs from the uninterrupted run"
-  done
+  expect_same_as_ref "$name" "$dir"
 }
+
 stop_and_resume term TERM 143
 stop_and_resume int INT 130
 finish

@@ -102,11 +102,8 @@ for s in "$TMP"/snap*.csv; do
 done
 
 # One row per step 1..T, in order, no duplicates.
-checks=$((checks + 1))
-steps=$(awk -F, 'NR > 1 { print $1 }' "$R/metrics.csv" | tr '\n' ' ')
-[ "$steps" = "$(seq -s ' ' 1 $T) " ] || fail "metrics.csv steps are not 1..$T: $steps"
+expect_rows_1_to secure "$R" $T
 # The accountant counts what was emitted: T steps and the queries in the rows.
-q_rows=$(awk -F, 'NR > 1 && $9 != "" { q++ } END { print q + 0 }' "$R/metrics.csv")
 checks=$((checks + 1))
 grep -q "\"steps\": $T, .*\"queries\": $q_rows," "$R/summary.json" && [ "$q_rows" -eq 30 ] ||
   fail "summary.json steps/queries vs $T rows and $q_rows queries: $(head -c 300 "$R/summary.json")"
