@@ -198,7 +198,9 @@ int dpgd_run_resume(dpgd_run **out, const char *run_dir);
 /* One step: caps, clipped sum, ledger, noise, update; a stopping query if one is due;
  * test accuracy if due; the metrics row; a checkpoint if due (research), or a checkpoint
  * of this step BEFORE its metrics row (secure: every step, output.checkpoint_every is
- * ignored). Print the progress line only after this returns. */
+ * ignored). Print the progress line only after this returns. A step whose update leaves
+ * non-finite parameters has released its noisy sum: it is accounted, its row written and
+ * the state checkpointed as diverged (dpgd_run_resume refuses it), then DPGD_ERANGE. */
 int dpgd_run_step(dpgd_run *r);
 int dpgd_run_done(const dpgd_run *r);
 /* Writes a checkpoint of the steps done so far (for a caller that stops between steps,
