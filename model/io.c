@@ -150,20 +150,22 @@ static int parse(dpgd_model **out, const unsigned char *buf, size_t len, const c
   if (act > DPGD_ACT_TANH)
     return DPGD_FAIL(DPGD_EFORMAT, "model file %s has unknown activation code %u", path, act);
   tensor_spec spec[MODEL_MAX_TENSORS];
-  size_t rows = get_u32(buf + 20), cols = get_u32(buf + 24);
+  size_t rows = get_u32(buf + 20), cols = get_u32(buf + 24), nt = 0;
   int n_classes = (int)get_u32(buf + 28);
   if (rows == 0 || cols == 0 || rows > DPGD_DATA_MAX_SIDE || cols > DPGD_DATA_MAX_SIDE ||
-      n_classes < 2 || n_classes > 256 || t->layout(spec, rows, cols, n_classes) == 0)
+      n_classes < 2 || n_classes > 256 || (nt = t->layout(spec, rows, cols, n_classes)) == 0)
     return DPGD_FAIL(DPGD_EFORMAT, "model file %s: a %s model of %zu x %zu images and %d classes is not supported",
                      path, t->name, rows, cols, n_classes);
-  dpgd_model *m = dpgd_model_alloc(t, (dpgd_activation)act, rows, cols, n_classes);
-  if (!m) return DPGD_ENOMEM; /* reported by dpgd_model_alloc */
-  if (m->n_params != P) {
-    size_t want = m->n_params;
-    dpgd_model_free(m);
+  /* The shape's parameter count, checked against the file before anything is
+   * allocated: a header may claim a shape far larger than the file holds (a softmax
+   * of 16384 x 16384 images and 256 classes would ask for 275 GB). */
+  size_t want = 0;
+  for (size_t k = 0; k < nt; k++) want += spec[k].size;
+  if (want != P)
     return DPGD_FAIL(DPGD_EFORMAT, "model file %s holds %llu parameters, a %s model of its shape has %zu",
                      path, (unsigned long long)P, t->name, want);
-  }
+  dpgd_model *m = dpgd_model_alloc(t, (dpgd_activation)act, rows, cols, n_classes);
+  if (!m) return DPGD_ENOMEM; /* reported by dpgd_model_alloc */
   for (size_t j = 0; j < P; j++) {
     uint32_t u = get_u32(buf + HEADER_BYTES + 4 * j);
     memcpy(&m->params[j], &u, 4);

@@ -202,11 +202,43 @@ void dpgd_rng_state_get(const dpgd_rng *r, void *buf)
   if (r->mode == DPGD_RNG_RESEARCH) memcpy(buf, gsl_rng_state(r->g), gsl_rng_size(r->g));
 }
 
+/* GSL's MT19937 state (gsl/rng/mt.c): 624 words of 32 bits, each in an unsigned long,
+ * then the index of the next word, 0..624 (624: refill before the next draw). A
+ * checkpoint is outside input, and gsl_rng_get reads mt[mti] unchecked: a stored index
+ * outside 0..624 would read outside the state, a word over 32 bits would give draws
+ * outside MT19937's range. Both are refused. */
+#define MT_N 624
+typedef struct {
+  unsigned long mt[MT_N];
+  int mti;
+} mt_state;
+
+static int mt_state_check(const void *buf, size_t len)
+{
+  mt_state s;
+  if (len != sizeof s)
+    return DPGD_FAIL(DPGD_EFORMAT, "random stream state is %zu bytes, MT19937's is %zu", len,
+                     sizeof s);
+  memcpy(&s, buf, sizeof s);
+  if (s.mti < 0 || s.mti > MT_N)
+    return DPGD_FAIL(DPGD_EFORMAT, "random stream state: position %d outside 0..%d (corrupt "
+                     "checkpoint)", s.mti, MT_N);
+  for (int k = 0; k < MT_N; k++)
+    if (s.mt[k] > 0xffffffffUL)
+      return DPGD_FAIL(DPGD_EFORMAT, "random stream state: word %d exceeds 32 bits (corrupt "
+                       "checkpoint)", k);
+  return DPGD_OK;
+}
+
 int dpgd_rng_state_set(dpgd_rng *r, const void *buf, size_t len)
 {
   if (len != dpgd_rng_state_size(r))
     return DPGD_FAIL(DPGD_EFORMAT, "random stream state is %zu bytes, expected %zu", len,
                      dpgd_rng_state_size(r));
-  if (r->mode == DPGD_RNG_RESEARCH) memcpy(gsl_rng_state(r->g), buf, len);
+  if (r->mode == DPGD_RNG_RESEARCH) {
+    int rc = mt_state_check(buf, len);
+    if (rc) return rc;
+    memcpy(gsl_rng_state(r->g), buf, len);
+  }
   return DPGD_OK;
 }

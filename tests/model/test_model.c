@@ -658,6 +658,15 @@ static void test_files(void **state)
   put32(b + 28, 9); /* 9 classes: 7065 parameters, not 7850 */
   fix_crc(b, n);
   expect_load_fails("shape", b, n, "parameters");
+  /* A header claiming the largest shape (16384 x 16384 images, 256 classes: 2^36
+   * parameters, 275 GB) over the file's 7850 parameters is refused from the header,
+   * not by an allocation failure. */
+  memcpy(b, good, n);
+  put32(b + 20, DPGD_DATA_MAX_SIDE);
+  put32(b + 24, DPGD_DATA_MAX_SIDE);
+  put32(b + 28, 256);
+  fix_crc(b, n);
+  expect_load_fails("huge_shape", b, n, "parameters");
   memcpy(b, good, n);
   put32(b + 40 + 4 * 17, 0x7fc00000u); /* NaN parameter */
   fix_crc(b, n);

@@ -73,6 +73,38 @@ static void test_state_restore(void **state)
   dpgd_rng_free(q);
 }
 
+/* A stored MT19937 state (GSL: 624 words in unsigned longs, then the int index of the
+ * next word) is outside input: an index outside 0..624 or a word over 32 bits is refused,
+ * since GSL would read mt[index] outside the state. The bounds 0 and 624 are accepted. */
+static void test_state_corrupt(void **state)
+{
+  (void)state;
+  dpgd_rng *r = dpgd_rng_alloc(DPGD_RNG_RESEARCH, 7, DPGD_STREAM_STEP);
+  size_t sz = dpgd_rng_state_size(r);
+  size_t at = 624 * sizeof(unsigned long); /* offset of the index */
+  assert_true(sz >= at + sizeof(int));
+  unsigned char *st = malloc(sz);
+  dpgd_rng_state_get(r, st);
+  int idx, ok_idx[] = {0, 624}, bad_idx[] = {-1, 625, -1250754560, 2147483647};
+  for (size_t k = 0; k < sizeof ok_idx / sizeof ok_idx[0]; k++) {
+    memcpy(st + at, &ok_idx[k], sizeof idx);
+    assert_int_equal(dpgd_rng_state_set(r, st, sz), DPGD_OK);
+    uint64_t u;
+    assert_int_equal(dpgd_rng_u64(r, &u), DPGD_OK);
+  }
+  for (size_t k = 0; k < sizeof bad_idx / sizeof bad_idx[0]; k++) {
+    memcpy(st + at, &bad_idx[k], sizeof idx);
+    assert_int_equal(dpgd_rng_state_set(r, st, sz), DPGD_EFORMAT);
+  }
+  idx = 311;
+  memcpy(st + at, &idx, sizeof idx);
+  unsigned long w = 0x100000000UL + 2385;
+  memcpy(st + 17 * sizeof w, &w, sizeof w);
+  assert_int_equal(dpgd_rng_state_set(r, st, sz), DPGD_EFORMAT);
+  free(st);
+  dpgd_rng_free(r);
+}
+
 /* N draws of std s: the mean is N(0, s^2/N) and, for Gaussian data, the sample variance
  * v has (v/s^2 - 1) sqrt(N/2) approximately N(0, 1). Each check rejects at |z| > 5.3:
  * false-alarm rate about 1.2e-7 per check. A wrong scale by 1% is caught (z = 28). */
@@ -154,6 +186,7 @@ int main(void)
   const struct CMUnitTest tests[] = {
     cmocka_unit_test(test_research_reproducible),
     cmocka_unit_test(test_state_restore),
+    cmocka_unit_test(test_state_corrupt),
     cmocka_unit_test(test_gaussian_std_research),
     cmocka_unit_test(test_gaussian_std_secure),
     cmocka_unit_test(test_uniform_extremes),
