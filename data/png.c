@@ -161,6 +161,7 @@ typedef struct pngr {
   png_structp png;
   png_infop info;
   int oom;       /* an allocation libpng asked for failed */
+  size_t refused; /* size of an allocation refused as larger than PNG_ALLOC_MAX; 0 */
   char why[160]; /* libpng's error message */
 } pngr;
 
@@ -178,8 +179,18 @@ static void on_warning(png_structp png, png_const_charp msg)
 }
 
 /* libpng allocates through malloc here so the tests' failure injection reaches it. */
+/* The largest single allocation libpng may make for us. Its own buffers for an 8-bit
+ * grayscale image at most DPGD_DATA_MAX_SIDE wide are rows and zlib windows of well under
+ * a megabyte; but it buffers an ancillary chunk (tEXt, iCCP, ...) at the length the file
+ * states, so a 57-byte file could make it ask for 2 GB. */
+#define PNG_ALLOC_MAX ((png_alloc_size_t)16 << 20)
+
 static png_voidp on_malloc(png_structp png, png_alloc_size_t size)
 {
+  if (size > PNG_ALLOC_MAX) {
+    ((pngr *)png_get_error_ptr(png))->refused = size;
+    return NULL;
+  }
   void *p = malloc(size);
   if (!p) ((pngr *)png_get_error_ptr(png))->oom = 1;
   return p;
@@ -193,6 +204,9 @@ static void on_free(png_structp png, png_voidp p)
 
 static int libpng_failed(pngr *r)
 {
+  if (r->refused)
+    return DPGD_FAIL(DPGD_EFORMAT, "%s: corrupt PNG (a chunk asks for %zu bytes, over %d MB)",
+                     r->path, r->refused, (int)(PNG_ALLOC_MAX >> 20));
   if (r->oom) return DPGD_FAIL(DPGD_ENOMEM, "%s: out of memory decoding PNG", r->path);
   return DPGD_FAIL(DPGD_EFORMAT, "%s: truncated or corrupt PNG (libpng: %s)", r->path,
                    r->why);
