@@ -1,7 +1,7 @@
 # DpgdInstall.cmake -- what `cmake --install` puts under a prefix: libdpgd (shared and
 # static, one library made of the objects of the internal libraries), the public headers
 # and the umbrella <dpgd/dpgd.h>, dpgd.pc, the CMake package (dpgd::dpgd), the dpgd
-# binary, the licence and the changelog. Included by the top-level
+# binary, its man page, the licence and the changelog. Included by the top-level
 # CMakeLists.txt after every library folder; it names the internal libraries by target
 # and finds the public headers by name, so that it does not depend on the source layout.
 include(GNUInstallDirs)
@@ -141,6 +141,18 @@ install(CODE "
   set(DPGD_PC_PREFIX \"\${CMAKE_INSTALL_PREFIX}\")
   configure_file(\"${CMAKE_BINARY_DIR}/dpgd.pc.in\" \"${CMAKE_BINARY_DIR}/dpgd.pc\" @ONLY)")
 install(FILES ${CMAKE_BINARY_DIR}/dpgd.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+# ---- Man page: the text of `dpgd --help` and of every `dpgd CMD --help`, in roff ------------
+if(NOT CMAKE_CROSSCOMPILING)
+  add_custom_command(
+    OUTPUT ${CMAKE_BINARY_DIR}/dpgd.1
+    COMMAND ${CMAKE_COMMAND} -DDPGD=$<TARGET_FILE:dpgd> -DOUT=${CMAKE_BINARY_DIR}/dpgd.1
+            -DVERSION=${PROJECT_VERSION} -P ${CMAKE_CURRENT_LIST_DIR}/DpgdMan.cmake
+    DEPENDS dpgd ${CMAKE_CURRENT_LIST_DIR}/DpgdMan.cmake
+    COMMENT "dpgd man page from dpgd --help" VERBATIM)
+  add_custom_target(dpgd_man ALL DEPENDS ${CMAKE_BINARY_DIR}/dpgd.1)
+  install(FILES ${CMAKE_BINARY_DIR}/dpgd.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+endif()
 
 install(FILES ${CMAKE_SOURCE_DIR}/LICENSE ${CMAKE_SOURCE_DIR}/CHANGELOG.md
         DESTINATION ${CMAKE_INSTALL_DOCDIR})
