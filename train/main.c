@@ -32,7 +32,7 @@ static void usage(FILE *f)
              "commands:\n");
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
-  fprintf(f, "\n  --version  print the version\n");
+  fprintf(f, "\n  --version  print the version (also 'dpgd version')\n");
 }
 
 int main(int argc, char **argv)
@@ -45,7 +45,7 @@ int main(int argc, char **argv)
     usage(stdout);
     return DPGD_EXIT_OK;
   }
-  if (!strcmp(argv[1], "--version")) {
+  if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
     printf("dpgd %s\n", DPGD_VERSION);
     return DPGD_EXIT_OK;
   }

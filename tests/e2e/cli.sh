@@ -3,6 +3,8 @@
 
 expect_ok version "$DPGD" --version
 expect_out version '^dpgd [0-9]+\.[0-9]+\.[0-9]+$'
+expect_ok "version command" "$DPGD" version
+expect_out "version command" '^dpgd [0-9]+\.[0-9]+\.[0-9]+$'
 expect_ok help "$DPGD" --help
 expect_out help 'train'
 expect_fail unknown-command "unknown command 'frobnicate'" "$DPGD" frobnicate
