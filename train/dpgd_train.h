@@ -184,7 +184,7 @@ typedef struct dpgd_run dpgd_run;
 
 /* Opens a new run: resolves the plan, loads data, initialises the model, creates
  * run_dir (must not hold a finished run) and writes config.ini and the metrics header.
- * data_dir overrides the config's data.dir when not NULL. */
+ * run_dir, when not NULL, overrides the config's output.dir. */
 int dpgd_run_open(dpgd_run **out, const dpgd_config *c, const char *run_dir);
 /* Reopens run_dir from its config.ini and checkpoint.bin. The steps already done are
  * kept (metrics rows after the checkpoint are dropped and written again). Research mode
