@@ -154,7 +154,4 @@ int acct_asymmetric(const dpgd_accountant *a);
 int acct_exact_delta(const dpgd_accountant *a, double eps, dpgd_acct_value *out);
 int acct_exact_epsilon(const dpgd_accountant *a, double delta, dpgd_acct_value *out);
 
-/* ---- crc.c ---- */
-uint32_t acct_crc32(const void *buf, size_t len);
-
 #endif /* DPGD_ACCT_INTERNAL_H */

@@ -24,7 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "dpgd_error.h"
+#include "dpgd_core.h"
 
 typedef enum {
   DPGD_ACCT_EXACT = 0,

@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "dpgd_data.h"
-#include "dpgd_error.h"
+#include "dpgd_core.h"
 
 typedef enum { DPGD_ACT_RELU = 0, DPGD_ACT_TANH = 1 } dpgd_activation;
 

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dpgd_error.h"
+#include "dpgd_core.h"
 
 int dpgd_cli_error(const char *fmt, ...)
 {

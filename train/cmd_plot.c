@@ -30,25 +30,15 @@ static void plot_usage(FILE *f)
           DPGD_FIG_WIDTH);
 }
 
-/* mkdir -p */
+/* mkdir -p of the figures folder, which must end up a directory. */
 static int make_dirs(const char *path)
 {
-  char buf[1024];
-  int k = snprintf(buf, sizeof buf, "%s", path);
-  if (k < 0 || (size_t)k >= sizeof buf) return dpgd_cli_error("path too long: %s", path);
-  for (char *p = buf + 1;; p++) {
-    if (*p == '/' || *p == '\0') {
-      char c = *p;
-      *p = '\0';
-      if (mkdir(buf, 0777) && errno != EEXIST)
-        return dpgd_cli_error("cannot create directory %s: %s", buf, strerror(errno));
-      *p = c;
-      if (!c) break;
-    }
+  char failed[1024];
+  if (dpgd_path_mkdirs(path, 0777, failed, sizeof failed)) {
+    if (errno == ENAMETOOLONG) return dpgd_cli_error("path too long: %s", path);
+    return dpgd_cli_error("cannot create directory %s: %s", failed, strerror(errno));
   }
-  struct stat sb;
-  if (stat(path, &sb) || !S_ISDIR(sb.st_mode))
-    return dpgd_cli_error("%s exists and is not a directory", path);
+  if (!dpgd_path_is_dir(path)) return dpgd_cli_error("%s exists and is not a directory", path);
   return 0;
 }
 

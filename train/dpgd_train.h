@@ -15,7 +15,7 @@
 
 #include "dpgd_accounting.h"
 #include "dpgd_config.h"
-#include "dpgd_error.h"
+#include "dpgd_core.h"
 
 /* ===== The per-point ledger (MATH.md section 1) =====================================
  * spend[i] = s(i), the sum of the squared post-clip norms of point i's gradients, in

@@ -10,7 +10,7 @@
 #include <stdio.h>
 
 #include "dpgd_accounting.h"
-#include "dpgd_error.h"
+#include "dpgd_core.h"
 
 /* ---- CSV tables (plot_run.c) ----------------------------------------------------- */
 
@@ -77,8 +77,6 @@ typedef struct dpgd_run {
 int dpgd_run_read(dpgd_run *r, const char *dir);
 void dpgd_run_clear(dpgd_run *r);
 
-/* Reads the whole file into a NUL-terminated buffer (*len excludes the NUL). */
-int dpgd_file_slurp(char **buf, size_t *len, const char *path);
 
 /* ---- figures (plot_figures.c) ---------------------------------------------------- */
 

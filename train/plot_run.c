@@ -9,43 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-int dpgd_file_slurp(char **buf, size_t *len, const char *path)
-{
-  *buf = NULL;
-  *len = 0;
-  FILE *f = fopen(path, "rb");
-  if (!f) return DPGD_FAIL(DPGD_EIO, "cannot open %s: %s", path, strerror(errno));
-  size_t cap = 4096, n = 0;
-  char *b = malloc(cap);
-  int st = b ? DPGD_OK : DPGD_FAIL(DPGD_ENOMEM, "out of memory reading %s", path);
-  while (!st) {
-    if (n + 1 >= cap) {
-      char *nb = realloc(b, cap * 2);
-      if (!nb) {
-        st = DPGD_FAIL(DPGD_ENOMEM, "out of memory reading %s", path);
-        break;
-      }
-      b = nb;
-      cap *= 2;
-    }
-    size_t k = fread(b + n, 1, cap - 1 - n, f);
-    n += k;
-    if (k == 0) {
-      if (ferror(f)) st = DPGD_FAIL(DPGD_EIO, "read error on %s: %s", path, strerror(errno));
-      break;
-    }
-  }
-  fclose(f);
-  if (st) {
-    free(b);
-    return st;
-  }
-  b[n] = '\0';
-  *buf = b;
-  *len = n;
-  return DPGD_OK;
-}
-
 /* ---- CSV ------------------------------------------------------------------------- */
 
 void dpgd_csv_free(dpgd_csv *t)

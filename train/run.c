@@ -85,20 +85,12 @@ static int file_exists(const char *p)
   return stat(p, &st) == 0;
 }
 
-/* mkdir -p: each prefix ending at a '/' and then the whole path. */
+/* mkdir -p of the run directory. */
 static int make_dirs(const char *dir)
 {
-  char tmp[DPGD_CONFIG_PATH_MAX];
-  snprintf(tmp, sizeof tmp, "%s", dir);
-  for (char *p = tmp + 1;; p++) {
-    if (*p != '/' && *p != '\0') continue;
-    char end = *p;
-    *p = '\0';
-    if (mkdir(tmp, 0755) && errno != EEXIST)
-      return DPGD_FAIL(DPGD_EIO, "cannot create directory %s: %s", tmp, strerror(errno));
-    *p = end;
-    if (!end) return DPGD_OK;
-  }
+  char failed[DPGD_CONFIG_PATH_MAX];
+  if (dpgd_path_mkdirs(dir, 0755, failed, sizeof failed) == 0) return DPGD_OK;
+  return DPGD_FAIL(DPGD_EIO, "cannot create directory %s: %s", failed, strerror(errno));
 }
 
 /* Takes <dir>/lock (flock, exclusive, not waiting) for as long as the run is open: two
