@@ -392,7 +392,7 @@ static double complex entry_log_mgf(const acct_entry *en, int dir, double comple
   }
 }
 
-double complex acct_log_mgf(const dpgd_accountant *a, int dir, double complex s)
+double complex dpgd_acct_log_mgf(const dpgd_accountant *a, int dir, double complex s)
 {
   if (gl_init()) return NAN;
   double complex r = 0;
@@ -400,7 +400,7 @@ double complex acct_log_mgf(const dpgd_accountant *a, int dir, double complex s)
   return r;
 }
 
-int acct_asymmetric(const dpgd_accountant *a)
+int dpgd_acct_asymmetric(const dpgd_accountant *a)
 {
   for (size_t i = 0; i < a->n; i++)
     if (a->e[i].kind == ACCT_DISCRETE || a->e[i].kind == ACCT_SUBSAMPLED) return 1;
@@ -671,7 +671,7 @@ static double complex memo_log_mgf(lm_memo *m, const dpgd_accountant *a, int dir
   size_t i = memo_slot(m, t);
   for (size_t k = 0; k < m->cap && !isnan(m->t[i]); k++, i = (i + 1) % m->cap)
     if (m->t[i] == t) return m->v[i];
-  double complex v = acct_log_mgf(a, dir, c + I * t);
+  double complex v = dpgd_acct_log_mgf(a, dir, c + I * t);
   if (2 * (m->n + 1) > m->cap) { /* keep the table at most half full */
     memo_grow(m);
     i = memo_slot(m, t);
@@ -760,7 +760,7 @@ static double b_integrand(double t, void *vp)
   const cf_ctx *x = vp;
   double complex s = x->c + I * t;
   double complex lm = x->memo ? memo_log_mgf(x->memo, x->a, x->dir, x->c, t)
-                              : acct_log_mgf(x->a, x->dir, s);
+                              : dpgd_acct_log_mgf(x->a, x->dir, s);
   /* e^{lm - s eps} / (s (s + 1)) by a complex division (no log, no atan2) unless the
    * exponential could overflow, then through the log */
   double complex k = -s * x->eps, dz = s * (s + 1);
@@ -798,7 +798,7 @@ static double saddle_obj(double y, void *vp)
 {
   const cf_ctx *x = vp;
   double c = exp(y);
-  double v = creal(acct_log_mgf(x->a, x->dir, c)) - c * x->eps - log(c * (c + 1));
+  double v = creal(dpgd_acct_log_mgf(x->a, x->dir, c)) - c * x->eps - log(c * (c + 1));
   return isfinite(v) ? v : 1e300;
 }
 
@@ -937,9 +937,9 @@ static double b_tail(const void *vp, double T)
 static double t_scale(const cf_ctx *x)
 {
   double h = 1e-4 * fmax(x->c, 1e-3);
-  double f0 = creal(acct_log_mgf(x->a, x->dir, x->c - h));
-  double f1 = creal(acct_log_mgf(x->a, x->dir, x->c));
-  double f2 = creal(acct_log_mgf(x->a, x->dir, x->c + h));
+  double f0 = creal(dpgd_acct_log_mgf(x->a, x->dir, x->c - h));
+  double f1 = creal(dpgd_acct_log_mgf(x->a, x->dir, x->c));
+  double f2 = creal(dpgd_acct_log_mgf(x->a, x->dir, x->c + h));
   double var = (f0 - 2 * f1 + f2) / (h * h);
   if (!(var > 0) || !isfinite(var)) return 1;
   return fmin(fmax(4 / sqrt(var), 1e-6), 1e6);
@@ -950,7 +950,7 @@ static int has_sg_only(const dpgd_accountant *a)
 {
   int sg = 0;
   for (size_t i = 0; i < a->n; i++) sg |= a->e[i].kind == ACCT_SUBSAMPLED;
-  return sg && !(acct_gauss_mu2(a) > 0);
+  return sg && !(dpgd_acct_gauss_mu2(a) > 0);
 }
 
 /* Largest privacy loss of the composition in direction dir (+inf with a Gaussian-type
@@ -1026,14 +1026,14 @@ static int formula_b(const dpgd_accountant *a, int dir, double eps, const atoms 
   return DPGD_OK;
 }
 
-int acct_delta_formula_b(const dpgd_accountant *a, int dir, double eps,
+int dpgd_acct_delta_formula_b(const dpgd_accountant *a, int dir, double eps,
                          dpgd_acct_value *out)
 {
   if (gl_init()) return DPGD_ENOMEM;
   atoms at;
   int st = enumerate_peel(a, dir, &at);
   if (st) return st;
-  acct_gsl_quiet();
+  dpgd_acct_gsl_quiet();
   st = formula_b(a, dir, eps, &at, NULL, out);
   atoms_free(&at);
   return st;
@@ -1049,8 +1049,8 @@ typedef struct {
 static double a_integrand(double t, void *vp)
 {
   const a_ctx *x = vp;
-  double complex lp = acct_log_mgf(x->b.a, x->b.dir, I * t);
-  double complex lq = acct_log_mgf(x->b.a, x->b.dir, -1 + I * t);
+  double complex lp = dpgd_acct_log_mgf(x->b.a, x->b.dir, I * t);
+  double complex lq = dpgd_acct_log_mgf(x->b.a, x->b.dir, -1 + I * t);
   double complex ph = cexp(-I * t * x->b.eps);
   double complex v = ph * (cexp(lp) - cexp(lq + x->b.eps));
   return cimag(v) / (M_PI * t);
@@ -1077,16 +1077,16 @@ static double a_tail(const void *vp, double T)
   return (1 + exp(x->b.eps)) * mx * g / (M_PI * T);
 }
 
-int acct_delta_formula_a(const dpgd_accountant *a, int dir, double eps,
+int dpgd_acct_delta_formula_a(const dpgd_accountant *a, int dir, double eps,
                          dpgd_acct_value *out)
 {
   if (gl_init()) return DPGD_ENOMEM;
-  double mu2 = acct_gauss_mu2(a);
+  double mu2 = dpgd_acct_gauss_mu2(a);
   if (!(mu2 > 0))
     return DPGD_FAIL(DPGD_ERANGE, "formula A needs a Gaussian entry for a bounded tail");
   a_ctx x = {.b = {.a = a, .dir = dir, .eps = eps}, .mu_g = sqrt(mu2)};
   gsl_function F = {a_integrand, &x};
-  acct_gsl_quiet();
+  dpgd_acct_gsl_quiet();
   double v = 0, e = 0;
   int st = integrate_tail(&F, &x, a_tail, 0, 0, 4 / x.mu_g, 0, &v, &e);
   if (st) return st;
@@ -1096,10 +1096,10 @@ int acct_delta_formula_a(const dpgd_accountant *a, int dir, double eps,
   return DPGD_OK;
 }
 
-int acct_delta_enum(const dpgd_accountant *a, double eps, dpgd_acct_value *out)
+int dpgd_acct_delta_enum(const dpgd_accountant *a, double eps, dpgd_acct_value *out)
 {
   dpgd_acct_value best = {0, 0};
-  for (int dir = 0; dir <= acct_asymmetric(a); dir++) {
+  for (int dir = 0; dir <= dpgd_acct_asymmetric(a); dir++) {
     for (size_t i = 0; i < a->n; i++)
       if (a->e[i].kind != ACCT_RR && a->e[i].kind != ACCT_DISCRETE)
         return DPGD_FAIL(DPGD_EINVAL, "enumeration applies to RR/discrete compositions only");
@@ -1141,7 +1141,7 @@ static double sg1_delta(double q, double sigma, int dir, double eps)
   return qtail(-o / sigma) - exp(eps) * ((1 - q) * qtail(-o / sigma) + q * qtail(-(o - 1) / sigma));
 }
 
-int acct_delta_single_sg(double q, double sigma, int dir, double eps, dpgd_acct_value *out)
+int dpgd_acct_delta_single_sg(double q, double sigma, int dir, double eps, dpgd_acct_value *out)
 {
   double v = sg1_delta(q, sigma, dir, eps);
   clamp_delta(out, v, 16 * DBL_EPSILON * (1 + exp(eps)) * fmax(q, 1e-300) + 1e-300);
@@ -1214,11 +1214,11 @@ static int exact_dir(const dpgd_accountant *a, int dir, double eps, search *S,
                      dpgd_acct_value *o)
 {
   const acct_entry *e0 = &a->e[0];
-  if (few_sg(a) && e0->count == 1) return acct_delta_single_sg(e0->par[0], e0->par[1], dir, eps, o);
+  if (few_sg(a) && e0->count == 1) return dpgd_acct_delta_single_sg(e0->par[0], e0->par[1], dir, eps, o);
   if (few_sg(a)) return sg_few_delta(e0->par[0], e0->par[1], dir, e0->count, eps, o);
   int st;
   if (!S) {
-    st = acct_delta_formula_b(a, dir, eps, o);
+    st = dpgd_acct_delta_formula_b(a, dir, eps, o);
   } else {
     if (gl_init()) return DPGD_ENOMEM;
     if (!S->ready[dir]) {
@@ -1232,16 +1232,16 @@ static int exact_dir(const dpgd_accountant *a, int dir, double eps, search *S,
       for (size_t i = 0; i < m->cap; i++) m->t[i] = NAN;
       S->ready[dir] = 1;
     }
-    acct_gsl_quiet();
+    dpgd_acct_gsl_quiet();
     st = formula_b(a, dir, eps, &S->at[dir], S->use_memo ? &S->memo[dir] : NULL, o);
     if (st && S->use_memo) { /* the fixed c may be poor far from the root: choose afresh */
       dpgd_error_clear();
       st = formula_b(a, dir, eps, &S->at[dir], NULL, o);
     }
   }
-  if (st && acct_gauss_mu2(a) > 0) {
+  if (st && dpgd_acct_gauss_mu2(a) > 0) {
     dpgd_error_clear();
-    st = acct_delta_formula_a(a, dir, eps, o);
+    st = dpgd_acct_delta_formula_a(a, dir, eps, o);
   }
   return st;
 }
@@ -1249,7 +1249,7 @@ static int exact_dir(const dpgd_accountant *a, int dir, double eps, search *S,
 static int exact_delta_s(const dpgd_accountant *a, double eps, search *S, dpgd_acct_value *out)
 {
   dpgd_acct_value best = {0, 0};
-  for (int dir = 0; dir <= acct_asymmetric(a); dir++) {
+  for (int dir = 0; dir <= dpgd_acct_asymmetric(a); dir++) {
     dpgd_acct_value o;
     int st = exact_dir(a, dir, eps, S, &o);
     if (st) return st;
@@ -1259,7 +1259,7 @@ static int exact_delta_s(const dpgd_accountant *a, double eps, search *S, dpgd_a
   return DPGD_OK;
 }
 
-int acct_exact_delta(const dpgd_accountant *a, double eps, dpgd_acct_value *out)
+int dpgd_acct_exact_delta(const dpgd_accountant *a, double eps, dpgd_acct_value *out)
 {
   return exact_delta_s(a, eps, NULL, out);
 }
@@ -1302,7 +1302,7 @@ static double eps_f(double eps, void *vp)
  * computed with c chosen afresh). */
 static void search_centre(eps_root *r, double eps_c, double f0)
 {
-  for (int dir = 0; dir <= acct_asymmetric(r->a); dir++) {
+  for (int dir = 0; dir <= dpgd_acct_asymmetric(r->a); dir++) {
     cf_ctx x = {.a = r->a, .dir = dir, .eps = eps_c};
     lm_memo *m = &r->S->memo[dir];
     m->c = find_c(&x);
@@ -1325,7 +1325,7 @@ static int exact_epsilon_s(eps_root *r, double delta, dpgd_acct_value *out)
 {
   dpgd_acct_value rv;
   double hi = 1;
-  if (acct_rdp_epsilon(r->a, DPGD_ACCT_RDP_BALLE, delta, &rv) == DPGD_OK && rv.value > 0 &&
+  if (dpgd_acct_rdp_epsilon(r->a, DPGD_ACCT_RDP_BALLE, delta, &rv) == DPGD_OK && rv.value > 0 &&
       rv.value < 1e4)
     hi = rv.value;
   dpgd_error_clear();
@@ -1352,7 +1352,7 @@ static int exact_epsilon_s(eps_root *r, double delta, dpgd_acct_value *out)
     /* Brent starts from the values at the bracket's ends found above (remembered by
      * eps_f; f(0) with c chosen afresh: any c gives an upper bound) */
     gsl_function F = {eps_f, r};
-    int st = r->status ? r->status : f > 0 ? DPGD_ERANGE : acct_brent(&F, lo, hi, 1, &e);
+    int st = r->status ? r->status : f > 0 ? DPGD_ERANGE : dpgd_acct_brent(&F, lo, hi, 1, &e);
     if (st && pass > 0) { /* a later pass's c did worse: the previous answer stands */
       r->status = 0;
       dpgd_error_clear();
@@ -1368,11 +1368,11 @@ static int exact_epsilon_s(eps_root *r, double delta, dpgd_acct_value *out)
   /* e is the bracket's private end (delta bound <= delta there); the value also carries
    * the root tolerance, as every dpgd_acct_value does. */
   out->err = e * ACCT_ROOT_RELTOL;
-  out->value = acct_round_up(e + out->err);
+  out->value = dpgd_acct_round_up(e + out->err);
   return DPGD_OK;
 }
 
-int acct_exact_epsilon(const dpgd_accountant *a, double delta, dpgd_acct_value *out)
+int dpgd_acct_exact_epsilon(const dpgd_accountant *a, double delta, dpgd_acct_value *out)
 {
   search S;
   memset(&S, 0, sizeof S);

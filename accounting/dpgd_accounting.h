@@ -36,9 +36,13 @@ typedef enum {
 } dpgd_acct_method;
 
 /* "exact", "zcdp", "rdp_classic", "rdp_balle", "rdp_optimal" (the metrics.csv column
- * suffixes and summary.json keys); dpgd_acct_method_find returns -1 if unknown. */
+ * suffixes and summary.json keys): the one list of the names, in dpgd_acct_method order
+ * and NULL-terminated. dpgd_acct_method_find returns -1 if unknown. */
+extern const char *const dpgd_acct_method_names[DPGD_ACCT_N_METHODS + 1];
 const char *dpgd_acct_method_name(dpgd_acct_method m);
 int dpgd_acct_method_find(const char *name);
+/* The names joined by sep into buf (truncated to size); returns buf. */
+const char *dpgd_acct_method_list(char *buf, size_t size, const char *sep);
 
 /* v rounded to `digits` significant decimal digits (1..17) towards +inf (dir > 0: the
  * private direction for eps, delta and sigma) or towards -inf (dir < 0: for budgets).

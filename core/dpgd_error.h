@@ -12,8 +12,7 @@ enum {
   DPGD_EIO = 3,      /* file missing, unreadable, or a write failed */
   DPGD_EFORMAT = 4,  /* file content malformed: magic, sizes, checksum, truncation */
   DPGD_ERANGE = 5,   /* result not representable / outside the supported range */
-  DPGD_ENOCONV = 6,  /* an iterative method did not converge */
-  DPGD_ENOTIMPL = 7  /* feature not built yet */
+  DPGD_ENOCONV = 6   /* an iterative method did not converge */
 };
 
 /* The handler receives the formatted reason, the source location and the status.

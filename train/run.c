@@ -885,23 +885,12 @@ int dpgd_run_finish(dpgd_run *r)
   return rc;
 }
 
-int dpgd_run_train(const dpgd_config *c, const char *run_dir, int resume)
-{
-  dpgd_run *r = NULL;
-  int rc = resume ? dpgd_run_resume(&r, run_dir) : dpgd_run_open(&r, c, run_dir);
-  while (!rc && !dpgd_run_done(r)) rc = dpgd_run_step(r);
-  if (!rc) rc = dpgd_run_finish(r);
-  dpgd_run_free(r);
-  return rc;
-}
-
 /* ---- read access ---- */
 
 const dpgd_plan *dpgd_run_plan(const dpgd_run *r) { return &r->plan; }
 const dpgd_config *dpgd_run_config(const dpgd_run *r) { return &r->cfg; }
 const dpgd_ledger *dpgd_run_ledger(const dpgd_run *r) { return r->ledger; }
 size_t dpgd_run_step_index(const dpgd_run *r) { return (size_t)r->m.step; }
-double dpgd_run_last_test_acc(const dpgd_run *r) { return r->m.last_test_acc; }
 double dpgd_run_eps_now(const dpgd_run *r) { return r->eps_now[DPGD_ACCT_EXACT]; }
 uint64_t dpgd_run_noise_draws(const dpgd_run *r) { return r->m.noise_draws; }
 uint64_t dpgd_run_releases(const dpgd_run *r) { return dpgd_acct_n_releases(r->acct); }

@@ -39,11 +39,6 @@ int dpgd_cli_status_error(int status, const char *doing)
   return dpgd_cli_error("%s", why);
 }
 
-int dpgd_cli_not_landed(const char *cmd, const char *what)
-{
-  return dpgd_cli_error("'dpgd %s' is not available yet: %s has not landed", cmd, what);
-}
-
 int dpgd_cli_wants_help(int argc, char **argv)
 {
   for (int i = 1; i < argc; i++)

@@ -92,9 +92,7 @@ static void print_plan(const dpgd_plan *p, const dpgd_config *c)
       printf("  %-12s %.6g\n", name, dpgd_round_digits(p->eps[m], 6, 1));
     else
       printf("  %-12s n/a (%s)\n", name,
-             p->eps_status[m] == DPGD_ENOTIMPL ? "not built yet"
-             : p->eps_status[m] == DPGD_OK    ? "infinite"
-                                              : dpgd_error_str(p->eps_status[m]));
+             p->eps_status[m] == DPGD_OK ? "infinite" : dpgd_error_str(p->eps_status[m]));
   }
   fflush(stdout);
 }
