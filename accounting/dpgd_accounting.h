@@ -1,11 +1,11 @@
-/* dpgd_accounting.h -- the accountant library (MATH.md sections 2-5; seed 000).
+/* dpgd_accounting.h -- the accountant library (MATH.md sections 2-5).
  * Depends on GSL and nothing else of ours but dpgd_error.h.
  *
  * An accountant keeps a composition symbolically as a list of (mechanism, count) and
  * answers eps(delta) / delta(eps) on demand under each method:
  *   exact       characteristic-function accounting (closed form for pure-Gaussian
  *               compositions, MATH.md section 2; inversion formula B, A as fallback);
- *   zcdp        rho-zCDP with rho = sum of Gaussian mu^2/2 (Gaussian-only; seed 003);
+ *   zcdp        rho-zCDP with rho = sum of Gaussian mu^2/2 (Gaussian-only);
  *   rdp_*       RDP curves composed over an order grid, converted by the classic,
  *               Balle et al. 2020 or Asoodeh et al. (optimal) conversion.
  * Every reported value is an upper bound in the private direction: the numerical error

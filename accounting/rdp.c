@@ -94,7 +94,7 @@ double dpgd_acct_rdp_conv_balle(double alpha, double zeta, double delta)
   return zeta + log((alpha - 1) / alpha) - (log(delta) + log(alpha)) / (alpha - 1);
 }
 
-/* ---- Asoodeh et al. (seed 004): zeta*(a, eps, delta) = eps + log M / (a - 1) ---- */
+/* ---- Asoodeh et al.: zeta*(a, eps, delta) = eps + log M / (a - 1) ---- */
 typedef struct {
   double a, eps, delta;
 } opt_par;

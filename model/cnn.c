@@ -1,4 +1,4 @@
-/* cnn.c -- the MNIST CNN of seed 003 (the Opacus example network), exactly:
+/* cnn.c -- the MNIST CNN of Feldman & Zrnic's experiments (the Opacus example network), exactly:
  *   Conv2d(1->16, k8, s2, p3) -> act -> MaxPool(2, s1) -> Conv2d(16->32, k4, s2) -> act
  *   -> MaxPool(2, s1) -> flatten (512, PyTorch's C,H,W order) -> Linear(512->32) -> act
  *   -> Linear(32->10); cross-entropy. act is ReLU (the paper's) or tanh.

@@ -1,5 +1,5 @@
-/* dpgd_train.h -- private full-batch gradient descent (MATH.md section 1; seed 003
- * Algorithms 6 and 7): the per-point ledger and clip caps, the noise streams, the
+/* dpgd_train.h -- private full-batch gradient descent (MATH.md section 1; Feldman &
+ * Zrnic, Algorithms 6 and 7): the per-point ledger and clip caps, the noise streams, the
  * checkpoint container, the run-directory writers (train/RUN_FORMAT.md) and the
  * training state that ties them to a model (model/) and the accountant (accounting/).
  *

@@ -136,7 +136,7 @@ static double lap_rr_oracle(double a, int n, double e0, int k, double eps)
 
 /* n-fold Laplace (n = 1..4), alone and with RR atoms, against the oracle above: delta(eps)
  * over eps, and eps(delta) whose oracle delta must not exceed the target (private side)
- * while eps (1 - 1e-6) is already too small (the issue asks 1e-4 relative). */
+ * while eps (1 - 1e-6) is already too small (the target is 1e-4 relative). */
 static void test_laplace_nfold_oracle(void **state)
 {
   (void)state;

@@ -470,7 +470,7 @@ static int check_points(const dpgd_csv *t, const char *file)
 {
   if (dpgd_csv_col(t, "spend_frac") < 0)
     return DPGD_FAIL(DPGD_EFORMAT, "%s: no 'spend_frac' column", file);
-  /* s(i) <= B_norm holds to a few ulps (issue 4); anything beyond is corrupt. */
+  /* s(i) <= B_norm holds to a few ulps (float summation); anything beyond is corrupt. */
   int st = check_col(t, "spend_frac", 0, 1 + 1e-9, file);
   if (!st) st = check_col(t, "spend", 0, INFINITY, file);
   return st;
@@ -483,7 +483,7 @@ static int join(char *buf, size_t len, const char *dir, const char *file)
   return DPGD_OK;
 }
 
-void dpgd_run_clear(dpgd_run *r)
+void dpgd_plot_run_clear(dpgd_plot_run *r)
 {
   dpgd_csv_free(r->metrics);
   dpgd_csv_free(r->points);
@@ -491,7 +491,7 @@ void dpgd_run_clear(dpgd_run *r)
   r->points = NULL;
 }
 
-int dpgd_run_read(dpgd_run *r, const char *dir)
+int dpgd_plot_run_read(dpgd_plot_run *r, const char *dir)
 {
   memset(r, 0, sizeof *r);
   size_t dl = strlen(dir);
@@ -530,6 +530,6 @@ int dpgd_run_read(dpgd_run *r, const char *dir)
       if (!st) st = check_points(r->points, path);
     }
   }
-  if (st) dpgd_run_clear(r);
+  if (st) dpgd_plot_run_clear(r);
   return st;
 }

@@ -1,5 +1,5 @@
 /* sweep_table.c -- the tables of a sweep directory: per trial (trials.csv), per cell
- * (summary.csv), and summary.md in the form of seed 003's tables (mean +- sample
+ * (summary.csv), and summary.md in the form of Feldman & Zrnic's tables (mean +- sample
  * standard deviation of test accuracy over seeds; plain and filtered side by side). */
 #include "plot.h"
 
