@@ -6,26 +6,9 @@
 
 #include "acct_internal.h"
 
-static const char *method_names[DPGD_ACCT_N_METHODS] = {
-    "exact", "zcdp", "rdp_classic", "rdp_balle", "rdp_optimal"};
-
-const char *dpgd_acct_method_name(dpgd_acct_method m)
-{
-  if ((int)m < 0 || m >= DPGD_ACCT_N_METHODS) return "unknown";
-  return method_names[m];
-}
-
-int dpgd_acct_method_find(const char *name)
-{
-  if (!name) return -1;
-  for (int i = 0; i < DPGD_ACCT_N_METHODS; i++)
-    if (!strcmp(name, method_names[i])) return i;
-  return -1;
-}
-
 dpgd_accountant *dpgd_acct_alloc(void)
 {
-  acct_gsl_quiet();
+  dpgd_acct_gsl_quiet();
   return calloc(1, sizeof(dpgd_accountant));
 }
 
@@ -55,7 +38,7 @@ static int same_mechanism(const acct_entry *x, const acct_entry *y)
   return 1;
 }
 
-int acct_push(dpgd_accountant *a, const acct_entry *en)
+int dpgd_acct_push(dpgd_accountant *a, const acct_entry *en)
 {
   if (a->n > 0 && same_mechanism(&a->e[a->n - 1], en)) {
     acct_entry *last = &a->e[a->n - 1];
@@ -95,7 +78,7 @@ dpgd_accountant *dpgd_acct_clone(const dpgd_accountant *a)
   if (!c) return NULL;
   for (size_t i = 0; i < a->n; i++) {
     /* Pushed one by one: entries stored in `a` are already merged, so none merge. */
-    if (acct_push(c, &a->e[i])) {
+    if (dpgd_acct_push(c, &a->e[i])) {
       dpgd_acct_free(c);
       return NULL;
     }
@@ -117,7 +100,7 @@ int dpgd_acct_add_gaussian(dpgd_accountant *a, double mu, uint64_t count)
   if (!(mu >= 0) || isinf(mu))
     return DPGD_FAIL(DPGD_EINVAL, "Gaussian mu must be finite and >= 0 (got %g)", mu);
   acct_entry en = {.kind = ACCT_GAUSSIAN, .count = count, .par = {mu, 0}};
-  return acct_push(a, &en);
+  return dpgd_acct_push(a, &en);
 }
 
 int dpgd_acct_add_laplace(dpgd_accountant *a, double a0, uint64_t count)
@@ -127,7 +110,7 @@ int dpgd_acct_add_laplace(dpgd_accountant *a, double a0, uint64_t count)
   if (!(a0 > 0) || isinf(a0))
     return DPGD_FAIL(DPGD_EINVAL, "Laplace a = sensitivity/scale must be finite and > 0 (got %g)", a0);
   acct_entry en = {.kind = ACCT_LAPLACE, .count = count, .par = {a0, 0}};
-  return acct_push(a, &en);
+  return dpgd_acct_push(a, &en);
 }
 
 int dpgd_acct_add_rr(dpgd_accountant *a, double eps0, uint64_t count)
@@ -137,7 +120,7 @@ int dpgd_acct_add_rr(dpgd_accountant *a, double eps0, uint64_t count)
   if (!(eps0 > 0) || isinf(eps0))
     return DPGD_FAIL(DPGD_EINVAL, "randomized response eps0 must be finite and > 0 (got %g)", eps0);
   acct_entry en = {.kind = ACCT_RR, .count = count, .par = {eps0, 0}};
-  return acct_push(a, &en);
+  return dpgd_acct_push(a, &en);
 }
 
 /* Probability vectors within 1e-9 of sum 1, equal supports (a point with mass under one
@@ -163,7 +146,7 @@ int dpgd_acct_add_discrete(dpgd_accountant *a, const double *p, const double *q,
     return DPGD_FAIL(DPGD_EINVAL, "discrete pair: p sums to %.12g and q to %.12g, not 1", sp, sq);
   acct_entry en = {.kind = ACCT_DISCRETE, .count = count, .k = k,
                    .p = (double *)p, .q = (double *)q};
-  return acct_push(a, &en);
+  return dpgd_acct_push(a, &en);
 }
 
 int dpgd_acct_add_subsampled_gaussian(dpgd_accountant *a, double q, double sigma,
@@ -178,17 +161,17 @@ int dpgd_acct_add_subsampled_gaussian(dpgd_accountant *a, double q, double sigma
   if (q == 0) return dpgd_acct_add_gaussian(a, 0, count); /* samples no one: mu = 0 */
   if (q == 1) return dpgd_acct_add_gaussian(a, 1 / sigma, count);
   acct_entry en = {.kind = ACCT_SUBSAMPLED, .count = count, .par = {q, sigma}};
-  return acct_push(a, &en);
+  return dpgd_acct_push(a, &en);
 }
 
-int acct_all_gaussian(const dpgd_accountant *a)
+int dpgd_acct_all_gaussian(const dpgd_accountant *a)
 {
   for (size_t i = 0; i < a->n; i++)
     if (a->e[i].kind != ACCT_GAUSSIAN) return 0;
   return 1;
 }
 
-double acct_gauss_mu2(const dpgd_accountant *a)
+double dpgd_acct_gauss_mu2(const dpgd_accountant *a)
 {
   double s = 0;
   for (size_t i = 0; i < a->n; i++)
@@ -198,8 +181,8 @@ double acct_gauss_mu2(const dpgd_accountant *a)
 
 double dpgd_acct_gdp_mu(const dpgd_accountant *a)
 {
-  if (!a || !acct_all_gaussian(a)) return NAN;
-  return sqrt(acct_gauss_mu2(a));
+  if (!a || !dpgd_acct_all_gaussian(a)) return NAN;
+  return sqrt(dpgd_acct_gauss_mu2(a));
 }
 
 size_t dpgd_acct_n_entries(const dpgd_accountant *a) { return a ? a->n : 0; }

@@ -96,12 +96,10 @@ struct dpgd_accountant {
 #define ACCT_TAIL_SAFETY 10.0
 
 /* ---- gdp.c: the Gaussian curve (MATH.md section 2) ---- */
-double acct_log_phi(double x);                  /* log Phi(x) */
-double acct_gdp_log_delta(double mu, double eps); /* log delta(eps), -inf if 0 */
-/* The same with a bound on the absolute error of the log; and delta itself already
- * rounded up by its error bound (*err gets what was added). */
-double acct_gdp_log_delta_e(double mu, double eps, double *err);
-double acct_gdp_delta_e(double mu, double eps, double *err);
+/* log delta(eps) of mu-GDP (-inf if 0) with a bound on the absolute error of the log;
+ * and delta itself already rounded up by its error bound (*err gets what was added). */
+double dpgd_acct_gdp_log_delta_e(double mu, double eps, double *err);
+double dpgd_acct_gdp_delta_e(double mu, double eps, double *err);
 
 /* Brent root bracketing on [lo, hi] with GSL's abort handler off; returns the
  * upper or lower bracket end at convergence. */
@@ -110,51 +108,48 @@ struct gsl_function_struct;
  * checks the status of every GSL call, and GSL's default handler would abort the
  * program. Swapping the handler off and back around each call raced between threads
  * (the handler is one global), so it is switched off for good at the first use. */
-void acct_gsl_quiet(void);
-int acct_brent(struct gsl_function_struct *F, double lo, double hi, int upper, double *x);
+void dpgd_acct_gsl_quiet(void);
+int dpgd_acct_brent(struct gsl_function_struct *F, double lo, double hi, int upper, double *x);
 
 /* ---- rounding helpers (gdp.c) ---- */
-double acct_round_up(double x);   /* x increased by a few ulps (x >= 0) */
-double acct_round_down(double x); /* x decreased by a few ulps */
+double dpgd_acct_round_up(double x);   /* x increased by a few ulps (x >= 0) */
+double dpgd_acct_round_down(double x); /* x decreased by a few ulps */
 
 /* ---- accountant.c ---- */
-int acct_all_gaussian(const dpgd_accountant *a); /* 1 if every entry is Gaussian */
-double acct_gauss_mu2(const dpgd_accountant *a); /* sum count mu^2 of Gaussian entries */
+int dpgd_acct_all_gaussian(const dpgd_accountant *a); /* 1 if every entry is Gaussian */
+double dpgd_acct_gauss_mu2(const dpgd_accountant *a); /* sum count mu^2 of Gaussian entries */
 /* Adds the entry as is (merging with the last one when equal); used by deserialise. */
-int acct_push(dpgd_accountant *a, const acct_entry *en);
+int dpgd_acct_push(dpgd_accountant *a, const acct_entry *en);
 
 /* ---- rdp.c: RDP curves and conversions (MATH.md section 4) ---- */
 /* Composed RDP eps_hat(alpha); +inf if not finite; alpha > 1. */
-double acct_rdp_curve(const dpgd_accountant *a, double alpha);
-int acct_rdp_epsilon(const dpgd_accountant *a, dpgd_acct_method m, double delta,
+double dpgd_acct_rdp_curve(const dpgd_accountant *a, double alpha);
+int dpgd_acct_rdp_epsilon(const dpgd_accountant *a, dpgd_acct_method m, double delta,
                      dpgd_acct_value *out);
-int acct_rdp_delta(const dpgd_accountant *a, dpgd_acct_method m, double eps,
+int dpgd_acct_rdp_delta(const dpgd_accountant *a, dpgd_acct_method m, double eps,
                    dpgd_acct_value *out);
 /* One conversion at one order: eps for (alpha, zeta = eps_hat(alpha)). */
-double acct_rdp_conv_classic(double alpha, double zeta, double delta);
-double acct_rdp_conv_balle(double alpha, double zeta, double delta);
-int acct_rdp_conv_optimal(double alpha, double zeta, double delta, double *eps);
+double dpgd_acct_rdp_conv_classic(double alpha, double zeta, double delta);
+double dpgd_acct_rdp_conv_balle(double alpha, double zeta, double delta);
+int dpgd_acct_rdp_conv_optimal(double alpha, double zeta, double delta, double *eps);
 
 /* ---- cf.c: characteristic-function accounting (MATH.md section 3) ---- */
 /* log M(s) of the whole composition in direction dir (0: as given / remove pair,
  * 1: the reversed pair / add pair), at complex s. */
-double complex acct_log_mgf(const dpgd_accountant *a, int dir, double complex s);
+double complex dpgd_acct_log_mgf(const dpgd_accountant *a, int dir, double complex s);
 /* delta(eps) by formula B (dir 0 or 1), by formula A, by enumeration. */
-int acct_delta_formula_b(const dpgd_accountant *a, int dir, double eps,
+int dpgd_acct_delta_formula_b(const dpgd_accountant *a, int dir, double eps,
                          dpgd_acct_value *out);
-int acct_delta_formula_a(const dpgd_accountant *a, int dir, double eps,
+int dpgd_acct_delta_formula_a(const dpgd_accountant *a, int dir, double eps,
                          dpgd_acct_value *out);
-int acct_delta_enum(const dpgd_accountant *a, double eps, dpgd_acct_value *out);
+int dpgd_acct_delta_enum(const dpgd_accountant *a, double eps, dpgd_acct_value *out);
 /* delta(eps) of one Poisson-subsampled Gaussian release in direction dir, in closed
  * form (its privacy loss is monotone in the output). */
-int acct_delta_single_sg(double q, double sigma, int dir, double eps, dpgd_acct_value *out);
+int dpgd_acct_delta_single_sg(double q, double sigma, int dir, double eps, dpgd_acct_value *out);
 /* 1 if the composition has an asymmetric entry (two directions to take the max of). */
-int acct_asymmetric(const dpgd_accountant *a);
+int dpgd_acct_asymmetric(const dpgd_accountant *a);
 /* The exact method: delta(eps) (max over directions, error added). */
-int acct_exact_delta(const dpgd_accountant *a, double eps, dpgd_acct_value *out);
-int acct_exact_epsilon(const dpgd_accountant *a, double delta, dpgd_acct_value *out);
-
-/* ---- crc.c ---- */
-uint32_t acct_crc32(const void *buf, size_t len);
+int dpgd_acct_exact_delta(const dpgd_accountant *a, double eps, dpgd_acct_value *out);
+int dpgd_acct_exact_epsilon(const dpgd_accountant *a, double delta, dpgd_acct_value *out);
 
 #endif /* DPGD_ACCT_INTERNAL_H */

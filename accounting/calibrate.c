@@ -78,7 +78,7 @@ static int calib_solve(calib *c, double x0, double *x)
   if (c->status) return c->status;
   gsl_function F = {calib_f, c};
   /* The private end of the bracket: upper sigma, lower budget. */
-  int st = acct_brent(&F, lo, hi, sigma_mode, x);
+  int st = dpgd_acct_brent(&F, lo, hi, sigma_mode, x);
   if (st) return st;
   return c->status;
 }
@@ -105,7 +105,7 @@ static int setup(calib *c, dpgd_acct_method m, double eps, double delta,
   /* A Gaussian entry that never merges with extra's last entry (mu = -1 is a marker
    * until the solver sets it). */
   acct_entry en = {.kind = ACCT_GAUSSIAN, .count = 1, .par = {-1, 0}};
-  st = acct_push(c->acc, &en);
+  st = dpgd_acct_push(c->acc, &en);
   if (st) {
     dpgd_acct_free(c->acc);
     return st;
@@ -148,7 +148,7 @@ int dpgd_calibrate_budget(dpgd_acct_method m, double eps, double delta, double s
   if (!budget) return DPGD_FAIL(DPGD_EINVAL, "calibrate: NULL output");
   if (!(sigma > 0) || isinf(sigma)) return DPGD_FAIL(DPGD_EINVAL, "sigma must be finite and > 0 (got %g)", sigma);
   if (!(clip > 0) || isinf(clip)) return DPGD_FAIL(DPGD_EINVAL, "clip must be finite and > 0 (got %g)", clip);
-  if (extra && !acct_all_gaussian(extra))
+  if (extra && !dpgd_acct_all_gaussian(extra))
     return DPGD_FAIL(DPGD_EINVAL, "budget calibration composes with Gaussian releases only");
   calib c = {0};
   int st = setup(&c, m, eps, delta, extra);

@@ -1,11 +1,11 @@
-/* dpgd_accounting.h -- the accountant library (MATH.md sections 2-5; seed 000).
+/* dpgd_accounting.h -- the accountant library (MATH.md sections 2-5).
  * Depends on GSL and nothing else of ours but dpgd_error.h.
  *
  * An accountant keeps a composition symbolically as a list of (mechanism, count) and
  * answers eps(delta) / delta(eps) on demand under each method:
  *   exact       characteristic-function accounting (closed form for pure-Gaussian
  *               compositions, MATH.md section 2; inversion formula B, A as fallback);
- *   zcdp        rho-zCDP with rho = sum of Gaussian mu^2/2 (Gaussian-only; seed 003);
+ *   zcdp        rho-zCDP with rho = sum of Gaussian mu^2/2 (Gaussian-only);
  *   rdp_*       RDP curves composed over an order grid, converted by the classic,
  *               Balle et al. 2020 or Asoodeh et al. (optimal) conversion.
  * Every reported value is an upper bound in the private direction: the numerical error
@@ -24,7 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "dpgd_error.h"
+#include "dpgd_core.h"
 
 typedef enum {
   DPGD_ACCT_EXACT = 0,
@@ -36,9 +36,13 @@ typedef enum {
 } dpgd_acct_method;
 
 /* "exact", "zcdp", "rdp_classic", "rdp_balle", "rdp_optimal" (the metrics.csv column
- * suffixes and summary.json keys); dpgd_acct_method_find returns -1 if unknown. */
+ * suffixes and summary.json keys): the one list of the names, in dpgd_acct_method order
+ * and NULL-terminated. dpgd_acct_method_find returns -1 if unknown. */
+extern const char *const dpgd_acct_method_names[DPGD_ACCT_N_METHODS + 1];
 const char *dpgd_acct_method_name(dpgd_acct_method m);
 int dpgd_acct_method_find(const char *name);
+/* The names joined by sep into buf (truncated to size); returns buf. */
+const char *dpgd_acct_method_list(char *buf, size_t size, const char *sep);
 
 /* v rounded to `digits` significant decimal digits (1..17) towards +inf (dir > 0: the
  * private direction for eps, delta and sigma) or towards -inf (dir < 0: for budgets).

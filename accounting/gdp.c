@@ -12,13 +12,13 @@
 
 #include "acct_internal.h"
 
-double acct_round_up(double x)
+double dpgd_acct_round_up(double x)
 {
   if (!isfinite(x)) return x;
   return x + fabs(x) * 16 * DBL_EPSILON + DBL_MIN;
 }
 
-double acct_round_down(double x)
+double dpgd_acct_round_down(double x)
 {
   if (!isfinite(x)) return x;
   return x - fabs(x) * 16 * DBL_EPSILON - DBL_MIN;
@@ -39,12 +39,6 @@ static double log_phi_e(double x, double *err)
   return r.val - M_LN2;
 }
 
-double acct_log_phi(double x)
-{
-  double err;
-  return log_phi_e(x, &err);
-}
-
 /* log of the inverse Mills ratio h(x) = phi(x)/Q(x) (GSL's hazard function). */
 static double log_hazard_e(double x, double *err)
 {
@@ -60,7 +54,7 @@ static double log_hazard_e(double x, double *err)
  * (e^eps phi(b) = phi(a)), so d is formed from inverse Mills ratios and never from the
  * difference of two huge logarithms. *err bounds the absolute error of the log (from
  * GSL's error estimates, propagated; the cancellation 1 - e^d is accounted for). */
-double acct_gdp_log_delta_e(double mu, double eps, double *err)
+double dpgd_acct_gdp_log_delta_e(double mu, double eps, double *err)
 {
   *err = 0;
   if (!(mu >= 0) || !(eps >= 0) || isnan(mu)) return NAN;
@@ -84,16 +78,10 @@ double acct_gdp_log_delta_e(double mu, double eps, double *err)
   return l1 + log(-expm1(d));
 }
 
-double acct_gdp_log_delta(double mu, double eps)
-{
-  double err;
-  return acct_gdp_log_delta_e(mu, eps, &err);
-}
-
-double acct_gdp_delta_e(double mu, double eps, double *err)
+double dpgd_acct_gdp_delta_e(double mu, double eps, double *err)
 {
   double lerr;
-  double ld = acct_gdp_log_delta_e(mu, eps, &lerr);
+  double ld = dpgd_acct_gdp_log_delta_e(mu, eps, &lerr);
   if (isnan(ld)) return NAN;
   double d = exp(ld);
   double up = d * expm1(lerr + 2 * DBL_EPSILON) + DBL_MIN;
@@ -105,7 +93,7 @@ double acct_gdp_delta_e(double mu, double eps, double *err)
 double dpgd_gdp_delta(double mu, double eps)
 {
   double err;
-  return acct_gdp_delta_e(mu, eps, &err);
+  return dpgd_acct_gdp_delta_e(mu, eps, &err);
 }
 
 double dpgd_gdp_tradeoff(double mu, double alpha)
@@ -127,7 +115,7 @@ typedef struct {
 static double log_delta_up(double mu, double eps)
 {
   double err;
-  double ld = acct_gdp_log_delta_e(mu, eps, &err);
+  double ld = dpgd_acct_gdp_log_delta_e(mu, eps, &err);
   return clamp_log(ld + err);
 }
 
@@ -170,11 +158,11 @@ static pthread_once_t quiet_once = PTHREAD_ONCE_INIT;
 
 static void quiet(void) { gsl_set_error_handler_off(); }
 
-void acct_gsl_quiet(void) { pthread_once(&quiet_once, quiet); }
+void dpgd_acct_gsl_quiet(void) { pthread_once(&quiet_once, quiet); }
 
-int acct_brent(gsl_function *F, double lo, double hi, int upper, double *x)
+int dpgd_acct_brent(gsl_function *F, double lo, double hi, int upper, double *x)
 {
-  acct_gsl_quiet();
+  dpgd_acct_gsl_quiet();
   return brent_solve(F, lo, hi, upper, x);
 }
 
@@ -195,14 +183,14 @@ int dpgd_gdp_epsilon(double mu, double delta, double *eps)
   }
   gsl_function F = {f_of_eps, &p};
   double e;
-  int st = acct_brent(&F, 0, hi, 1, &e);
+  int st = dpgd_acct_brent(&F, 0, hi, 1, &e);
   if (st) return st;
   /* Private direction: the answer must satisfy delta(eps) <= delta as evaluated. */
   for (int i = 0; dpgd_gdp_delta(mu, e) > delta; i++) {
     if (i > 100) return DPGD_FAIL(DPGD_ENOCONV, "eps(delta) could not be verified");
     e = e * (1 + 1e-15 * (1 << (i < 40 ? i : 40))) + 1e-300;
   }
-  *eps = acct_round_up(e);
+  *eps = dpgd_acct_round_up(e);
   return DPGD_OK;
 }
 
@@ -225,9 +213,9 @@ int dpgd_gdp_mu(double eps, double delta, double *mu)
   }
   gsl_function F = {f_of_mu, &p};
   double m;
-  int st = acct_brent(&F, lo, hi, 0, &m);
+  int st = dpgd_acct_brent(&F, lo, hi, 0, &m);
   if (st) return st;
-  m = acct_round_down(m);
+  m = dpgd_acct_round_down(m);
   for (int i = 0; dpgd_gdp_delta(m, eps) > delta; i++) {
     if (i > 100) return DPGD_FAIL(DPGD_ENOCONV, "mu(eps, delta) could not be verified");
     m = m * (1 - 1e-15 * (1 << (i < 40 ? i : 40)));

@@ -9,22 +9,22 @@
 
 static int zcdp_epsilon(const dpgd_accountant *a, double delta, dpgd_acct_value *out)
 {
-  double rho = acct_gauss_mu2(a) / 2;
+  double rho = dpgd_acct_gauss_mu2(a) / 2;
   double v = rho + 2 * sqrt(rho * -log(delta));
   out->err = fabs(v) * 8 * DBL_EPSILON;
-  out->value = acct_round_up(v);
+  out->value = dpgd_acct_round_up(v);
   return DPGD_OK;
 }
 
 static int zcdp_delta(const dpgd_accountant *a, double eps, dpgd_acct_value *out)
 {
-  double rho = acct_gauss_mu2(a) / 2;
+  double rho = dpgd_acct_gauss_mu2(a) / 2;
   double d;
   if (rho == 0) d = 0;
   else if (eps <= rho) d = 1;
   else d = exp(-(eps - rho) * (eps - rho) / (4 * rho));
   out->err = d * 16 * DBL_EPSILON;
-  d = acct_round_up(d);
+  d = dpgd_acct_round_up(d);
   out->value = d > 1 ? 1 : d;
   return DPGD_OK;
 }
@@ -34,7 +34,7 @@ static int check_query(const dpgd_accountant *a, dpgd_acct_method m, dpgd_acct_v
   if (!a || !out) return DPGD_FAIL(DPGD_EINVAL, "accountant query: NULL argument");
   if ((int)m < 0 || m >= DPGD_ACCT_N_METHODS)
     return DPGD_FAIL(DPGD_EINVAL, "unknown accounting method %d", (int)m);
-  if (m == DPGD_ACCT_ZCDP && !acct_all_gaussian(a))
+  if (m == DPGD_ACCT_ZCDP && !dpgd_acct_all_gaussian(a))
     return DPGD_FAIL(DPGD_EINVAL, "zcdp applies to Gaussian-only compositions");
   return DPGD_OK;
 }
@@ -50,17 +50,17 @@ int dpgd_acct_epsilon(const dpgd_accountant *a, dpgd_acct_method m, double delta
   if (a->n == 0) return DPGD_OK;
   switch (m) {
   case DPGD_ACCT_EXACT:
-    if (acct_all_gaussian(a)) {
+    if (dpgd_acct_all_gaussian(a)) {
       double e;
-      st = dpgd_gdp_epsilon(sqrt(acct_gauss_mu2(a)), delta, &e);
+      st = dpgd_gdp_epsilon(sqrt(dpgd_acct_gauss_mu2(a)), delta, &e);
       if (st) return st;
       out->value = e;
       out->err = e * 16 * DBL_EPSILON;
       return DPGD_OK;
     }
-    return acct_exact_epsilon(a, delta, out);
+    return dpgd_acct_exact_epsilon(a, delta, out);
   case DPGD_ACCT_ZCDP: return zcdp_epsilon(a, delta, out);
-  default: return acct_rdp_epsilon(a, m, delta, out);
+  default: return dpgd_acct_rdp_epsilon(a, m, delta, out);
   }
 }
 
@@ -75,12 +75,12 @@ int dpgd_acct_delta(const dpgd_accountant *a, dpgd_acct_method m, double eps,
   if (a->n == 0) return DPGD_OK;
   switch (m) {
   case DPGD_ACCT_EXACT:
-    if (acct_all_gaussian(a)) {
-      out->value = acct_gdp_delta_e(sqrt(acct_gauss_mu2(a)), eps, &out->err);
+    if (dpgd_acct_all_gaussian(a)) {
+      out->value = dpgd_acct_gdp_delta_e(sqrt(dpgd_acct_gauss_mu2(a)), eps, &out->err);
       return DPGD_OK;
     }
-    return acct_exact_delta(a, eps, out);
+    return dpgd_acct_exact_delta(a, eps, out);
   case DPGD_ACCT_ZCDP: return zcdp_delta(a, eps, out);
-  default: return acct_rdp_delta(a, m, eps, out);
+  default: return dpgd_acct_rdp_delta(a, m, eps, out);
   }
 }

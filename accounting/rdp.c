@@ -70,7 +70,7 @@ static double rdp_entry(const acct_entry *en, double a)
   return INFINITY;
 }
 
-double acct_rdp_curve(const dpgd_accountant *a, double alpha)
+double dpgd_acct_rdp_curve(const dpgd_accountant *a, double alpha)
 {
   double s = 0;
   for (size_t i = 0; i < a->n; i++) s += (double)a->e[i].count * rdp_entry(&a->e[i], alpha);
@@ -84,17 +84,17 @@ static int has_subsampled(const dpgd_accountant *a)
   return 0;
 }
 
-double acct_rdp_conv_classic(double alpha, double zeta, double delta)
+double dpgd_acct_rdp_conv_classic(double alpha, double zeta, double delta)
 {
   return zeta + log(1 / delta) / (alpha - 1);
 }
 
-double acct_rdp_conv_balle(double alpha, double zeta, double delta)
+double dpgd_acct_rdp_conv_balle(double alpha, double zeta, double delta)
 {
   return zeta + log((alpha - 1) / alpha) - (log(delta) + log(alpha)) / (alpha - 1);
 }
 
-/* ---- Asoodeh et al. (seed 004): zeta*(a, eps, delta) = eps + log M / (a - 1) ---- */
+/* ---- Asoodeh et al.: zeta*(a, eps, delta) = eps + log M / (a - 1) ---- */
 typedef struct {
   double a, eps, delta;
 } opt_par;
@@ -157,7 +157,7 @@ static double zeta_star(double a, double eps, double delta)
 /* Smallest eps with zeta*(a, eps, delta) >= zeta (bisection, upper end kept). A margin
  * of 1e-12 (1 + zeta) on zeta covers the minimiser's one-sided error. Never above the
  * Balle et al. value or the closed-form bound of MATH.md section 4. */
-int acct_rdp_conv_optimal(double alpha, double zeta, double delta, double *eps)
+int dpgd_acct_rdp_conv_optimal(double alpha, double zeta, double delta, double *eps)
 {
   if (!isfinite(zeta)) {
     *eps = INFINITY;
@@ -171,7 +171,7 @@ int acct_rdp_conv_optimal(double alpha, double zeta, double delta, double *eps)
   double ha = (1 / alpha) * pow(1 - 1 / alpha, alpha - 1);
   double cf1 = zeta - log(delta / ha) / (alpha - 1);
   double cf2 = log(expm1((alpha - 1) * zeta) / (alpha * delta) + 1) / (alpha - 1);
-  double hi = acct_rdp_conv_balle(alpha, zeta, delta);
+  double hi = dpgd_acct_rdp_conv_balle(alpha, zeta, delta);
   if (cf1 < hi) hi = cf1;
   if (cf2 < hi) hi = cf2;
   if (hi < 0) hi = 0;
@@ -182,7 +182,7 @@ int acct_rdp_conv_optimal(double alpha, double zeta, double delta, double *eps)
     return DPGD_OK;
   }
   if (zeta_star(alpha, hi, delta) < target) { /* keep the valid closed-form value */
-    *eps = acct_round_up(hi);
+    *eps = dpgd_acct_round_up(hi);
     return DPGD_OK;
   }
   for (int it = 0; it < 200 && hi - lo > 1e-13 * (1 + hi); it++) {
@@ -190,7 +190,7 @@ int acct_rdp_conv_optimal(double alpha, double zeta, double delta, double *eps)
     if (zeta_star(alpha, mid, delta) >= target) hi = mid;
     else lo = mid;
   }
-  *eps = acct_round_up(hi);
+  *eps = dpgd_acct_round_up(hi);
   return DPGD_OK;
 }
 
@@ -199,9 +199,9 @@ static double conv_eps(dpgd_acct_method m, double a, double zeta, double delta)
 {
   double e;
   switch (m) {
-  case DPGD_ACCT_RDP_CLASSIC: e = acct_rdp_conv_classic(a, zeta, delta); break;
-  case DPGD_ACCT_RDP_BALLE: e = acct_rdp_conv_balle(a, zeta, delta); break;
-  default: acct_rdp_conv_optimal(a, zeta, delta, &e); break;
+  case DPGD_ACCT_RDP_CLASSIC: e = dpgd_acct_rdp_conv_classic(a, zeta, delta); break;
+  case DPGD_ACCT_RDP_BALLE: e = dpgd_acct_rdp_conv_balle(a, zeta, delta); break;
+  default: dpgd_acct_rdp_conv_optimal(a, zeta, delta, &e); break;
   }
   if (isnan(e)) return INFINITY;
   return e < 0 ? 0 : e;
@@ -247,7 +247,7 @@ typedef struct {
 static double rdp_objective(double a, void *vp)
 {
   const rdp_obj *o = vp;
-  double zeta = acct_rdp_curve(o->acc, a);
+  double zeta = dpgd_acct_rdp_curve(o->acc, a);
   if (o->want_delta) return conv_log_delta(o->m, a, zeta, o->x);
   return conv_eps(o->m, a, zeta, o->x);
 }
@@ -312,10 +312,10 @@ static double rdp_minimise(const rdp_obj *o)
   return vo < vb ? vo : vb;
 }
 
-int acct_rdp_epsilon(const dpgd_accountant *a, dpgd_acct_method m, double delta,
+int dpgd_acct_rdp_epsilon(const dpgd_accountant *a, dpgd_acct_method m, double delta,
                      dpgd_acct_value *out)
 {
-  acct_gsl_quiet();
+  dpgd_acct_gsl_quiet();
   rdp_obj o = {a, m, delta, 0};
   double e = rdp_minimise(&o);
   if (!isfinite(e))
@@ -326,10 +326,10 @@ int acct_rdp_epsilon(const dpgd_accountant *a, dpgd_acct_method m, double delta,
   return DPGD_OK;
 }
 
-int acct_rdp_delta(const dpgd_accountant *a, dpgd_acct_method m, double eps,
+int dpgd_acct_rdp_delta(const dpgd_accountant *a, dpgd_acct_method m, double eps,
                    dpgd_acct_value *out)
 {
-  acct_gsl_quiet();
+  dpgd_acct_gsl_quiet();
   rdp_obj o = {a, m, eps, 1};
   double ld = rdp_minimise(&o);
   if (isnan(ld))

@@ -57,7 +57,7 @@ int dpgd_acct_serialize(const dpgd_accountant *a, void **buf, size_t *len)
       for (size_t j = 0; j < en->k; j++) put_f64(&w, en->q[j]);
     }
   }
-  uint32_t crc = acct_crc32(w.buf, w.pos);
+  uint32_t crc = dpgd_crc32(w.buf, w.pos);
   for (int i = 0; i < 4; i++) w.buf[w.pos++] = (unsigned char)(crc >> (8 * i));
   *buf = w.buf;
   *len = w.pos;
@@ -111,7 +111,7 @@ int dpgd_acct_deserialize(dpgd_accountant **out, const void *buf, size_t len)
     return DPGD_FAIL(DPGD_EFORMAT, "accountant state: bad magic or too short (not a dpgd accountant state)");
   uint32_t crc = 0;
   for (int i = 0; i < 4; i++) crc |= (uint32_t)b[len - 4 + i] << (8 * i);
-  if (crc != acct_crc32(b, len - 4))
+  if (crc != dpgd_crc32(b, len - 4))
     return DPGD_FAIL(DPGD_EFORMAT, "accountant state: checksum mismatch (corrupt or truncated)");
   rbuf r = {b, len - 4, 8};
   uint64_t version, n;

@@ -1,7 +1,9 @@
 /* dpgd_core.h -- the leaf library every other dpgd folder may use: it includes nothing
- * of dpgd. Today: the write side of file I/O (write-all, fsync, rename, directory fsync,
- * atomic whole-file replacement), each wrapper reporting failure as -1 with errno set so
- * that the caller, which knows what the file is, words the message.
+ * of dpgd. It offers the status codes and the error handler (dpgd_error.h, included
+ * here), the write side of file I/O (write-all, fsync, rename, directory fsync, atomic
+ * whole-file replacement), path helpers (mkdir -p, is-a-directory, read a whole file)
+ * and CRC-32. The file wrappers report failure as -1 with errno set so that the caller,
+ * which knows what the file is, words the message.
  *
  * Built with DPGD_FAULT_INJECTION (on in test builds), the wrappers also count their
  * calls by kind and can be armed to fail one chosen call, so that a test can make every
@@ -10,6 +12,30 @@
 #define DPGD_CORE_H
 
 #include <stddef.h>
+#include <stdint.h>
+
+#include "dpgd_error.h"
+
+/* ===== Paths ======================================================================== */
+
+/* mkdir -p: creates each missing prefix of path ending at a '/' and then path itself,
+ * with the given mode (umask applies). Returns 0, or -1 with errno set (ENAMETOOLONG
+ * for a path of PATH_MAX bytes or more); then, when failed is not NULL, the prefix that
+ * could not be created is copied into failed (failed_size bytes, truncated). */
+int dpgd_path_mkdirs(const char *path, unsigned mode, char *failed, size_t failed_size);
+/* 1 if path names a directory (following symbolic links), 0 otherwise. */
+int dpgd_path_is_dir(const char *path);
+/* Reads the whole file at path into a malloc'ed buffer with a NUL byte after its len
+ * bytes (so text can be parsed in place). Works on pipes and other unsized files too.
+ * Returns DPGD_OK, or DPGD_EIO / DPGD_ENOMEM reported through the handler ("cannot open
+ * PATH: reason", "read error on PATH: reason", "out of memory reading PATH"); on failure
+ * *buf is NULL and *len 0. */
+int dpgd_file_slurp(char **buf, size_t *len, const char *path);
+
+/* ===== Checksums ==================================================================== */
+
+/* CRC-32 (IEEE 802.3, reflected polynomial 0xEDB88320): the zlib and PNG checksum. */
+uint32_t dpgd_crc32(const void *buf, size_t len);
 
 /* ===== Writing files ================================================================
  * Every file a run writes goes through these calls, so that durability (fsync before

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "dpgd_error.h"
+#include "dpgd_core.h"
 
 /* MNIST normalisation constants (torchvision's), the default for every dataset. */
 #define DPGD_DATA_MNIST_MEAN 0.1307f

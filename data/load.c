@@ -9,12 +9,6 @@
 
 #include "data_internal.h"
 
-static int is_dir(const char *path)
-{
-  struct stat sb;
-  return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
-}
-
 static int is_file(const char *path)
 {
   struct stat sb;
@@ -67,7 +61,7 @@ int dpgd_data_locate(dpgd_data_source *src, const char *dir, const char *split)
     return DPGD_FAIL(DPGD_EIO, "%s: found %s but no %s[.gz] beside it", dir,
                      has_img ? src->images : src->labels, has_img ? stem_lab : stem_img);
   snprintf(src->images, sizeof src->images, "%s/%s", dir, png);
-  if (is_dir(src->images)) {
+  if (dpgd_path_is_dir(src->images)) {
     src->kind = DPGD_DATA_PNG;
     return DPGD_OK;
   }
@@ -117,7 +111,7 @@ int dpgd_data_load_sparse(dpgd_dataset **out, size_t **index, const char *dir,
 static int holds_dataset(const char *dir)
 {
   dpgd_data_source src;
-  if (!is_dir(dir)) return 0;
+  if (!dpgd_path_is_dir(dir)) return 0;
   int st = dpgd_data_locate(&src, dir, "train");
   dpgd_error_clear();
   return st == DPGD_OK;
@@ -125,7 +119,7 @@ static int holds_dataset(const char *dir)
 
 static int choose(char *buf, size_t buflen, const char *dir, const char *from)
 {
-  if (!is_dir(dir))
+  if (!dpgd_path_is_dir(dir))
     return DPGD_FAIL(DPGD_EIO, "data directory %s (%s) does not exist or is not a "
                      "directory",
                      dir, from);

@@ -38,12 +38,6 @@ static int parse_decimal(unsigned long long *v, const char *s, size_t len)
   return 1;
 }
 
-static int is_dir(const char *path)
-{
-  struct stat sb;
-  return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
-}
-
 static int join(char *buf, size_t len, const char *a, const char *b)
 {
   int k = snprintf(buf, len, "%s/%s", a, b);
@@ -118,7 +112,7 @@ static int list_split(entry **out, size_t *n_out, const char *dir, int n_classes
       st = DPGD_FAIL(DPGD_EFORMAT, "%s: unexpected entry '%s' (expected label folders "
                      "0..%d)",
                      dir, e->d_name, n_classes - 1);
-    } else if (!(st = join(path, sizeof path, dir, e->d_name)) && !is_dir(path)) {
+    } else if (!(st = join(path, sizeof path, dir, e->d_name)) && !dpgd_path_is_dir(path)) {
       st = DPGD_FAIL(DPGD_EFORMAT, "%s is not a folder (expected label folders 0..%d)",
                      path, n_classes - 1);
     } else {

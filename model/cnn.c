@@ -1,4 +1,4 @@
-/* cnn.c -- the MNIST CNN of seed 003 (the Opacus example network), exactly:
+/* cnn.c -- the MNIST CNN of Feldman & Zrnic's experiments (the Opacus example network), exactly:
  *   Conv2d(1->16, k8, s2, p3) -> act -> MaxPool(2, s1) -> Conv2d(16->32, k4, s2) -> act
  *   -> MaxPool(2, s1) -> flatten (512, PyTorch's C,H,W order) -> Linear(512->32) -> act
  *   -> Linear(32->10); cross-entropy. act is ReLU (the paper's) or tanh.
@@ -57,11 +57,11 @@ typedef struct cnn_bufs {
 
 static size_t carve(cnn_bufs *b, float *base, size_t B, size_t K)
 {
-  b->s1 = conv_shape_make(IMG, IMG, 1, C1, K1, 2, 3);
+  b->s1 = dpgd_conv_shape_make(IMG, IMG, 1, C1, K1, 2, 3);
   b->n1 = b->s1.oh * b->s1.ow;
   size_t h1 = b->s1.oh - 1;
   b->q1 = h1 * h1;
-  b->s2 = conv_shape_make(h1, h1, C1, C2, K2, 2, 0);
+  b->s2 = dpgd_conv_shape_make(h1, h1, C1, C2, K2, 2, 0);
   b->n2 = b->s2.oh * b->s2.ow;
   b->q2 = (b->s2.oh - 1) * (b->s2.ow - 1);
   size_t off = 0;
@@ -136,18 +136,18 @@ static void forward(const dpgd_model *m, cnn_bufs *b, const float *x, size_t B)
   const float *th = m->params;
   const size_t K = (size_t)m->n_classes;
   const size_t h1 = b->s1.oh, h2 = b->s2.oh;
-  im2col(b->cols1, x, &b->s1, B);
-  linear_forward(b->a1, b->cols1, th + OW1, th + OB1, B * b->n1, K1 * K1, C1);
-  act_forward(b->a1, B * b->n1 * C1, m->act);
-  maxpool2s1_forward(b->p1, b->arg1, b->a1, B, h1, h1, C1);
-  im2col(b->cols2, b->p1, &b->s2, B);
-  linear_forward(b->a2, b->cols2, th + OW2, th + OB2, B * b->n2, C1 * K2 * K2, C2);
-  act_forward(b->a2, B * b->n2 * C2, m->act);
-  maxpool2s1_forward(b->p2, b->arg2, b->a2, B, h2, h2, C2);
+  dpgd_im2col(b->cols1, x, &b->s1, B);
+  dpgd_linear_forward(b->a1, b->cols1, th + OW1, th + OB1, B * b->n1, K1 * K1, C1);
+  dpgd_act_forward(b->a1, B * b->n1 * C1, m->act);
+  dpgd_maxpool2s1_forward(b->p1, b->arg1, b->a1, B, h1, h1, C1);
+  dpgd_im2col(b->cols2, b->p1, &b->s2, B);
+  dpgd_linear_forward(b->a2, b->cols2, th + OW2, th + OB2, B * b->n2, C1 * K2 * K2, C2);
+  dpgd_act_forward(b->a2, B * b->n2 * C2, m->act);
+  dpgd_maxpool2s1_forward(b->p2, b->arg2, b->a2, B, h2, h2, C2);
   flatten_chw(b->f, b->p2, B, b->q2, C2);
-  linear_forward(b->a3, b->f, th + OW3, th + OB3, B, FLAT, HID);
-  act_forward(b->a3, B * HID, m->act);
-  linear_forward(b->z, b->a3, th + OW4, th + OW4 + K * HID, B, HID, K);
+  dpgd_linear_forward(b->a3, b->f, th + OW3, th + OB3, B, FLAT, HID);
+  dpgd_act_forward(b->a3, B * HID, m->act);
+  dpgd_linear_forward(b->z, b->a3, th + OW4, th + OW4 + K * HID, B, HID, K);
 }
 
 static void cnn_logits(const dpgd_model *m, float *scratch, float *out, const float *x,
@@ -199,18 +199,18 @@ static void cnn_chunk_step(const dpgd_model *m, float *scratch, double *acc, dou
 
   /* Batched backward to every activation. */
   memcpy(b.dz, b.z, B * K * sizeof(float));
-  softmax_residual(b.dz, y, B, (int)K);
-  linear_backward_input(b.da3, b.dz, th + OW4, B, HID, K);
-  act_backward(b.da3, b.a3, B * HID, m->act); /* now fc1's output gradient */
-  linear_backward_input(b.df, b.da3, th + OW3, B, FLAT, HID);
+  dpgd_softmax_residual(b.dz, y, B, (int)K);
+  dpgd_linear_backward_input(b.da3, b.dz, th + OW4, B, HID, K);
+  dpgd_act_backward(b.da3, b.a3, B * HID, m->act); /* now fc1's output gradient */
+  dpgd_linear_backward_input(b.df, b.da3, th + OW3, B, FLAT, HID);
   unflatten_chw(b.dp2, b.df, B, b.q2, C2);
-  maxpool2s1_backward(b.da2, b.dp2, b.arg2, B, h2, h2, C2);
-  act_backward(b.da2, b.a2, B * b.n2 * C2, m->act); /* conv2's output gradient */
-  linear_backward_input(b.dcols2, b.da2, th + OW2, B * b.n2, kc2, C2);
+  dpgd_maxpool2s1_backward(b.da2, b.dp2, b.arg2, B, h2, h2, C2);
+  dpgd_act_backward(b.da2, b.a2, B * b.n2 * C2, m->act); /* conv2's output gradient */
+  dpgd_linear_backward_input(b.dcols2, b.da2, th + OW2, B * b.n2, kc2, C2);
   memset(b.dp1, 0, B * b.q1 * C1 * sizeof(float));
-  col2im(b.dp1, b.dcols2, &b.s2, B);
-  maxpool2s1_backward(b.da1, b.dp1, b.arg1, B, h1, h1, C1);
-  act_backward(b.da1, b.a1, B * b.n1 * C1, m->act); /* conv1's output gradient */
+  dpgd_col2im(b.dp1, b.dcols2, &b.s2, B);
+  dpgd_maxpool2s1_backward(b.da1, b.dp1, b.arg1, B, h1, h1, C1);
+  dpgd_act_backward(b.da1, b.a1, B * b.n1 * C1, m->act); /* conv1's output gradient */
 
   /* Per-example conv gradients, norms over all parameters, clip factors. */
   for (size_t i = 0; i < B; i++) {
@@ -219,14 +219,14 @@ static void cnn_chunk_step(const dpgd_model *m, float *scratch, double *acc, dou
                       b.n1, kc1, C1);
     conv_grad_example(g + OW2, g + OB2, b.da2 + i * b.n2 * C2, b.cols2 + i * b.n2 * kc2,
                       b.n2, kc2, C2);
-    double sq = sqnorm_d(g, PCONV);
-    sq += linear_sqnorm(b.da3 + i * HID, b.f + i * FLAT, HID, FLAT);
-    sq += linear_sqnorm(b.dz + i * K, b.a3 + i * HID, K, HID);
-    b.scale[i] = clip_scale(sq, caps[i], m->n_params, &pre[i], &post[i]);
+    double sq = dpgd_sqnorm_d(g, PCONV);
+    sq += dpgd_linear_sqnorm(b.da3 + i * HID, b.f + i * FLAT, HID, FLAT);
+    sq += dpgd_linear_sqnorm(b.dz + i * K, b.a3 + i * HID, K, HID);
+    b.scale[i] = dpgd_clip_scale(sq, caps[i], m->n_params, &pre[i], &post[i]);
   }
-  accumulate_rows(acc, b.G, b.scale, B, PCONV);
-  accumulate_linear(acc + OW3, acc + OB3, b.rsd, b.xd, b.da3, b.f, b.scale, B, HID, FLAT);
-  accumulate_linear(acc + OW4, acc + OW4 + K * HID, b.rsd, b.xd, b.dz, b.a3, b.scale, B, K,
+  dpgd_accumulate_rows(acc, b.G, b.scale, B, PCONV);
+  dpgd_accumulate_linear(acc + OW3, acc + OB3, b.rsd, b.xd, b.da3, b.f, b.scale, B, HID, FLAT);
+  dpgd_accumulate_linear(acc + OW4, acc + OW4 + K * HID, b.rsd, b.xd, b.dz, b.a3, b.scale, B, K,
                     HID);
 }
 

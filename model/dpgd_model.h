@@ -1,5 +1,5 @@
 /* dpgd_model.h -- models with fast per-example gradients: softmax regression and the
- * MNIST CNN of seed 003 (the Opacus example network). One small vtable per model type
+ * MNIST CNN of Feldman & Zrnic's experiments (the Opacus example network). One small vtable per model type
  * (gsl_rng_type style); the fused per-example step computes every example's gradient
  * in chunks, clips each to its own cap, and sums -- the whole-dataset gradient matrix
  * is never formed. Errors go through dpgd_error.h. */
@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "dpgd_data.h"
-#include "dpgd_error.h"
+#include "dpgd_core.h"
 
 typedef enum { DPGD_ACT_RELU = 0, DPGD_ACT_TANH = 1 } dpgd_activation;
 

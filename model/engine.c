@@ -32,7 +32,7 @@
 /* 2^-252 = FLT_MIN^2: below it the norm is not a normal float. */
 #define SQ_MIN 0x1p-252
 
-float clip_scale(double sq, double cap, size_t P, double *pre_out, double *post)
+float dpgd_clip_scale(double sq, double cap, size_t P, double *pre_out, double *post)
 {
   if (!isfinite(sq)) {
     *pre_out = INFINITY;
@@ -71,7 +71,7 @@ float clip_scale(double sq, double cap, size_t P, double *pre_out, double *post)
   return f;
 }
 
-void accumulate_rows(double *acc, const float *G, const float *scale, size_t B, size_t P)
+void dpgd_accumulate_rows(double *acc, const float *G, const float *scale, size_t B, size_t P)
 {
   for (size_t i = 0; i < B; i++) {
     if (scale[i] == 0.0f) continue; /* 0 * NaN would be NaN */
@@ -99,7 +99,7 @@ static void linear_rows(double *rs, double *xd, const float *r, const float *x,
   }
 }
 
-void accumulate_linear(double *accW, double *accb, double *rs, double *xd, const float *r,
+void dpgd_accumulate_linear(double *accW, double *accb, double *rs, double *xd, const float *r,
                        const float *x, const float *scale, size_t B, size_t K, size_t d)
 {
   size_t used = 0;
@@ -112,7 +112,7 @@ void accumulate_linear(double *accW, double *accb, double *rs, double *xd, const
     for (size_t k = 0; k < K; k++) accb[k] += rs[i * K + k];
 }
 
-void accumulate_linear_ref(double *accW, double *accb, const float *r, const float *x,
+void dpgd_accumulate_linear_ref(double *accW, double *accb, const float *r, const float *x,
                            const float *scale, size_t B, size_t K, size_t d)
 {
   for (size_t i = 0; i < B; i++) {
@@ -137,7 +137,7 @@ double dpgd_model_sum_error_bound(size_t n)
   return mu / (1.0 - mu) * (1.0 + 4.0 * U_DOUBLE);
 }
 
-double sqnorm_d(const float *v, size_t n)
+double dpgd_sqnorm_d(const float *v, size_t n)
 {
   double s[8] = {0};
   size_t j = 0;
@@ -147,9 +147,9 @@ double sqnorm_d(const float *v, size_t n)
   return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
 }
 
-double linear_sqnorm(const float *r, const float *x, size_t K, size_t d)
+double dpgd_linear_sqnorm(const float *r, const float *x, size_t K, size_t d)
 {
-  return (sqnorm_d(x, d) + 1.0) * sqnorm_d(r, K);
+  return (dpgd_sqnorm_d(x, d) + 1.0) * dpgd_sqnorm_d(r, K);
 }
 
 static size_t round_up(size_t bytes) { return (bytes + ALIGN - 1) / ALIGN * ALIGN; }
@@ -249,7 +249,7 @@ static int check_ws(const dpgd_model *m, const dpgd_grad_ws *ws)
   return DPGD_OK;
 }
 
-int model_chunk_step_x(dpgd_model *m, dpgd_grad_ws *ws, double *acc, double *pre,
+int dpgd_model_chunk_step_x(dpgd_model *m, dpgd_grad_ws *ws, double *acc, double *pre,
                        double *post, float *x, const uint8_t *y, const double *caps,
                        size_t B)
 {
@@ -299,7 +299,7 @@ int dpgd_model_clipped_grad_sum(dpgd_model *m, dpgd_grad_ws *ws, const dpgd_data
                                 double *sqnorm_post)
 {
   int st = check_ws(m, ws);
-  if (!st) st = model_check_dataset(m, ds);
+  if (!st) st = dpgd_model_check_dataset(m, ds);
   if (st) return st;
   if (!caps || !sum) return DPGD_FAIL(DPGD_EINVAL, "no caps or output sum given");
   for (size_t i = 0; i < ds->n; i++)

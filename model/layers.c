@@ -10,7 +10,7 @@
 
 #include "layers.h"
 
-conv_shape conv_shape_make(size_t h, size_t w, size_t cin, size_t cout, size_t k,
+conv_shape dpgd_conv_shape_make(size_t h, size_t w, size_t cin, size_t cout, size_t k,
                            size_t stride, size_t pad)
 {
   conv_shape s = {h, w, cin, k, stride, pad, 0, 0, cout};
@@ -52,7 +52,7 @@ static void im2col_1ch(float *cols, const float *x, const conv_shape *s, size_t 
 
 /* Row-oriented: per output position, per kernel offset, one bounds test, then the
  * channels of that input pixel (contiguous in channels-last input). */
-void im2col(float *cols, const float *x, const conv_shape *s, size_t B)
+void dpgd_im2col(float *cols, const float *x, const conv_shape *s, size_t B)
 {
   if (s->cin == 1) {
     im2col_1ch(cols, x, s, B);
@@ -107,12 +107,12 @@ static void patch_map_ref(float *cols, float *x, const conv_shape *s, size_t B, 
             }
 }
 
-void im2col_ref(float *cols, const float *x, const conv_shape *s, size_t B)
+void dpgd_im2col_ref(float *cols, const float *x, const conv_shape *s, size_t B)
 {
   patch_map_ref(cols, (float *)x, s, B, 0); /* gathers only: x is not written */
 }
 
-void col2im(float *dx, const float *dcols, const conv_shape *s, size_t B)
+void dpgd_col2im(float *dx, const float *dcols, const conv_shape *s, size_t B)
 {
   const size_t kk = s->k * s->k, K = s->cin * kk;
   for (size_t b = 0; b < B; b++) {
@@ -136,12 +136,12 @@ void col2im(float *dx, const float *dcols, const conv_shape *s, size_t B)
   }
 }
 
-void col2im_ref(float *dx, const float *dcols, const conv_shape *s, size_t B)
+void dpgd_col2im_ref(float *dx, const float *dcols, const conv_shape *s, size_t B)
 {
   patch_map_ref((float *)dcols, dx, s, B, 1); /* scatters only: dcols is not written */
 }
 
-void linear_forward(float *y, const float *x, const float *W, const float *b, size_t rows,
+void dpgd_linear_forward(float *y, const float *x, const float *W, const float *b, size_t rows,
                     size_t K, size_t cout)
 {
   for (size_t r = 0; r < rows; r++) memcpy(y + r * cout, b, cout * sizeof(float));
@@ -149,7 +149,7 @@ void linear_forward(float *y, const float *x, const float *W, const float *b, si
               x, (int)K, W, (int)K, 1.0f, y, (int)cout);
 }
 
-void linear_forward_ref(float *y, const float *x, const float *W, const float *b,
+void dpgd_linear_forward_ref(float *y, const float *x, const float *W, const float *b,
                         size_t rows, size_t K, size_t cout)
 {
   for (size_t r = 0; r < rows; r++)
@@ -160,14 +160,14 @@ void linear_forward_ref(float *y, const float *x, const float *W, const float *b
     }
 }
 
-void linear_backward_input(float *dx, const float *dy, const float *W, size_t rows,
+void dpgd_linear_backward_input(float *dx, const float *dy, const float *W, size_t rows,
                            size_t K, size_t cout)
 {
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)K, (int)cout, 1.0f,
               dy, (int)cout, W, (int)K, 0.0f, dx, (int)K);
 }
 
-void linear_backward_input_ref(float *dx, const float *dy, const float *W, size_t rows,
+void dpgd_linear_backward_input_ref(float *dx, const float *dy, const float *W, size_t rows,
                                size_t K, size_t cout)
 {
   for (size_t r = 0; r < rows; r++)
@@ -178,7 +178,7 @@ void linear_backward_input_ref(float *dx, const float *dy, const float *W, size_
     }
 }
 
-void act_forward(float *a, size_t n, dpgd_activation act)
+void dpgd_act_forward(float *a, size_t n, dpgd_activation act)
 {
   if (act == DPGD_ACT_TANH) {
     for (size_t i = 0; i < n; i++) a[i] = tanhf(a[i]);
@@ -187,7 +187,7 @@ void act_forward(float *a, size_t n, dpgd_activation act)
   }
 }
 
-void act_backward(float *dy, const float *a, size_t n, dpgd_activation act)
+void dpgd_act_backward(float *dy, const float *a, size_t n, dpgd_activation act)
 {
   if (act == DPGD_ACT_TANH) {
     for (size_t i = 0; i < n; i++) dy[i] *= 1.0f - a[i] * a[i];
@@ -198,7 +198,7 @@ void act_backward(float *dy, const float *a, size_t n, dpgd_activation act)
 
 /* Channel runs are contiguous: the four candidates of every output pixel are compared
  * over the channel vector at once. */
-void maxpool2s1_forward(float *y, uint8_t *arg, const float *x, size_t B, size_t h,
+void dpgd_maxpool2s1_forward(float *y, uint8_t *arg, const float *x, size_t B, size_t h,
                         size_t w, size_t c)
 {
   const size_t oh = h - 1, ow = w - 1;
@@ -221,7 +221,7 @@ void maxpool2s1_forward(float *y, uint8_t *arg, const float *x, size_t B, size_t
       }
 }
 
-void maxpool2s1_forward_ref(float *y, uint8_t *arg, const float *x, size_t B, size_t h,
+void dpgd_maxpool2s1_forward_ref(float *y, uint8_t *arg, const float *x, size_t B, size_t h,
                             size_t w, size_t c)
 {
   const size_t oh = h - 1, ow = w - 1;
@@ -244,7 +244,7 @@ void maxpool2s1_forward_ref(float *y, uint8_t *arg, const float *x, size_t B, si
         }
 }
 
-void maxpool2s1_backward(float *dx, const float *dy, const uint8_t *arg, size_t B,
+void dpgd_maxpool2s1_backward(float *dx, const float *dy, const uint8_t *arg, size_t B,
                          size_t h, size_t w, size_t c)
 {
   const size_t oh = h - 1, ow = w - 1;
@@ -260,7 +260,7 @@ void maxpool2s1_backward(float *dx, const float *dy, const uint8_t *arg, size_t 
       }
 }
 
-void maxpool2s1_backward_ref(float *dx, const float *dy, const uint8_t *arg, size_t B,
+void dpgd_maxpool2s1_backward_ref(float *dx, const float *dy, const uint8_t *arg, size_t B,
                              size_t h, size_t w, size_t c)
 {
   const size_t oh = h - 1, ow = w - 1;
@@ -275,7 +275,7 @@ void maxpool2s1_backward_ref(float *dx, const float *dy, const uint8_t *arg, siz
         }
 }
 
-void softmax_residual(float *r, const uint8_t *y, size_t B, int K)
+void dpgd_softmax_residual(float *r, const uint8_t *y, size_t B, int K)
 {
   for (size_t i = 0; i < B; i++) {
     float *z = r + i * (size_t)K;

@@ -112,7 +112,7 @@ void dpgd_model_init(dpgd_model *m, uint64_t seed)
   }
 }
 
-int model_check_dataset(const dpgd_model *m, const dpgd_dataset *ds)
+int dpgd_model_check_dataset(const dpgd_model *m, const dpgd_dataset *ds)
 {
   if (!ds) return DPGD_FAIL(DPGD_EINVAL, "no dataset given");
   if (ds->rows != m->rows || ds->cols != m->cols)
@@ -155,7 +155,7 @@ int dpgd_model_evaluate(const dpgd_model *m, const dpgd_dataset *ds, size_t firs
                         size_t count, int threads, uint8_t *pred, size_t *n_correct,
                         double *loss_sum)
 {
-  int st = model_check_dataset(m, ds);
+  int st = dpgd_model_check_dataset(m, ds);
   if (st) return st;
   if (first > ds->n || count > ds->n - first)
     return DPGD_FAIL(DPGD_EINVAL, "examples %zu..%zu are outside the dataset of %zu", first,

@@ -79,7 +79,7 @@ struct dpgd_grad_ws {
 
 /* The clipping rule (MATH.md section 1; proof in SENSITIVITY.md): given an example's
  * squared gradient norm sq, computed in double from float entries by sqnorm_d /
- * linear_sqnorm (each term of it through at most P + 8 roundings, P the model's
+ * dpgd_linear_sqnorm (each term of it through at most P + 8 roundings, P the model's
  * parameter count), and its cap, the float factor f its gradient g is multiplied by and
  * the squared norm the ledger is charged (*post). In real arithmetic f ||g|| <= cap and
  * *post >= (f ||g||)^2, whatever the rounding of sq:
@@ -90,12 +90,12 @@ struct dpgd_grad_ws {
  *   - otherwise f = cap/sqrt(sq) (1 - 2^-20) rounded toward zero to float, *post =
  *     cap^2 (in double), or 0 when f is 0.
  * *pre_out is sq otherwise. *post <= fl(cap^2) in every case. */
-float clip_scale(double sq, double cap, size_t P, double *pre_out, double *post);
+float dpgd_clip_scale(double sq, double cap, size_t P, double *pre_out, double *post);
 
 /* acc += sum_i scale[i] * G[i, :] over rows with scale[i] != 0 (rows with scale 0 are
  * skipped, so a NaN row contributes nothing), in double: scale[i] * G[i, p] is exact in
  * double, and each element is added to acc row after row. */
-void accumulate_rows(double *acc /* (P) */, const float *G /* (B, P) */,
+void dpgd_accumulate_rows(double *acc /* (P) */, const float *G /* (B, P) */,
                      const float *scale /* (B) */, size_t B, size_t P);
 
 /* The clipped sum of a linear layer's per-example gradients r_i x_i^T (weights) and r_i
@@ -103,33 +103,33 @@ void accumulate_rows(double *acc /* (P) */, const float *G /* (B, P) */,
  * accb (K) += column sums of S R, where S = diag(scale), all in double. rs and xd are
  * scratch for S R and X in double (S R is exact there); rows with scale 0 are zero in
  * both (their r or x may be NaN). */
-void accumulate_linear(double *accW /* (K, d) */, double *accb /* (K) */,
+void dpgd_accumulate_linear(double *accW /* (K, d) */, double *accb /* (K) */,
                        double *rs /* (B, K) scratch */, double *xd /* (B, d) scratch */,
                        const float *r /* (B, K) */, const float *x /* (B, d) */,
                        const float *scale /* (B) */, size_t B, size_t K, size_t d);
 
 /* accumulate_linear by plain loops in double, example after example (the reference the
  * tests compare the dgemm against). */
-void accumulate_linear_ref(double *accW /* (K, d) */, double *accb /* (K) */,
+void dpgd_accumulate_linear_ref(double *accW /* (K, d) */, double *accb /* (K) */,
                            const float *r /* (B, K) */, const float *x /* (B, d) */,
                            const float *scale /* (B) */, size_t B, size_t K, size_t d);
 
 /* ||v||^2 accumulated in double, in eight interleaved partial sums (a fixed order,
  * so results do not depend on anything but v; eight independent additions in flight
  * instead of one dependent chain). */
-double sqnorm_d(const float *v /* (n) */, size_t n);
+double dpgd_sqnorm_d(const float *v /* (n) */, size_t n);
 
 /* Squared norm of one example's linear-layer gradient r x^T (+ bias r):
  * (||x||^2 + 1) ||r||^2, in double. */
-double linear_sqnorm(const float *r /* (K) */, const float *x /* (d) */, size_t K, size_t d);
+double dpgd_linear_sqnorm(const float *r /* (K) */, const float *x /* (d) */, size_t K, size_t d);
 
 /* Checks that a dataset fits the model (image size, classes). */
-int model_check_dataset(const dpgd_model *m, const dpgd_dataset *ds);
+int dpgd_model_check_dataset(const dpgd_model *m, const dpgd_dataset *ds);
 
 /* The engine's chunk step over x directly (what dpgd_model_clipped_grad_sum runs per
  * chunk after unpacking), in thread 0's scratch; for tests that need inputs a
  * dataset cannot hold (NaN). Skips nothing. */
-int model_chunk_step_x(dpgd_model *m, dpgd_grad_ws *ws, double *acc /* (P) */,
+int dpgd_model_chunk_step_x(dpgd_model *m, dpgd_grad_ws *ws, double *acc /* (P) */,
                        double *pre /* (B) */, double *post /* (B) */,
                        float *x /* (B, d), overwritten */, const uint8_t *y /* (B) */,
                        const double *caps /* (B) */, size_t B);

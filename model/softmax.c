@@ -55,11 +55,11 @@ static void softmax_chunk_step(const dpgd_model *m, float *scratch, double *acc,
   float *r = scratch, *scale = r + up16(B * K);
   double *rs = (double *)(scale + up16(B)), *xd = rs + up16(2 * B * K) / 2;
   softmax_logits(m, NULL, r, x, B);
-  softmax_residual(r, y, B, (int)K);
+  dpgd_softmax_residual(r, y, B, (int)K);
   for (size_t i = 0; i < B; i++)
-    scale[i] = clip_scale(linear_sqnorm(r + i * K, x + i * d, K, d), caps[i], m->n_params,
+    scale[i] = dpgd_clip_scale(dpgd_linear_sqnorm(r + i * K, x + i * d, K, d), caps[i], m->n_params,
                           &pre[i], &post[i]);
-  accumulate_linear(acc, acc + K * d, rs, xd, r, x, scale, B, K, d);
+  dpgd_accumulate_linear(acc, acc + K * d, rs, xd, r, x, scale, B, K, d);
 }
 
 static const dpgd_model_type softmax_type = {

@@ -2,6 +2,7 @@
  * default, range and help), an inih handler that fills dpgd_config from it, overrides
  * "section.key=value", cross-key validation, and the resolved config written as INI.
  * Every error names the key (and the file and line when there is one). */
+#include "dpgd_accounting.h"
 #include "dpgd_config.h"
 
 #include <errno.h>
@@ -21,7 +22,8 @@ enum {
   GT0 = 1 << 0,        /* > 0 */
   LT1 = 1 << 1,        /* < 1 */
   ZERO_UNSET = 1 << 2, /* 0 means "not given"; only the default may be 0 (doubles only) */
-  NOHASH = 1 << 3      /* does not change the computation: left out of the hash */
+  NOHASH = 1 << 3,     /* does not change the computation: left out of the hash */
+  LIST_NAMES = 1 << 4  /* the help text is followed by the allowed names, " | "-joined */
 };
 
 typedef struct {
@@ -39,9 +41,6 @@ static const char *const model_names[] = {"cnn", "softmax", NULL};
 static const char *const schedule_names[] = {"constant", "cosine", NULL};
 static const char *const rng_names[] = {"research", "secure", NULL};
 static const char *const calibrate_names[] = {"none", "sigma", "budget", NULL};
-/* Same order as dpgd_acct_method in accounting/dpgd_accounting.h. */
-static const char *const method_names[] = {"exact", "zcdp", "rdp_classic", "rdp_balle",
-                                           "rdp_optimal", NULL};
 
 #define OFF(field) offsetof(dpgd_config, field)
 
@@ -95,8 +94,8 @@ static const key_spec schema[] = {
    "target epsilon for calibration (> 0)"},
   {"privacy", "calibrate", T_ENUM, OFF(privacy_calibrate), "none", calibrate_names, 0,
    "none | sigma (smallest sigma for epsilon in train.steps) | budget (largest B_norm)"},
-  {"privacy", "method", T_ENUM, OFF(privacy_method), "exact", method_names, 0,
-   "accounting method used to calibrate: exact | zcdp | rdp_classic | rdp_balle | rdp_optimal"},
+  {"privacy", "method", T_ENUM, OFF(privacy_method), "exact", dpgd_acct_method_names,
+   LIST_NAMES, "accounting method used to calibrate: "},
 
   {"stopping", "queries", T_SIZE, OFF(stopping_queries), "0", NULL, 0,
    "m noisy training-accuracy queries after floor(B_norm/C^2) steps; 0 = keep the last iterate"},
@@ -448,6 +447,13 @@ static void write_value(const dpgd_config *c, const key_spec *k, FILE *f)
   }
 }
 
+static void print_help(FILE *f, const key_spec *k)
+{
+  fputs(k->help, f);
+  for (int i = 0; (k->flags & LIST_NAMES) && k->names[i]; i++)
+    fprintf(f, "%s%s", i ? " | " : "", k->names[i]);
+}
+
 /* Writes every key; with hash_only, only the keys that change the computation and no
  * comments (the text that dpgd_config_hash digests). */
 static int write_config(const dpgd_config *c, FILE *f, int hash_only)
@@ -460,7 +466,11 @@ static int write_config(const dpgd_config *c, FILE *f, int hash_only)
       fprintf(f, "%s[%s]\n", section[0] ? "\n" : "", k->section);
       section = k->section;
     }
-    if (!hash_only) fprintf(f, "; %s\n", k->help);
+    if (!hash_only) {
+      fputs("; ", f);
+      print_help(f, k);
+      fputc('\n', f);
+    }
     /* An unset key is written as a comment: reading "0" back would be refused. */
     if ((k->flags & ZERO_UNSET) && *(const double *)((const char *)c + k->offset) == 0) {
       fprintf(f, "; %s = (not set)\n", k->key);
@@ -501,6 +511,8 @@ void dpgd_config_print_schema(FILE *f)
       fprintf(f, "  [%s]\n", k->section);
       section = k->section;
     }
-    fprintf(f, "    %-17s default %-13s %s\n", k->key, k->def[0] ? k->def : "\"\"", k->help);
+    fprintf(f, "    %-17s default %-13s ", k->key, k->def[0] ? k->def : "\"\"");
+    print_help(f, k);
+    fputc('\n', f);
   }
 }

@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "dpgd_error.h"
+#include "dpgd_core.h"
 
 #define DPGD_CONFIG_PATH_MAX 1024
 

@@ -1,11 +1,11 @@
-/* dpgd_train.h -- private full-batch gradient descent (MATH.md section 1; seed 003
- * Algorithms 6 and 7): the per-point ledger and clip caps, the noise streams, the
+/* dpgd_train.h -- private full-batch gradient descent (MATH.md section 1; Feldman &
+ * Zrnic, Algorithms 6 and 7): the per-point ledger and clip caps, the noise streams, the
  * checkpoint container, the run-directory writers (train/RUN_FORMAT.md) and the
  * training state that ties them to a model (model/) and the accountant (accounting/).
  *
  * Reading order: ledger -> rng -> checkpoint container -> run (dpgd_run_*), which a
  * caller drives INITIALIZE / ITERATE / TEST style (STYLE.md 13): dpgd_run_open, then
- * dpgd_run_step until dpgd_run_done, then dpgd_run_finish. dpgd_run_train is that loop.
+ * dpgd_run_step until dpgd_run_done, then dpgd_run_finish (and dpgd_run_free).
  * Library code never prints: the CLI prints dpgd_run_progress and the plan. */
 #ifndef DPGD_TRAIN_H
 #define DPGD_TRAIN_H
@@ -15,7 +15,7 @@
 
 #include "dpgd_accounting.h"
 #include "dpgd_config.h"
-#include "dpgd_error.h"
+#include "dpgd_core.h"
 
 /* ===== The per-point ledger (MATH.md section 1) =====================================
  * spend[i] = s(i), the sum of the squared post-clip norms of point i's gradients, in
@@ -166,7 +166,7 @@ typedef struct dpgd_plan {
   double mu_total;          /* with the queries */
   /* eps of the whole planned run by method; NAN where the method is not available */
   double eps[5];
-  int eps_status[5];        /* dpgd status per method (DPGD_ENOTIMPL: not built yet) */
+  int eps_status[5];        /* dpgd status per method (DPGD_OK: eps is infinite) */
   dpgd_odometer odometer;   /* levels of the per-point report (points.csv) */
 } dpgd_plan;
 
@@ -215,15 +215,11 @@ void dpgd_run_free(dpgd_run *r);
  * to learn n (data.n_train applied). */
 int dpgd_run_dry(dpgd_plan *p, const dpgd_config *c);
 
-/* dpgd_run_open (or resume when resume is not 0: c is then ignored) + steps + finish. */
-int dpgd_run_train(const dpgd_config *c, const char *run_dir, int resume);
-
 /* Read access for the CLI and tests. */
 const dpgd_plan *dpgd_run_plan(const dpgd_run *r);
 const dpgd_config *dpgd_run_config(const dpgd_run *r);
 const dpgd_ledger *dpgd_run_ledger(const dpgd_run *r);
 size_t dpgd_run_step_index(const dpgd_run *r); /* steps completed */
-double dpgd_run_last_test_acc(const dpgd_run *r); /* NAN before the first evaluation */
 double dpgd_run_eps_now(const dpgd_run *r);        /* exact eps after the steps so far */
 const float *dpgd_run_params(const dpgd_run *r, size_t *n_params);
 uint64_t dpgd_run_noise_draws(const dpgd_run *r);  /* Gaussian vectors + query draws */

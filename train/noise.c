@@ -122,7 +122,7 @@ int dpgd_rng_u64(dpgd_rng *r, uint64_t *out)
 /* Only exactly representable values of (k + 1/2) 2^-b keep the uniform inside (0, 1):
  * with b = 53, k + 1/2 for k >= 2^52 is not a double and rounds, to 2^53 (u = 1.0) for
  * k = 2^53 - 1. With b = 52 it is exact: u in [2^-53, 1 - 2^-53], never 0 or 1. */
-double noise_bits_to_uniform(uint64_t w)
+double dpgd_noise_bits_to_uniform(uint64_t w)
 {
   return ((double)(w >> 12) + 0.5) * 0x1.0p-52;
 }
@@ -130,7 +130,7 @@ double noise_bits_to_uniform(uint64_t w)
 /* The radius is at most sqrt(-2 log 2^-53) = 8.5717 for u1 >= 2^-53 (NOISE_BM_RADIUS_MAX)
  * and positive for u1 <= 1 - 2^-53; so a secure draw of DPGD_SECURE_GAUSS_TERMS terms is
  * within 8.5717 sqrt(terms) std of zero: a bounded tail, never inf or NaN. */
-double noise_box_muller(double u1, double u2)
+double dpgd_noise_box_muller(double u1, double u2)
 {
   return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
 }
@@ -140,7 +140,7 @@ static int secure_uniform(dpgd_rng *r, double *u)
   uint64_t w;
   int rc = dpgd_rng_u64(r, &w);
   if (rc) return rc;
-  *u = noise_bits_to_uniform(w);
+  *u = dpgd_noise_bits_to_uniform(w);
   return DPGD_OK;
 }
 
@@ -151,7 +151,7 @@ static int secure_std_normal(dpgd_rng *r, double *z)
   int rc = secure_uniform(r, &u1);
   if (!rc) rc = secure_uniform(r, &u2);
   if (rc) return rc;
-  *z = noise_box_muller(u1, u2);
+  *z = dpgd_noise_box_muller(u1, u2);
   return DPGD_OK;
 }
 

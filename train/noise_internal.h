@@ -11,10 +11,10 @@
 
 /* A 64-bit random word to a uniform in the OPEN interval (0, 1): its top 52 bits k give
  * (k + 1/2) 2^-52, exactly representable, in [2^-53, 1 - 2^-53]. */
-double noise_bits_to_uniform(uint64_t w);
+double dpgd_noise_bits_to_uniform(uint64_t w);
 
 /* Box-Muller (cosine branch) of two uniforms in (0, 1): a standard normal, |z| <=
  * NOISE_BM_RADIUS_MAX for uniforms from noise_bits_to_uniform. */
-double noise_box_muller(double u1, double u2);
+double dpgd_noise_box_muller(double u1, double u2);
 
 #endif /* DPGD_NOISE_INTERNAL_H */

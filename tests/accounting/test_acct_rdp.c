@@ -63,16 +63,16 @@ static void test_rdp_curves(void **state)
     double a = orders[i];
     dpgd_accountant *g = dpgd_acct_alloc(), *l = dpgd_acct_alloc(), *r = dpgd_acct_alloc();
     assert_int_equal(dpgd_acct_add_gaussian(g, 0.7, 3), DPGD_OK);
-    assert_true(fabs(acct_rdp_curve(g, a) - 3 * a * 0.49 / 2) < 1e-13 * a);
+    assert_true(fabs(dpgd_acct_rdp_curve(g, a) - 3 * a * 0.49 / 2) < 1e-13 * a);
     /* Laplace b = 2.385: a0 = 1/b */
     assert_int_equal(dpgd_acct_add_laplace(l, 1 / 2.385, 2), DPGD_OK);
     double ref = 2 * renyi_numeric(0, a, 2.385, 0);
-    assert_true(fabs(acct_rdp_curve(l, a) - ref) < 1e-8 * ref);
+    assert_true(fabs(dpgd_acct_rdp_curve(l, a) - ref) < 1e-8 * ref);
     /* RR: two outcomes, exact sum written out */
     assert_int_equal(dpgd_acct_add_rr(r, 0.9, 5), DPGD_OK);
     double p = exp(0.9) / (1 + exp(0.9));
     double rr = 5 * log(pow(p, a) * pow(1 - p, 1 - a) + pow(1 - p, a) * pow(p, 1 - a)) / (a - 1);
-    assert_true(fabs(acct_rdp_curve(r, a) - rr) < 1e-12 * rr);
+    assert_true(fabs(dpgd_acct_rdp_curve(r, a) - rr) < 1e-12 * rr);
     dpgd_acct_free(g); dpgd_acct_free(l); dpgd_acct_free(r);
   }
   /* subsampled Gaussian at integer orders: the binomial expansion is exact */
@@ -81,10 +81,10 @@ static void test_rdp_curves(void **state)
     dpgd_accountant *s = dpgd_acct_alloc();
     assert_int_equal(dpgd_acct_add_subsampled_gaussian(s, 0.037, 1.3, 1), DPGD_OK);
     double ref = renyi_numeric(1, ints[i], 0.037, 1.3);
-    double v = acct_rdp_curve(s, ints[i]);
+    double v = dpgd_acct_rdp_curve(s, ints[i]);
     if (fabs(v - ref) > 1e-7 * ref) fail_msg("a=%d: %.12g vs %.12g", ints[i], v, ref);
     /* non-integer orders use the next integer: an upper bound, monotone */
-    assert_true(acct_rdp_curve(s, ints[i] - 0.5) == v);
+    assert_true(dpgd_acct_rdp_curve(s, ints[i] - 0.5) == v);
     dpgd_acct_free(s);
   }
   /* discrete pair: max of both directions */
@@ -97,7 +97,7 @@ static void test_rdp_curves(void **state)
     b += pow(q[k], a) * pow(p[k], 1 - a);
   }
   double ref = fmax(log(f), log(b)) / (a - 1);
-  assert_true(fabs(acct_rdp_curve(d, a) - ref) < 1e-13);
+  assert_true(fabs(dpgd_acct_rdp_curve(d, a) - ref) < 1e-13);
   dpgd_acct_free(d);
 }
 
@@ -160,12 +160,12 @@ static void test_rdp_optimal_single_order(void **state)
   (void)state;
   double e;
   const double a = 7.5, zeta = 0.8, delta = 1e-4;
-  assert_int_equal(acct_rdp_conv_optimal(a, zeta, delta, &e), DPGD_OK);
+  assert_int_equal(dpgd_acct_rdp_conv_optimal(a, zeta, delta, &e), DPGD_OK);
   double ha = (1 / a) * pow(1 - 1 / a, a - 1);
   double cf1 = zeta - log(delta / ha) / (a - 1);
-  assert_true(e <= cf1 && e <= acct_rdp_conv_balle(a, zeta, delta));
+  assert_true(e <= cf1 && e <= dpgd_acct_rdp_conv_balle(a, zeta, delta));
   assert_true(e > 0);
-  assert_int_equal(acct_rdp_conv_optimal(3, 0.5, 0.5, &e), DPGD_OK);
+  assert_int_equal(dpgd_acct_rdp_conv_optimal(3, 0.5, 0.5, &e), DPGD_OK);
   assert_true(fabs(e - (0.5 + log(0.5))) < 1e-15 || e == 0);
 }
 

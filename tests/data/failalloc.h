@@ -15,4 +15,10 @@ void failalloc_arm(long n);
 long failalloc_calls(void);
 long failalloc_live(void);
 
+/* The wrappers the linker substitutes for the C library's allocator. */
+void *__wrap_malloc(size_t n);
+void *__wrap_calloc(size_t n, size_t size);
+void *__wrap_realloc(void *p, size_t n);
+void __wrap_free(void *p);
+
 #endif

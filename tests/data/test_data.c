@@ -478,11 +478,11 @@ static void test_png_defects(void **state)
   }
   /* A text chunk stating 2 GB after the header: libpng would allocate that much for a
    * file of a few dozen bytes; refused as corrupt without the allocation. */
-  uint8_t *huge = malloc(len + 12);
+  uint8_t *huge = malloc(len + 15);
   memcpy(huge, good, 33); /* signature and IHDR */
   memcpy(huge + 33, "\x7f\xff\xff\xf0tEXtComment", 15);
   memcpy(huge + 48, good + 33, len - 33);
-  tree_with(dir, huge, len + 12);
+  tree_with(dir, huge, len + 15);
   expect_error(dpgd_data_png_read(&ds, dir, 10), DPGD_EFORMAT, "0/1.png: corrupt PNG",
                "a chunk asks for");
   free(huge);

@@ -52,7 +52,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   uint8_t *fixed = malloc(size);
   if (!fixed) return 0;
   memcpy(fixed, data, size);
-  fuzz_put_le32(fixed + size - 4, acct_crc32(fixed, size - 4));
+  fuzz_put_le32(fixed + size - 4, dpgd_crc32(fixed, size - 4));
   load_one(fixed, size);
   free(fixed);
   return 0;

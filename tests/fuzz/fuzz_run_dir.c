@@ -59,15 +59,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     p = z + 1;
   }
   if (ok) {
-    dpgd_run r;
+    dpgd_plot_run r;
     dpgd_error_clear();
-    int st = dpgd_run_read(&r, dir);
+    int st = dpgd_plot_run_read(&r, dir);
     if (st != DPGD_OK) {
       if (dpgd_error_last()[0] == '\0' || r.metrics || r.points) __builtin_trap();
     } else {
       if (!r.metrics || (n_files == 3) != (r.points != NULL)) __builtin_trap();
       if (strcmp(r.label, "cell/seed1")) __builtin_trap();
-      dpgd_run_clear(&r);
+      dpgd_plot_run_clear(&r);
     }
   }
   for (int k = 0; k < 3; k++) {

@@ -142,7 +142,7 @@ put("fuzz_png", "palette.png", png(2, 1, 8, 3, b"\0\0\1", extra=chunk(b"PLTE", b
 put("fuzz_png", "gray8-text.png", png(1, 1, 8, 0, b"\0\x80", extra=chunk(b"tEXt", b"Comment\0dpgd")))
 put("fuzz_png", "gray8-truncated.png", png(5, 4, 8, 0, rows8)[:-20])
 
-# ---- CSV and JSON edge cases (train/plot_run.c) ---------------------------------------
+# ---- CSV and JSON edge cases (train/cli/plot_run.c) ---------------------------------------
 put("fuzz_csv", "comments.csv", "# a comment\n# another\nstep,x,y\n1,2.385,\n2,,-1e-3\n3,1e300,4")
 put("fuzz_csv", "crlf.csv", "a,b\r\n1,2\r\n")
 put("fuzz_summary", "minimal.json",
@@ -150,7 +150,7 @@ put("fuzz_summary", "minimal.json",
     '"eps": {"exact": 1.5}, "nonprivate": {"wall_s": 1, "x": [1, {"y": null}, true, "\\u00e9\\n"]}}')
 put("fuzz_summary", "nested.json", '{"a": [[[[{"b": [false]}]]]], "eps": {}}')
 
-# ---- .sweep files (train/sweep_spec.c) -------------------------------------------------
+# ---- .sweep files (train/cli/sweep_spec.c) -------------------------------------------------
 put("fuzz_sweep", "grid.sweep",
     "[sweep]\nconfig = a.ini /abs/b.ini\nset = train.steps=5\ngrid = privacy.sigma=1,2.385,4\n"
     "grid = train.lr=0.1,0.2\nseeds = 1-3,8\njobs = 2\nout = runs/sweep\n")

@@ -49,10 +49,10 @@ static q128 q_sqrt(q128 a)
 static float check_row(const float *g, size_t P, double cap, const char *what)
 {
   double pre, post;
-  float f = clip_scale(sqnorm_d(g, P), cap, P, &pre, &post);
+  float f = dpgd_clip_scale(dpgd_sqnorm_d(g, P), cap, P, &pre, &post);
   double *acc = calloc(P, sizeof *acc);
   assert_non_null(acc);
-  accumulate_rows(acc, g, &f, 1, P);
+  dpgd_accumulate_rows(acc, g, &f, 1, P);
   assert_true(f >= 0.0f && f <= 1.0f);
   q128 v2 = 0, err2 = 0, acc2 = 0;
   if (f != 0.0f)
@@ -87,7 +87,7 @@ static void test_subnormal(void **state)
   enum { P = 37 };
   float g[P];
   for (size_t p = 0; p < P; p++) g[p] = (float)(1 + p % 5) * 0x1p-149f; /* subnormal */
-  double n = sqrt(sqnorm_d(g, P));
+  double n = sqrt(dpgd_sqnorm_d(g, P));
   /* Below FLT_MIN: no contribution whatever the cap. */
   const double caps[] = {1.0, n, 0.6 * n, 0.9 * n, 1e-50, 0x1p-149};
   for (size_t k = 0; k < sizeof caps / sizeof caps[0]; k++)
@@ -96,7 +96,7 @@ static void test_subnormal(void **state)
   g[3] = 0x1p-149f;
   g[0] = 2.385e-30f;
   for (size_t p = 4; p < P; p++) g[p] = 0x1p-140f * (float)p;
-  n = sqrt(sqnorm_d(g, P));
+  n = sqrt(dpgd_sqnorm_d(g, P));
   check_row(g, P, 0.6 * n, "mixed subnormal row");
 }
 
@@ -106,7 +106,7 @@ static void test_tiny(void **state)
   enum { P = 29 };
   float g[P];
   for (size_t p = 0; p < P; p++) g[p] = val() * 1e-30f;
-  double n = sqrt(sqnorm_d(g, P));
+  double n = sqrt(dpgd_sqnorm_d(g, P));
   for (int k = 1; k <= 20; k++) {
     float f = check_row(g, P, n * k / 23.0, "tiny row, tiny cap");
     assert_true(f > 0.0f && f >= k / 23.0 * (1 - 1e-5));
@@ -145,16 +145,16 @@ static void test_nonfinite(void **state)
   for (size_t k = 0; k < 3; k++) {
     G[P + 4] = bad[k];
     double pre, post;
-    float f = clip_scale(sqnorm_d(G + P, P), 1.0, P, &pre, &post);
+    float f = dpgd_clip_scale(dpgd_sqnorm_d(G + P, P), 1.0, P, &pre, &post);
     assert_true(f == 0.0f && post == 0.0 && isinf(pre) && pre > 0);
     /* The row is skipped: the sum is exactly that of the two others. */
     float s[B] = {0.5f, f, 0.25f}, s0[B] = {0.5f, 0.0f, 0.25f};
     double a[P] = {0}, b[P] = {0};
-    accumulate_rows(a, G, s, B, P);
+    dpgd_accumulate_rows(a, G, s, B, P);
     float G0[B * P];
     memcpy(G0, G, sizeof G);
     for (size_t p = 0; p < P; p++) G0[P + p] = 0.0f;
-    accumulate_rows(b, G0, s0, B, P);
+    dpgd_accumulate_rows(b, G0, s0, B, P);
     assert_memory_equal(a, b, sizeof a);
   }
 }
@@ -170,7 +170,7 @@ static void test_at_cap(void **state)
   int rounded_down = 0;
   for (int row = 0; row < 300; row++) {
     for (size_t p = 0; p < P; p++) g[p] = val() * (float)(1 + row % 7);
-    double sq = sqnorm_d(g, P);
+    double sq = dpgd_sqnorm_d(g, P);
     q128 exact = 0;
     for (size_t p = 0; p < P; p++) exact += (q128)g[p] * g[p];
     rounded_down += (q128)sq < exact;
@@ -218,10 +218,10 @@ static void test_sum_rows(void **state)
   q128 sumv_norm = 0;
   for (size_t i = 0; i < B; i++) {
     double pre, post, cap = 0.9 + 0.2 * unif();
-    scale[i] = clip_scale(sqnorm_d(G + i * P, P), cap, P, &pre, &post);
+    scale[i] = dpgd_clip_scale(dpgd_sqnorm_d(G + i * P, P), cap, P, &pre, &post);
     assert_true(scale[i] > 0.0f && scale[i] < 1.0f);
   }
-  accumulate_rows(acc, G, scale, B, P);
+  dpgd_accumulate_rows(acc, G, scale, B, P);
   q128 err2 = 0;
   for (size_t p = 0; p < P; p++) {
     q128 s = 0;
@@ -268,12 +268,12 @@ static void test_sum_linear(void **state)
   caps[12] = 1e-30;
   for (size_t i = 0; i < B; i++) {
     double pre;
-    scale[i] = clip_scale(linear_sqnorm(r + i * K, x + i * D, K, D), caps[i], P, &pre, &post[i]);
+    scale[i] = dpgd_clip_scale(dpgd_linear_sqnorm(r + i * K, x + i * D, K, D), caps[i], P, &pre, &post[i]);
   }
   assert_true(scale[3] == 0.0f && scale[7] == 0.0f && scale[8] == 0.0f);
   assert_true(scale[9] == 0.0f && scale[10] == 0.0f && scale[11] == 1.0f);
-  accumulate_linear(W, b, rs, xd, r, x, scale, B, K, D);
-  accumulate_linear_ref(Wr, br, r, x, scale, B, K, D);
+  dpgd_accumulate_linear(W, b, rs, xd, r, x, scale, B, K, D);
+  dpgd_accumulate_linear_ref(Wr, br, r, x, scale, B, K, D);
   for (size_t j = 0; j < K * D; j++) assert_true(isfinite(W[j]) && isfinite(Wr[j]));
   /* (a) and (b) per row, exactly; then (c) for both sums. */
   q128 sumv = 0;
@@ -357,9 +357,9 @@ static void test_softmax_chunk(void **state)
   for (size_t i = 0; i < B; i++) {
     for (size_t k = 0; k < K; k++) r[i * K + k] = bias[k];
   }
-  softmax_residual(r, y, B, K);
+  dpgd_softmax_residual(r, y, B, K);
   memcpy(x0, x, sizeof x);
-  assert_int_equal(model_chunk_step_x(m, ws, acc, pre, post, x, y, caps, B), 0);
+  assert_int_equal(dpgd_model_chunk_step_x(m, ws, acc, pre, post, x, y, caps, B), 0);
   double gamma = dpgd_model_sum_error_bound(B);
   q128 sumv = 0, e2 = 0;
   float scale[B];
@@ -367,7 +367,7 @@ static void test_softmax_chunk(void **state)
     double pr, po;
     int finite = 1;
     for (size_t j = 0; j < D; j++) finite &= isfinite(x0[i * D + j]);
-    scale[i] = finite ? clip_scale(linear_sqnorm(r + i * K, x0 + i * D, K, D), caps[i], P, &pr, &po)
+    scale[i] = finite ? dpgd_clip_scale(dpgd_linear_sqnorm(r + i * K, x0 + i * D, K, D), caps[i], P, &pr, &po)
                       : 0.0f;
     q128 r2 = 0, x2 = 1;
     for (size_t k = 0; k < K; k++) r2 += ((q128)scale[i] * r[i * K + k]) * ((q128)scale[i] * r[i * K + k]);

@@ -57,12 +57,12 @@ static const struct geom {
 static void test_conv_shapes(void **state)
 {
   (void)state;
-  conv_shape s1 = conv_shape_make(28, 28, 1, 16, 8, 2, 3);
+  conv_shape s1 = dpgd_conv_shape_make(28, 28, 1, 16, 8, 2, 3);
   assert_int_equal(s1.oh, 14); /* PyTorch: floor((28 + 6 - 8) / 2) + 1 */
   assert_int_equal(s1.ow, 14);
-  conv_shape s2 = conv_shape_make(13, 13, 16, 32, 4, 2, 0);
+  conv_shape s2 = dpgd_conv_shape_make(13, 13, 16, 32, 4, 2, 0);
   assert_int_equal(s2.oh, 5);
-  conv_shape s3 = conv_shape_make(7, 5, 3, 2, 3, 2, 1);
+  conv_shape s3 = dpgd_conv_shape_make(7, 5, 3, 2, 3, 2, 1);
   assert_int_equal(s3.oh, 4);
   assert_int_equal(s3.ow, 3);
 }
@@ -72,22 +72,22 @@ static void test_im2col(void **state)
   (void)state;
   for (size_t g = 0; g < sizeof geoms / sizeof geoms[0]; g++) {
     const struct geom *q = &geoms[g];
-    conv_shape s = conv_shape_make(q->h, q->w, q->cin, q->cout, q->k, q->stride, q->pad);
+    conv_shape s = dpgd_conv_shape_make(q->h, q->w, q->cin, q->cout, q->k, q->stride, q->pad);
     size_t nx = q->B * q->h * q->w * q->cin, nc = q->B * s.oh * s.ow * q->cin * q->k * q->k;
     float *x = rand_vec(nx), *c = rand_vec(nc), *cr = rand_vec(nc);
-    im2col(c, x, &s, q->B);
-    im2col_ref(cr, x, &s, q->B);
+    dpgd_im2col(c, x, &s, q->B);
+    dpgd_im2col_ref(cr, x, &s, q->B);
     assert_memory_equal(c, cr, nc * sizeof *c); /* copies only: exact */
 
     float *dc = rand_vec(nc), *dx = rand_vec(nx), *dxr = malloc(nx * sizeof *dxr);
     memcpy(dxr, dx, nx * sizeof *dx); /* col2im accumulates */
-    col2im(dx, dc, &s, q->B);
-    col2im_ref(dxr, dc, &s, q->B);
+    dpgd_col2im(dx, dc, &s, q->B);
+    dpgd_col2im_ref(dxr, dc, &s, q->B);
     if (max_rel(dx, dxr, nx) > 1e-6) fail_msg("geometry %zu: col2im vs reference", g);
 
-    /* Adjointness: <im2col(x), dc> == <x, col2im(dc)>, in double. */
+    /* Adjointness: <dpgd_im2col(x), dc> == <x, dpgd_col2im(dc)>, in double. */
     memset(dx, 0, nx * sizeof *dx);
-    col2im(dx, dc, &s, q->B);
+    dpgd_col2im(dx, dc, &s, q->B);
     double l = 0.0, r = 0.0, sc = 0.0;
     for (size_t i = 0; i < nc; i++) l += (double)c[i] * dc[i], sc += fabs((double)c[i] * dc[i]);
     for (size_t i = 0; i < nx; i++) r += (double)x[i] * dx[i];
@@ -109,12 +109,12 @@ static void test_linear(void **state)
     size_t rows = dims[t][0], K = dims[t][1], cout = dims[t][2];
     float *x = rand_vec(rows * K), *W = rand_vec(cout * K), *b = rand_vec(cout);
     float *y = rand_vec(rows * cout), *yr = rand_vec(rows * cout);
-    linear_forward(y, x, W, b, rows, K, cout);
-    linear_forward_ref(yr, x, W, b, rows, K, cout);
+    dpgd_linear_forward(y, x, W, b, rows, K, cout);
+    dpgd_linear_forward_ref(yr, x, W, b, rows, K, cout);
     if (max_rel(y, yr, rows * cout) > 1e-5) fail_msg("linear_forward %zu", t);
     float *dy = rand_vec(rows * cout), *dx = rand_vec(rows * K), *dxr = rand_vec(rows * K);
-    linear_backward_input(dx, dy, W, rows, K, cout);
-    linear_backward_input_ref(dxr, dy, W, rows, K, cout);
+    dpgd_linear_backward_input(dx, dy, W, rows, K, cout);
+    dpgd_linear_backward_input_ref(dxr, dy, W, rows, K, cout);
     if (max_rel(dx, dxr, rows * K) > 1e-5) fail_msg("linear_backward_input %zu", t);
     free(x);
     free(W);
@@ -141,8 +141,8 @@ static void test_maxpool(void **state)
     }
     float *y = malloc(no * sizeof *y), *yr = malloc(no * sizeof *yr);
     uint8_t *a = malloc(no), *ar = malloc(no);
-    maxpool2s1_forward(y, a, x, B, h, w, c);
-    maxpool2s1_forward_ref(yr, ar, x, B, h, w, c);
+    dpgd_maxpool2s1_forward(y, a, x, B, h, w, c);
+    dpgd_maxpool2s1_forward_ref(yr, ar, x, B, h, w, c);
     assert_memory_equal(a, ar, no);
     for (size_t i = 0; i < no; i++) {
       if (isnan(yr[i])) {
@@ -162,8 +162,8 @@ static void test_maxpool(void **state)
         }
     }
     float *dy = rand_vec(no), *dx = rand_vec(n), *dxr = rand_vec(n);
-    maxpool2s1_backward(dx, dy, a, B, h, w, c);
-    maxpool2s1_backward_ref(dxr, dy, ar, B, h, w, c);
+    dpgd_maxpool2s1_backward(dx, dy, a, B, h, w, c);
+    dpgd_maxpool2s1_backward_ref(dxr, dy, ar, B, h, w, c);
     if (max_rel(dx, dxr, n) > 1e-6) fail_msg("maxpool backward, variant %d", variant);
     /* Total gradient is conserved. */
     double sdy = 0.0, sdx = 0.0;
@@ -191,9 +191,9 @@ static void test_activations(void **state)
   float *a = malloc(n * sizeof *a), *g = malloc(n * sizeof *g);
   /* tanh: a = tanh z, da/dz = 1 - tanh^2 z */
   memcpy(a, z, n * sizeof *z);
-  act_forward(a, n, DPGD_ACT_TANH);
+  dpgd_act_forward(a, n, DPGD_ACT_TANH);
   for (size_t i = 0; i < n; i++) g[i] = 2.0f;
-  act_backward(g, a, n, DPGD_ACT_TANH);
+  dpgd_act_backward(g, a, n, DPGD_ACT_TANH);
   for (size_t i = 0; i < n; i++) {
     double t = tanh((double)z[i]);
     assert_true(fabs(a[i] - t) <= 1e-6);
@@ -201,15 +201,15 @@ static void test_activations(void **state)
   }
   /* relu: a = max(z, 0); derivative 1 where z > 0, else 0 (PyTorch: 0 at 0) */
   memcpy(a, z, n * sizeof *z);
-  act_forward(a, n, DPGD_ACT_RELU);
+  dpgd_act_forward(a, n, DPGD_ACT_RELU);
   for (size_t i = 0; i < n; i++) g[i] = 3.0f;
-  act_backward(g, a, n, DPGD_ACT_RELU);
+  dpgd_act_backward(g, a, n, DPGD_ACT_RELU);
   for (size_t i = 0; i < n; i++) {
     assert_true(a[i] == (z[i] > 0 ? z[i] : 0.0f));
     assert_true(g[i] == (z[i] > 0 ? 3.0f : 0.0f));
   }
   float nan = NAN;
-  act_forward(&nan, 1, DPGD_ACT_RELU);
+  dpgd_act_forward(&nan, 1, DPGD_ACT_RELU);
   assert_true(isnan(nan));
   free(z);
   free(a);
@@ -226,7 +226,7 @@ static void test_softmax_residual(void **state)
   for (int k = 0; k < K; k++) z[5 * K + k] = 1000.0f + (float)k; /* exp would overflow */
   uint8_t y[6] = {0, 9, 3, 3, 7, 9};
   memcpy(r, z, B * (size_t)K * sizeof *z);
-  softmax_residual(r, y, B, K);
+  dpgd_softmax_residual(r, y, B, K);
   for (size_t i = 0; i < B; i++) {
     double m = -INFINITY, s = 0.0, sum = 0.0;
     for (int k = 0; k < K; k++) m = fmax(m, z[i * K + k]);

@@ -356,7 +356,7 @@ static void check_nan(fixture *f)
     memcpy(x2, x, B * d * sizeof *x);
     x2[1 * d + d / 2] = variant ? INFINITY : NAN;
     memset(a, 0, P * sizeof *a);
-    assert_int_equal(model_chunk_step_x(f->m, f->ws, a, pre, post, x2, y, caps, B), 0);
+    assert_int_equal(dpgd_model_chunk_step_x(f->m, f->ws, a, pre, post, x2, y, caps, B), 0);
     assert_true(isinf(pre[1]) && pre[1] > 0);
     assert_true(post[1] == 0.0);
     for (size_t p = 0; p < P; p++) assert_true(isfinite(a[p]));
@@ -364,7 +364,7 @@ static void check_nan(fixture *f)
     memcpy(x2, x, B * d * sizeof *x);
     double caps0[4] = {caps[0], 0.0, caps[2], caps[3]};
     memset(b, 0, P * sizeof *b);
-    assert_int_equal(model_chunk_step_x(f->m, f->ws, b, pre, post, x2, y, caps0, B), 0);
+    assert_int_equal(dpgd_model_chunk_step_x(f->m, f->ws, b, pre, post, x2, y, caps0, B), 0);
     assert_true(mt_rel_err(a, b, P, 1e-12) <= 1e-6);
   }
   free(x);

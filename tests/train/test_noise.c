@@ -166,19 +166,19 @@ static void test_uniform_extremes(void **state)
   const double r_max = sqrt(-2.0 * log(0x1p-53));
   assert_true(r_max <= NOISE_BM_RADIUS_MAX && NOISE_BM_RADIUS_MAX - r_max < 1e-3);
   for (size_t k = 0; k < sizeof w / sizeof w[0]; k++) {
-    double u = noise_bits_to_uniform(w[k]);
+    double u = dpgd_noise_bits_to_uniform(w[k]);
     if (!(u > 0.0 && u < 1.0)) fail_msg("word %#llx gives u = %.17g", (unsigned long long)w[k], u);
     assert_true(u >= 0x1p-53 && u <= 1.0 - 0x1p-53);
     for (size_t j = 0; j < sizeof w / sizeof w[0]; j++) {
-      double z = noise_box_muller(u, noise_bits_to_uniform(w[j]));
+      double z = dpgd_noise_box_muller(u, dpgd_noise_bits_to_uniform(w[j]));
       assert_true(isfinite(z) && fabs(z) <= NOISE_BM_RADIUS_MAX);
     }
     assert_true(sqrt(-2.0 * log(u)) > 0.0);
   }
-  assert_true(noise_bits_to_uniform(0) == 0x1p-53);
-  assert_true(noise_bits_to_uniform(UINT64_MAX) == 1.0 - 0x1p-53);
+  assert_true(dpgd_noise_bits_to_uniform(0) == 0x1p-53);
+  assert_true(dpgd_noise_bits_to_uniform(UINT64_MAX) == 1.0 - 0x1p-53);
   /* Every uniform is distinct from its neighbour word's (52 bits used). */
-  assert_true(noise_bits_to_uniform(UINT64_MAX) > noise_bits_to_uniform(UINT64_MAX - 4096));
+  assert_true(dpgd_noise_bits_to_uniform(UINT64_MAX) > dpgd_noise_bits_to_uniform(UINT64_MAX - 4096));
 }
 
 int main(void)

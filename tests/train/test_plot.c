@@ -212,21 +212,21 @@ static void test_run_read(void **state)
   const char *dir = mkrun("good");
   write_file(dir, "summary.json", good_summary);
   write_file(dir, "metrics.csv", good_metrics);
-  dpgd_run r;
+  dpgd_plot_run r;
   char slash[400];
   snprintf(slash, sizeof slash, "%s//", dir);
-  assert_int_equal(dpgd_run_read(&r, slash), DPGD_OK);
+  assert_int_equal(dpgd_plot_run_read(&r, slash), DPGD_OK);
   assert_string_equal(r.label, "good");
   assert_string_equal(r.dir, dir);
   assert_int_equal(r.metrics->n_rows, 4);
   assert_null(r.points);
-  dpgd_run_clear(&r);
+  dpgd_plot_run_clear(&r);
   write_file(dir, "points.csv", "# SENSITIVE: per-point privacy report\n"
              "index,label,spend,spend_frac,active,mu_i,eps_i\n0,5,11907,1,0,0.6,0.2\n");
-  assert_int_equal(dpgd_run_read(&r, dir), DPGD_OK);
+  assert_int_equal(dpgd_plot_run_read(&r, dir), DPGD_OK);
   assert_non_null(r.points);
   assert_int_equal(r.points->n_rows, 1);
-  dpgd_run_clear(&r);
+  dpgd_plot_run_clear(&r);
   /* a sweep trial, DIR/<cell>/seed<k>, is labelled <cell>/seed<k>; other names keep the
    * last component */
   static const char *const trial[][2] = {{"good/seed12", "good/seed12"},
@@ -237,9 +237,9 @@ static void test_run_read(void **state)
     const char *t = mkrun(trial[i][0]);
     write_file(t, "summary.json", good_summary);
     write_file(t, "metrics.csv", good_metrics);
-    assert_int_equal(dpgd_run_read(&r, t), DPGD_OK);
+    assert_int_equal(dpgd_plot_run_read(&r, t), DPGD_OK);
     assert_string_equal(r.label, trial[i][1]);
-    dpgd_run_clear(&r);
+    dpgd_plot_run_clear(&r);
   }
 }
 
@@ -248,9 +248,9 @@ static void expect_run_error(const char *metrics, const char *needle)
   const char *dir = mkrun("bad");
   write_file(dir, "summary.json", good_summary);
   write_file(dir, "metrics.csv", metrics);
-  dpgd_run r;
+  dpgd_plot_run r;
   dpgd_error_clear();
-  assert_int_not_equal(dpgd_run_read(&r, dir), DPGD_OK);
+  assert_int_not_equal(dpgd_plot_run_read(&r, dir), DPGD_OK);
   assert_null(r.metrics);
   if (!strstr(dpgd_error_last(), needle) || !strstr(dpgd_error_last(), "metrics.csv"))
     fail_msg("message '%s' lacks '%s'", dpgd_error_last(), needle);
@@ -270,28 +270,28 @@ static void test_run_bad(void **state)
   expect_run_error("step,test_acc\n1,x\n", "not a finite number");
   /* missing files */
   const char *dir = mkrun("empty");
-  dpgd_run r;
-  assert_int_equal(dpgd_run_read(&r, dir), DPGD_EIO);
+  dpgd_plot_run r;
+  assert_int_equal(dpgd_plot_run_read(&r, dir), DPGD_EIO);
   assert_non_null(strstr(dpgd_error_last(), "summary.json"));
   write_file(dir, "summary.json", good_summary);
-  assert_int_equal(dpgd_run_read(&r, dir), DPGD_EIO);
+  assert_int_equal(dpgd_plot_run_read(&r, dir), DPGD_EIO);
   assert_non_null(strstr(dpgd_error_last(), "metrics.csv"));
   write_file(dir, "summary.json", "{\"algorithm\":");
-  assert_int_equal(dpgd_run_read(&r, dir), DPGD_EFORMAT);
+  assert_int_equal(dpgd_plot_run_read(&r, dir), DPGD_EFORMAT);
   assert_non_null(strstr(dpgd_error_last(), "summary.json"));
   /* points.csv over budget beyond rounding is corrupt */
   write_file(dir, "summary.json", good_summary);
   write_file(dir, "metrics.csv", good_metrics);
   write_file(dir, "points.csv", "#\nindex,label,spend,spend_frac,active,mu_i,eps_i\n"
              "0,5,11907,1.01,0,0.6,0.2\n");
-  assert_int_equal(dpgd_run_read(&r, dir), DPGD_EFORMAT);
+  assert_int_equal(dpgd_plot_run_read(&r, dir), DPGD_EFORMAT);
   assert_non_null(strstr(dpgd_error_last(), "spend_frac = 1.01"));
 }
 
 /* ---- figure scripts ---- */
 
 /* The script of figure f for the runs; NULL with the status in *st on failure. */
-static char *script_of(dpgd_fig f, const dpgd_run *runs, size_t n, int *st)
+static char *script_of(dpgd_fig f, const dpgd_plot_run *runs, size_t n, int *st)
 {
   char *buf = NULL;
   size_t len = 0;
@@ -324,19 +324,19 @@ static size_t read_block(const char *script, const char *name, double *x, double
   return n;
 }
 
-static void load_good(dpgd_run *r, const char *name, const char *points)
+static void load_good(dpgd_plot_run *r, const char *name, const char *points)
 {
   const char *dir = mkrun(name);
   write_file(dir, "summary.json", good_summary);
   write_file(dir, "metrics.csv", good_metrics);
   if (points) write_file(dir, "points.csv", points);
-  assert_int_equal(dpgd_run_read(r, dir), DPGD_OK);
+  assert_int_equal(dpgd_plot_run_read(r, dir), DPGD_OK);
 }
 
 static void test_fig_accuracy_active_eps(void **state)
 {
   (void)state;
-  dpgd_run r;
+  dpgd_plot_run r;
   load_good(&r, "fig", NULL);
   int st;
   double x[16], y[16];
@@ -374,13 +374,13 @@ static void test_fig_accuracy_active_eps(void **state)
   assert_null(script_of(DPGD_FIG_SPEND, &r, 1, &st));
   assert_int_equal(st, DPGD_EINVAL);
   assert_non_null(strstr(dpgd_error_last(), "points.csv"));
-  dpgd_run_clear(&r);
+  dpgd_plot_run_clear(&r);
 
   /* without diagnostics there is no active-points figure, and the reason says so */
   const char *dir = mkrun("nodiag");
   write_file(dir, "summary.json", good_summary);
   write_file(dir, "metrics.csv", "step,eps_exact,test_acc\n1,0.1,\n2,0.2,0.5\n");
-  assert_int_equal(dpgd_run_read(&r, dir), DPGD_OK);
+  assert_int_equal(dpgd_plot_run_read(&r, dir), DPGD_OK);
   dpgd_error_clear();
   assert_null(script_of(DPGD_FIG_ACTIVE, &r, 1, &st));
   assert_int_equal(st, DPGD_EINVAL);
@@ -390,7 +390,7 @@ static void test_fig_accuracy_active_eps(void **state)
   assert_non_null(s);
   assert_null(strstr(s, "$r0m1")); /* no zcdp column: no zcdp curve */
   free(s);
-  dpgd_run_clear(&r);
+  dpgd_plot_run_clear(&r);
 }
 
 static void test_fig_spend_histogram(void **state)
@@ -402,7 +402,7 @@ static void test_fig_spend_histogram(void **state)
                        "0,1,0,0,1,0,0\n1,1,1,0.0199,1,0,0\n2,1,1,0.02,1,0,0\n"
                        "3,1,1,0.5,1,0,0\n4,1,1,1,0,0,0\n5,1,1,1.000000000001,0,0,0\n"
                        "6,1,1,,0,0,0\n";
-  dpgd_run r[2];
+  dpgd_plot_run r[2];
   load_good(&r[0], "spend0", points);
   load_good(&r[1], "spend1", NULL);
   int st;
@@ -421,14 +421,14 @@ static void test_fig_spend_histogram(void **state)
   assert_int_equal(read_block(s, "r1", x, y, 64), 0); /* run without points.csv */
   assert_non_null(strstr(s, "SENSITIVE"));
   free(s);
-  dpgd_run_clear(&r[0]);
-  dpgd_run_clear(&r[1]);
+  dpgd_plot_run_clear(&r[0]);
+  dpgd_plot_run_clear(&r[1]);
 }
 
 static void test_fig_tradeoff(void **state)
 {
   (void)state;
-  dpgd_run r[3];
+  dpgd_plot_run r[3];
   load_good(&r[0], "t0", NULL);
   load_good(&r[1], "t1", NULL); /* same mu: drawn once */
   load_good(&r[2], "t2", NULL);
@@ -455,7 +455,7 @@ static void test_fig_tradeoff(void **state)
   assert_non_null(strstr(s, "random guessing"));
   assert_non_null(strstr(s, "mu = 2.385"));
   free(s);
-  for (int i = 0; i < 3; i++) dpgd_run_clear(&r[i]);
+  for (int i = 0; i < 3; i++) dpgd_plot_run_clear(&r[i]);
 }
 
 static void test_gnuplot_find(void **state)

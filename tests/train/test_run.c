@@ -752,7 +752,7 @@ static void test_secure_resume(void **state)
 }
 
 /* Plans every shipped config (configs/ and configs/paper/) at n = 60000 without
- * data. The paper configs against seed 003 Appendix A: the tuned (sigma, C, k) of each
+ * data. The paper configs against Feldman & Zrnic, Appendix A: the tuned (sigma, C, k) of each
  * eps; filtering keeps sigma and C with B_norm = k C^2; the suboptimal variants never
  * exceed the tuned training guarantee (steps rounded down, or B_norm scaled) and keep
  * the same noise std sigma C (clipping) or C (noise); the exact variants are calibrated

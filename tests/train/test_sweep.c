@@ -253,7 +253,7 @@ static void test_tables(void **state)
   assert_string_equal(v, "1");
   csv_field(v, sizeof v, csv, "eps03-filtered", "test_acc_std"); /* one seed: none */
   assert_string_equal(v, "");
-  /* the Markdown: seed 003's pairing, percentages with two decimals */
+  /* the Markdown: Feldman & Zrnic's pairing, percentages with two decimals */
   char *md;
   size_t len;
   assert_int_equal(dpgd_file_slurp(&md, &len, path_in("tab/summary.md")), DPGD_OK);

@@ -9,21 +9,14 @@
 #include <cmocka.h>
 
 #include "data/testutil.h"
+#include "dpgd_core.h"
 #include "ttest.h"
 
 unsigned char *tt_slurp(const char *path, size_t *len)
 {
-  FILE *f = fopen(path, "rb");
-  assert_non_null(f);
-  fseek(f, 0, SEEK_END);
-  *len = (size_t)ftell(f);
-  rewind(f);
-  unsigned char *b = malloc(*len + 1);
-  assert_non_null(b);
-  assert_int_equal(fread(b, 1, *len, f), *len);
-  b[*len] = 0;
-  fclose(f);
-  return b;
+  char *b = NULL;
+  assert_int_equal(dpgd_file_slurp(&b, len, path), DPGD_OK);
+  return (unsigned char *)b;
 }
 
 enum { SIDE = 28 };

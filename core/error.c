@@ -53,7 +53,6 @@ const char *dpgd_error_str(int status)
   case DPGD_EFORMAT: return "malformed file";
   case DPGD_ERANGE: return "value out of range";
   case DPGD_ENOCONV: return "did not converge";
-  case DPGD_ENOTIMPL: return "not implemented";
   default: return "unknown error";
   }
 }

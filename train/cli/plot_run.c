@@ -9,43 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-int dpgd_file_slurp(char **buf, size_t *len, const char *path)
-{
-  *buf = NULL;
-  *len = 0;
-  FILE *f = fopen(path, "rb");
-  if (!f) return DPGD_FAIL(DPGD_EIO, "cannot open %s: %s", path, strerror(errno));
-  size_t cap = 4096, n = 0;
-  char *b = malloc(cap);
-  int st = b ? DPGD_OK : DPGD_FAIL(DPGD_ENOMEM, "out of memory reading %s", path);
-  while (!st) {
-    if (n + 1 >= cap) {
-      char *nb = realloc(b, cap * 2);
-      if (!nb) {
-        st = DPGD_FAIL(DPGD_ENOMEM, "out of memory reading %s", path);
-        break;
-      }
-      b = nb;
-      cap *= 2;
-    }
-    size_t k = fread(b + n, 1, cap - 1 - n, f);
-    n += k;
-    if (k == 0) {
-      if (ferror(f)) st = DPGD_FAIL(DPGD_EIO, "read error on %s: %s", path, strerror(errno));
-      break;
-    }
-  }
-  fclose(f);
-  if (st) {
-    free(b);
-    return st;
-  }
-  b[n] = '\0';
-  *buf = b;
-  *len = n;
-  return DPGD_OK;
-}
-
 /* ---- CSV ------------------------------------------------------------------------- */
 
 void dpgd_csv_free(dpgd_csv *t)
@@ -507,7 +470,7 @@ static int check_points(const dpgd_csv *t, const char *file)
 {
   if (dpgd_csv_col(t, "spend_frac") < 0)
     return DPGD_FAIL(DPGD_EFORMAT, "%s: no 'spend_frac' column", file);
-  /* s(i) <= B_norm holds to a few ulps (issue 4); anything beyond is corrupt. */
+  /* s(i) <= B_norm holds to a few ulps (float summation); anything beyond is corrupt. */
   int st = check_col(t, "spend_frac", 0, 1 + 1e-9, file);
   if (!st) st = check_col(t, "spend", 0, INFINITY, file);
   return st;
@@ -520,7 +483,7 @@ static int join(char *buf, size_t len, const char *dir, const char *file)
   return DPGD_OK;
 }
 
-void dpgd_run_clear(dpgd_run *r)
+void dpgd_plot_run_clear(dpgd_plot_run *r)
 {
   dpgd_csv_free(r->metrics);
   dpgd_csv_free(r->points);
@@ -528,7 +491,7 @@ void dpgd_run_clear(dpgd_run *r)
   r->points = NULL;
 }
 
-int dpgd_run_read(dpgd_run *r, const char *dir)
+int dpgd_plot_run_read(dpgd_plot_run *r, const char *dir)
 {
   memset(r, 0, sizeof *r);
   size_t dl = strlen(dir);
@@ -567,6 +530,6 @@ int dpgd_run_read(dpgd_run *r, const char *dir)
       if (!st) st = check_points(r->points, path);
     }
   }
-  if (st) dpgd_run_clear(r);
+  if (st) dpgd_plot_run_clear(r);
   return st;
 }

@@ -22,9 +22,6 @@ int dpgd_cli_usage_error(const char *cmd, const char *fmt, ...)
  * what was being done; returns DPGD_EXIT_ERROR. */
 int dpgd_cli_status_error(int status, const char *doing);
 
-/* For subcommands whose issue has not landed: says so; returns DPGD_EXIT_ERROR. */
-int dpgd_cli_not_landed(const char *cmd, const char *what);
-
 /* True if argv has -h or --help. */
 int dpgd_cli_wants_help(int argc, char **argv);
 

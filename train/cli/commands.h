@@ -4,14 +4,14 @@
 
 #include "cli.h"
 
-dpgd_cmd_fn dpgd_cmd_train;     /* cmd_train.c   (issue: private training) */
+dpgd_cmd_fn dpgd_cmd_train;     /* cmd_train.c */
 dpgd_cmd_fn dpgd_cmd_eval;      /* cmd_eval.c    */
 dpgd_cmd_fn dpgd_cmd_predict;   /* cmd_eval.c    */
-dpgd_cmd_fn dpgd_cmd_account;   /* cmd_account.c (issue: the accountant) */
+dpgd_cmd_fn dpgd_cmd_account;   /* cmd_account.c */
 dpgd_cmd_fn dpgd_cmd_calibrate; /* cmd_account.c */
-dpgd_cmd_fn dpgd_cmd_plot;      /* cmd_plot.c    (issue: experiments and figures) */
+dpgd_cmd_fn dpgd_cmd_plot;      /* cmd_plot.c */
 dpgd_cmd_fn dpgd_cmd_sweep;     /* cmd_plot.c    */
-dpgd_cmd_fn dpgd_cmd_data;      /* cmd_data.c    (issue: foundation) */
-dpgd_cmd_fn dpgd_cmd_bench;     /* cmd_bench.c   (issue: models) */
+dpgd_cmd_fn dpgd_cmd_data;      /* cmd_data.c */
+dpgd_cmd_fn dpgd_cmd_bench;     /* cmd_bench.c */
 
 #endif /* DPGD_COMMANDS_H */

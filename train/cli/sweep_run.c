@@ -39,20 +39,10 @@ static int exists(const char *dir, const char *file)
 
 static int mkdirs(const char *path)
 {
-  char buf[1300];
-  int k = snprintf(buf, sizeof buf, "%s", path);
-  if (k < 0 || (size_t)k >= sizeof buf) return DPGD_FAIL(DPGD_EINVAL, "path too long: %s", path);
-  for (char *p = buf + 1;; p++) {
-    if (*p == '/' || !*p) {
-      char c = *p;
-      *p = '\0';
-      if (mkdir(buf, 0777) && errno != EEXIST)
-        return DPGD_FAIL(DPGD_EIO, "cannot create directory %s: %s", buf, strerror(errno));
-      *p = c;
-      if (!c) break;
-    }
-  }
-  return DPGD_OK;
+  char failed[1300];
+  if (dpgd_path_mkdirs(path, 0777, failed, sizeof failed) == 0) return DPGD_OK;
+  if (errno == ENAMETOOLONG) return DPGD_FAIL(DPGD_EINVAL, "path too long: %s", path);
+  return DPGD_FAIL(DPGD_EIO, "cannot create directory %s: %s", failed, strerror(errno));
 }
 
 /* The child's argument vector: `exe train ...` for a fresh trial, `exe train --resume

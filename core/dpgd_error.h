@@ -1,8 +1,7 @@
 /* dpgd_error.h -- status codes and the one replaceable error handler of every dpgd
- * library (GSL's GSL_ERROR / gsl_set_error_handler pattern, STYLE.md 7).
- * It lives in accounting/ because that module depends on nothing of ours; data/,
- * model/ and train/ use it from here. Library code never prints or exits: it reports
- * through the handler and returns a status. Only the CLI prints. */
+ * library (GSL's GSL_ERROR / gsl_set_error_handler pattern, STYLE.md 7). Part of the
+ * core/ leaf; outside code includes it through dpgd_core.h. Library code never prints
+ * or exits: it reports through the handler and returns a status. Only the CLI prints. */
 #ifndef DPGD_ERROR_H
 #define DPGD_ERROR_H
 
@@ -13,8 +12,7 @@ enum {
   DPGD_EIO = 3,      /* file missing, unreadable, or a write failed */
   DPGD_EFORMAT = 4,  /* file content malformed: magic, sizes, checksum, truncation */
   DPGD_ERANGE = 5,   /* result not representable / outside the supported range */
-  DPGD_ENOCONV = 6,  /* an iterative method did not converge */
-  DPGD_ENOTIMPL = 7  /* feature not built yet */
+  DPGD_ENOCONV = 6   /* an iterative method did not converge */
 };
 
 /* The handler receives the formatted reason, the source location and the status.

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dpgd_error.h"
+#include "dpgd_core.h"
 
 int dpgd_cli_error(const char *fmt, ...)
 {
@@ -37,11 +37,6 @@ int dpgd_cli_status_error(int status, const char *doing)
   if (!why[0]) why = dpgd_error_str(status);
   if (doing && doing[0]) return dpgd_cli_error("%s: %s", doing, why);
   return dpgd_cli_error("%s", why);
-}
-
-int dpgd_cli_not_landed(const char *cmd, const char *what)
-{
-  return dpgd_cli_error("'dpgd %s' is not available yet: %s has not landed", cmd, what);
 }
 
 int dpgd_cli_wants_help(int argc, char **argv)

@@ -30,25 +30,15 @@ static void plot_usage(FILE *f)
           DPGD_FIG_WIDTH);
 }
 
-/* mkdir -p */
+/* mkdir -p of the figures folder, which must end up a directory. */
 static int make_dirs(const char *path)
 {
-  char buf[1024];
-  int k = snprintf(buf, sizeof buf, "%s", path);
-  if (k < 0 || (size_t)k >= sizeof buf) return dpgd_cli_error("path too long: %s", path);
-  for (char *p = buf + 1;; p++) {
-    if (*p == '/' || *p == '\0') {
-      char c = *p;
-      *p = '\0';
-      if (mkdir(buf, 0777) && errno != EEXIST)
-        return dpgd_cli_error("cannot create directory %s: %s", buf, strerror(errno));
-      *p = c;
-      if (!c) break;
-    }
+  char failed[1024];
+  if (dpgd_path_mkdirs(path, 0777, failed, sizeof failed)) {
+    if (errno == ENAMETOOLONG) return dpgd_cli_error("path too long: %s", path);
+    return dpgd_cli_error("cannot create directory %s: %s", failed, strerror(errno));
   }
-  struct stat sb;
-  if (stat(path, &sb) || !S_ISDIR(sb.st_mode))
-    return dpgd_cli_error("%s exists and is not a directory", path);
+  if (!dpgd_path_is_dir(path)) return dpgd_cli_error("%s exists and is not a directory", path);
   return 0;
 }
 
@@ -75,7 +65,7 @@ static int parse_only(int *want, const char *list)
 
 /* Draws one figure; returns 0 drawn, 1 skipped (no data: the reason goes into note),
  * -1 error (printed). */
-static int draw(const char *gnuplot, dpgd_fig f, const dpgd_run *runs, size_t n,
+static int draw(const char *gnuplot, dpgd_fig f, const dpgd_plot_run *runs, size_t n,
                 const char *out, char *note, size_t note_len)
 {
   char png[1200];
@@ -133,11 +123,11 @@ int dpgd_cmd_plot(int argc, char **argv)
     int st = dpgd_gnuplot_find(gnuplot, sizeof gnuplot);
     if (st) rc = dpgd_cli_status_error(st, "");
   }
-  dpgd_run *runs = rc == DPGD_EXIT_OK ? calloc((size_t)n_dirs, sizeof *runs) : NULL;
+  dpgd_plot_run *runs = rc == DPGD_EXIT_OK ? calloc((size_t)n_dirs, sizeof *runs) : NULL;
   if (rc == DPGD_EXIT_OK && !runs) rc = dpgd_cli_error("out of memory");
   int n_read = 0;
   for (int i = 0; i < n_dirs && rc == DPGD_EXIT_OK; i++, n_read++) {
-    int st = dpgd_run_read(&runs[i], dirs[i]);
+    int st = dpgd_plot_run_read(&runs[i], dirs[i]);
     if (st) rc = dpgd_cli_status_error(st, "");
   }
   char outbuf[1100];
@@ -162,7 +152,7 @@ int dpgd_cmd_plot(int argc, char **argv)
   if (rc == DPGD_EXIT_OK && !drawn) rc = dpgd_cli_error("no figure drawn: %s", notes[0]);
   else if (rc == DPGD_EXIT_OK)
     for (int i = 0; i < n_notes; i++) fprintf(stderr, "dpgd: note: skipped %s\n", notes[i]);
-  for (int i = 0; i < n_read; i++) dpgd_run_clear(&runs[i]);
+  for (int i = 0; i < n_read; i++) dpgd_plot_run_clear(&runs[i]);
   free(runs);
   free(dirs);
   return rc;
@@ -180,7 +170,8 @@ static void sweep_usage(FILE *f)
           "A trial whose summary.json exists is finished and skipped, so an interrupted\n"
           "sweep resumes: unfinished trials resume from checkpoint.bin or rerun. Then\n"
           "writes DIR/summary.csv, DIR/trials.csv and DIR/summary.md: mean +- sample std\n"
-          "of test accuracy per cell, eps per method, wall time (seed 003's table form).\n\n"
+          "of test accuracy per cell, eps per method, wall time (the table form of\n"
+          "Feldman & Zrnic).\n\n"
           "  FILE.sweep   INI with a [sweep] section: config = a.ini b.ini (relative to the\n"
           "               .sweep file), set = k=v, grid = k=v1,v2 (repeatable), seeds = 1-3,\n"
           "               jobs = N, out = DIR; command-line options add to or override it\n"

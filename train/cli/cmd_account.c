@@ -29,10 +29,22 @@ static const char mech_help[] =
     "  --subsampled q=Q,sigma=S[,count=N]            Poisson-subsampled Gaussian,\n"
     "                                                rate Q, noise multiplier S\n";
 
-static const char method_help[] =
-    "  --method M[,M..]  only these methods: exact, zcdp, rdp_classic, rdp_balle,\n"
-    "                    rdp_optimal (default: all)\n"
-    "  --json            one JSON object instead of the table\n";
+/* The --method and --json lines of both usages: the method names wrapped at 80
+ * columns under the flag's text. */
+static void print_method_help(FILE *f)
+{
+  int col = fprintf(f, "  --method M[,M..]  only these methods:");
+  for (int m = 0; m < DPGD_ACCT_N_METHODS; m++) {
+    const char *name = dpgd_acct_method_names[m];
+    const char *tail = m + 1 < DPGD_ACCT_N_METHODS ? "," : " (default: all)";
+    if (col + 1 + (int)strlen(name) + (int)strlen(tail) > 80) {
+      fputc('\n', f);
+      col = fprintf(f, "%19s", "");
+    }
+    col += fprintf(f, " %s%s", name, tail);
+  }
+  fprintf(f, "\n  --json            one JSON object instead of the table\n");
+}
 
 static double now_ms(void)
 {
@@ -243,10 +255,9 @@ static int parse_methods(const char *cmd, const char *text, unsigned *mask)
   for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
     int m = dpgd_acct_method_find(tok);
     if (m < 0) {
-      dpgd_cli_usage_error(cmd,
-                           "--method: unknown method '%s' (exact, zcdp, rdp_classic, "
-                           "rdp_balle, rdp_optimal)",
-                           tok);
+      char names[128];
+      dpgd_cli_usage_error(cmd, "--method: unknown method '%s' (%s)", tok,
+                           dpgd_acct_method_list(names, sizeof names, ", "));
       return 1;
     }
     *mask |= 1u << m;
@@ -412,9 +423,9 @@ static void account_usage(FILE *f)
           "%s\n"
           "  --delta D         report eps(D), 0 < D < 1 (default 1e-5)\n"
           "  --epsilon E       report delta(E), E >= 0, instead\n"
-          "%s\n"
-          "example: dpgd account --gaussian sigma=100,count=420 --delta 1e-5\n",
-          mech_help, method_help);
+          , mech_help);
+  print_method_help(f);
+  fprintf(f, "\nexample: dpgd account --gaussian sigma=100,count=420 --delta 1e-5\n");
 }
 
 int dpgd_cmd_account(int argc, char **argv)
@@ -492,8 +503,9 @@ static void calibrate_usage(FILE *f)
           "  --delta D         target delta, 0 < D < 1 (default 1e-5)\n"
           "  --steps K         number of gradient steps, K >= 1\n"
           "  --sigma S --clip C  noise multiplier and clip norm of a filtered run\n"
-          "%s\n%s",
-          method_help, mech_help);
+          );
+  print_method_help(f);
+  fprintf(f, "\n%s", mech_help);
 }
 
 int dpgd_cmd_calibrate(int argc, char **argv)

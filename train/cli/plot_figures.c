@@ -69,13 +69,13 @@ static void datablock(FILE *f, const char *name, const dpgd_csv *t, const char *
   fputs("EOD\n", f);
 }
 
-static void legend(char *buf, size_t len, const dpgd_run *r)
+static void legend(char *buf, size_t len, const dpgd_plot_run *r)
 {
   snprintf(buf, len, "%s (%s)", r->label, r->summary.algorithm);
 }
 
 /* One curve per run of (step, column), runs overlaid; "plot" already written. */
-static void plot_runs(FILE *f, const dpgd_run *runs, size_t n, const char *col,
+static void plot_runs(FILE *f, const dpgd_plot_run *runs, size_t n, const char *col,
                       const char *style)
 {
   int first = 1;
@@ -93,7 +93,7 @@ static void plot_runs(FILE *f, const dpgd_run *runs, size_t n, const char *col,
 
 /* Datablock $r<i> of column col (times scale) for every run that has values in it;
  * returns how many runs have. */
-static size_t run_blocks(FILE *f, const dpgd_run *runs, size_t n, const char *col,
+static size_t run_blocks(FILE *f, const dpgd_plot_run *runs, size_t n, const char *col,
                          double scale)
 {
   size_t have = 0;
@@ -107,7 +107,7 @@ static size_t run_blocks(FILE *f, const dpgd_run *runs, size_t n, const char *co
   return have;
 }
 
-static int fig_accuracy(FILE *f, const dpgd_run *runs, size_t n, const char *png)
+static int fig_accuracy(FILE *f, const dpgd_plot_run *runs, size_t n, const char *png)
 {
   if (!run_blocks(f, runs, n, "test_acc", 100.0))
     return DPGD_FAIL(DPGD_EINVAL, "no test_acc values in metrics.csv of any run "
@@ -119,7 +119,7 @@ static int fig_accuracy(FILE *f, const dpgd_run *runs, size_t n, const char *png
   return DPGD_OK;
 }
 
-static int fig_active(FILE *f, const dpgd_run *runs, size_t n, const char *png)
+static int fig_active(FILE *f, const dpgd_plot_run *runs, size_t n, const char *png)
 {
   if (!run_blocks(f, runs, n, "diag_active", 1.0))
     return DPGD_FAIL(DPGD_EINVAL, "no diag_active column in metrics.csv of any run "
@@ -133,7 +133,7 @@ static int fig_active(FILE *f, const dpgd_run *runs, size_t n, const char *png)
     if (runs[i].summary.n_train > n_max) n_max = runs[i].summary.n_train;
   if (n_max > 0) fprintf(f, "set yrange [0:%.17g]\n", 1.08 * n_max);
   else fputs("set yrange [0:*]\n", f);
-  /* seed 003 Figure 1: the step B_norm/C^2 after which points can run out of budget */
+  /* Feldman & Zrnic, Figure 1: the step B_norm/C^2 after which points can run out of budget */
   for (size_t i = 0; i < n; i++) {
     const dpgd_run_summary *s = &runs[i].summary;
     if (!count_values(runs[i].metrics, "diag_active")) continue;
@@ -149,7 +149,7 @@ static int fig_active(FILE *f, const dpgd_run *runs, size_t n, const char *png)
   return DPGD_OK;
 }
 
-static int fig_eps(FILE *f, const dpgd_run *runs, size_t n, const char *png)
+static int fig_eps(FILE *f, const dpgd_plot_run *runs, size_t n, const char *png)
 {
   size_t have = 0;
   for (size_t i = 0; i < n; i++)
@@ -188,7 +188,7 @@ static int fig_eps(FILE *f, const dpgd_run *runs, size_t n, const char *png)
   return DPGD_OK;
 }
 
-static int fig_spend(FILE *f, const dpgd_run *runs, size_t n, const char *png)
+static int fig_spend(FILE *f, const dpgd_plot_run *runs, size_t n, const char *png)
 {
   size_t have = 0;
   for (size_t i = 0; i < n; i++) {
@@ -234,7 +234,7 @@ static int fig_spend(FILE *f, const dpgd_run *runs, size_t n, const char *png)
   return DPGD_OK;
 }
 
-static int fig_tradeoff(FILE *f, const dpgd_run *runs, size_t n, const char *png)
+static int fig_tradeoff(FILE *f, const dpgd_plot_run *runs, size_t n, const char *png)
 {
   /* Distinct guarantees only: seeds of one configuration share mu. */
   int *show = calloc(n ? n : 1, sizeof *show);
@@ -273,7 +273,7 @@ static int fig_tradeoff(FILE *f, const dpgd_run *runs, size_t n, const char *png
   return DPGD_OK;
 }
 
-int dpgd_fig_script(FILE *script, dpgd_fig f, const dpgd_run *runs, size_t n_runs,
+int dpgd_fig_script(FILE *script, dpgd_fig f, const dpgd_plot_run *runs, size_t n_runs,
                     const char *png_path)
 {
   if (!n_runs) return DPGD_FAIL(DPGD_EINVAL, "no run to plot");

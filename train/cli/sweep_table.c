@@ -1,5 +1,5 @@
 /* sweep_table.c -- the tables of a sweep directory: per trial (trials.csv), per cell
- * (summary.csv), and summary.md in the form of seed 003's tables (mean +- sample
+ * (summary.csv), and summary.md in the form of Feldman & Zrnic's tables (mean +- sample
  * standard deviation of test accuracy over seeds; plain and filtered side by side). */
 #include "plot.h"
 
@@ -19,12 +19,6 @@ typedef struct cell_stats {
   double delta;         /* largest over seeds */
   double wall_mean, wall_total;
 } cell_stats;
-
-static int is_dir(const char *path)
-{
-  struct stat sb;
-  return !stat(path, &sb) && S_ISDIR(sb.st_mode);
-}
 
 static int by_name(const void *a, const void *b)
 {
@@ -64,7 +58,7 @@ static int list_dirs(char ***out, size_t *n_out, const char *dir, int (*keep)(co
     if (e->d_name[0] == '.' || (keep && !keep(e->d_name))) continue;
     char path[1400];
     snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-    if (!is_dir(path)) continue;
+    if (!dpgd_path_is_dir(path)) continue;
     char **nl = realloc(list, (n + 1) * sizeof *nl);
     if (!nl || !(nl[n] = strdup(e->d_name))) {
       if (nl) list = nl;
@@ -255,7 +249,7 @@ static int close_checked(FILE *f, const char *path, int st)
 int dpgd_sweep_tables(const char *dir, size_t *n_cells, size_t *n_trials)
 {
   *n_cells = *n_trials = 0;
-  if (!is_dir(dir)) return DPGD_FAIL(DPGD_EIO, "%s is not a sweep directory", dir);
+  if (!dpgd_path_is_dir(dir)) return DPGD_FAIL(DPGD_EIO, "%s is not a sweep directory", dir);
   char **names;
   size_t n;
   int st = list_dirs(&names, &n, dir, NULL);

@@ -41,10 +41,11 @@ static void usage(FILE *f)
   fprintf(f,
           "usage: dpgd train --config FILE [--set section.key=value ...] [--out RUN_DIR]\n"
           "       dpgd train --resume RUN_DIR\n\n"
-          "Private full-batch gradient descent (seed 003 Algorithm 6, or Algorithm 7 with\n"
-          "individual privacy filtering when filter.enabled = true). Writes the run\n"
-          "directory described in train/RUN_FORMAT.md: config.ini, metrics.csv, model.bin,\n"
-          "points.csv (SENSITIVE per-point report), checkpoint.bin, summary.json (last).\n\n"
+          "Private full-batch gradient descent (Feldman & Zrnic, Algorithm 6, or\n"
+          "Algorithm 7 with individual privacy filtering when filter.enabled = true).\n"
+          "Writes the run directory described in train/RUN_FORMAT.md: config.ini,\n"
+          "metrics.csv, model.bin, points.csv (SENSITIVE per-point report),\n"
+          "checkpoint.bin, summary.json (last).\n\n"
           "  --config FILE    INI configuration (configs/*.ini)\n"
           "  --set S.K=V      override one key (repeatable)\n"
           "  --out DIR        run directory (overrides output.dir)\n"
@@ -94,9 +95,7 @@ static void print_plan(const dpgd_plan *p, const dpgd_config *c)
       printf("  %-12s %.6g\n", name, dpgd_round_digits(p->eps[m], 6, 1));
     else
       printf("  %-12s n/a (%s)\n", name,
-             p->eps_status[m] == DPGD_ENOTIMPL ? "not built yet"
-             : p->eps_status[m] == DPGD_OK    ? "infinite"
-                                              : dpgd_error_str(p->eps_status[m]));
+             p->eps_status[m] == DPGD_OK ? "infinite" : dpgd_error_str(p->eps_status[m]));
   }
   fflush(stdout);
 }

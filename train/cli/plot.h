@@ -10,7 +10,7 @@
 #include <stdio.h>
 
 #include "dpgd_accounting.h"
-#include "dpgd_error.h"
+#include "dpgd_core.h"
 
 /* ---- CSV tables (plot_run.c) ----------------------------------------------------- */
 
@@ -61,24 +61,22 @@ int dpgd_run_summary_read(dpgd_run_summary *s, const char *path);
 
 /* ---- a run directory (plot_run.c) ------------------------------------------------ */
 
-typedef struct dpgd_run {
+typedef struct dpgd_plot_run {
   char dir[1024];
   char label[128];         /* for legends: the directory's last component, or the
                               * last two for a sweep trial (<cell>/seed<k>) */
   dpgd_run_summary summary;
   dpgd_csv *metrics;       /* metrics.csv, checked against RUN_FORMAT.md */
   dpgd_csv *points;        /* points.csv or NULL when the run has none (sensitive) */
-} dpgd_run;
+} dpgd_plot_run;
 
 /* Reads dir/summary.json and dir/metrics.csv (both required: a missing one means the
  * run did not finish), and dir/points.csv if present. metrics.csv must have a "step"
  * column of increasing positive integers, and test_acc / eps_* / diag_active values
  * in range. */
-int dpgd_run_read(dpgd_run *r, const char *dir);
-void dpgd_run_clear(dpgd_run *r);
+int dpgd_plot_run_read(dpgd_plot_run *r, const char *dir);
+void dpgd_plot_run_clear(dpgd_plot_run *r);
 
-/* Reads the whole file into a NUL-terminated buffer (*len excludes the NUL). */
-int dpgd_file_slurp(char **buf, size_t *len, const char *path);
 
 /* ---- figures (plot_figures.c) ---------------------------------------------------- */
 
@@ -102,7 +100,7 @@ const char *dpgd_fig_name(dpgd_fig f); /* "accuracy", "active", ... */
 /* Writes the gnuplot script drawing figure f of the runs into png_path. Returns
  * DPGD_OK, or DPGD_EINVAL when no run has the data the figure needs (the reason, e.g.
  * "no diag_active column", is reported through the error handler). */
-int dpgd_fig_script(FILE *script, dpgd_fig f, const dpgd_run *runs, size_t n_runs,
+int dpgd_fig_script(FILE *script, dpgd_fig f, const dpgd_plot_run *runs, size_t n_runs,
                     const char *png_path);
 
 /* The gnuplot program: $DPGD_GNUPLOT if set, else "gnuplot". Fails with a message
@@ -181,7 +179,7 @@ int dpgd_sweep_run(const dpgd_sweep *s, const char *exe, dpgd_sweep_log_fn *log,
 
 /* Tables: scans dir/<cell>/seed<k>/summary.json and writes dir/summary.csv (one row per
  * cell), dir/trials.csv (one row per finished trial) and dir/summary.md (mean +- sample
- * std of test accuracy per cell, eps per method, wall time; plus the seed 003 layout
+ * std of test accuracy per cell, eps per method, wall time; plus the layout of Feldman & Zrnic's tables
  * pairing <stem>-plain with <stem>-filtered when such pairs exist). Cells are sorted by
  * name. A corrupt summary.json is an error naming it; an unfinished trial is counted. */
 int dpgd_sweep_tables(const char *dir, size_t *n_cells, size_t *n_trials);

@@ -1,0 +1,252 @@
+/* run_resume.c -- checkpoints of a run and --resume: the checkpoint written atomically,
+ * metrics.csv trimmed back to the checkpoint, and the state restored so that a research
+ * run replays bit for bit and a secure run never releases a step twice. */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "run_internal.h"
+
+/* ---- checkpoints ---- */
+
+int dpgd_run_write_checkpoint(dpgd_run *r)
+{
+  void *acct_buf = NULL;
+  size_t acct_len = 0;
+  int rc = dpgd_acct_serialize(r->acct, &acct_buf, &acct_len);
+  if (rc) return rc;
+  size_t n = r->m.n, rs = dpgd_rng_state_size(r->rng_step),
+         rq = dpgd_rng_state_size(r->rng_query);
+  void *sst = malloc(rs ? rs : 1), *sq = malloc(rq ? rq : 1);
+  if (!sst || !sq) {
+    free(sst);
+    free(sq);
+    free(acct_buf);
+    return DPGD_FAIL(DPGD_ENOMEM, "no memory for the checkpoint");
+  }
+  dpgd_rng_state_get(r->rng_step, sst);
+  dpgd_rng_state_get(r->rng_query, sq);
+  r->m.wall_s = r->wall_before + (dpgd_run_now_s() - ((double)r->t0.tv_sec + 1e-9 * r->t0.tv_nsec));
+  const dpgd_ckpt_section s[] = {
+    {"meta", &r->m, sizeof r->m},
+    {"params", dpgd_model_params_const(r->model), r->P * sizeof(float)},
+    {"best", r->best, r->P * sizeof(float)},
+    {"spend", r->ledger->spend, n * sizeof(double)},
+    {"rngstep", sst, rs},
+    {"rngquery", sq, rq},
+    {"acct", acct_buf, acct_len},
+    {"data", &r->data_fp, sizeof r->data_fp},
+    {"replay", r->replay, strlen(r->replay)},
+    {"row", r->row, strlen(r->row)}, /* secure runs only: see dpgd_run_step */
+  };
+  size_t n_sections = sizeof s / sizeof s[0] - !r->secure;
+  char p[PATHLEN];
+  dpgd_run_path_in(p, r, "checkpoint.bin");
+  /* The metrics rows up to this step reach the disk before the checkpoint does. */
+  if (r->metrics >= 0 && dpgd_file_fsync(r->metrics)) {
+    free(sst);
+    free(sq);
+    free(acct_buf);
+    return DPGD_FAIL(DPGD_EIO, "cannot write %s/metrics.csv: %s", r->dir, strerror(errno));
+  }
+  rc = dpgd_ckpt_write(p, r->config_hash, s, n_sections);
+  free(sst);
+  free(sq);
+  free(acct_buf);
+  return rc;
+}
+
+/* Keeps the header and the rows of steps <= step (rows after a checkpoint are written
+ * again by the resumed run; their count goes to r->redone), then reopens for appending.
+ * *last: the step of the last row kept (0: none). A secure run with rows after its
+ * checkpoint is refused, file untouched: those steps were released and cannot be
+ * replayed (only a run written before secure runs checkpointed every step has them). */
+static int trim_metrics(dpgd_run *r, uint64_t step, uint64_t *last)
+{
+  char p[PATHLEN];
+  dpgd_run_path_in(p, r, "metrics.csv");
+  FILE *f = fopen(p, "r");
+  if (!f) return DPGD_FAIL(DPGD_EIO, "cannot open %s: %s", p, strerror(errno));
+  char *text = NULL, *line = NULL;
+  size_t tlen = 0, cap = 0;
+  FILE *mem = open_memstream(&text, &tlen);
+  ssize_t len;
+  int first = 1;
+  uint64_t after = 0; /* first dropped step */
+  *last = 0;
+  r->redone = 0;
+  while (mem && (len = getline(&line, &cap, f)) > 0) {
+    if (line[len - 1] != '\n') break; /* a partial last line from the kill */
+    uint64_t s = first ? 0 : strtoull(line, NULL, 10);
+    if (s > step) {
+      if (!r->redone++) after = s;
+      continue;
+    }
+    if (!first) *last = s;
+    first = 0;
+    fputs(line, mem);
+  }
+  free(line);
+  fclose(f);
+  if (!mem) return DPGD_FAIL(DPGD_ENOMEM, "no memory to rewrite %s", p);
+  fclose(mem);
+  /* Research: rows after the checkpoint were released; replaying them is harmless only
+   * if it reproduces them bit for bit (same noise, same gradients), which needs the
+   * same build, BLAS kernel, thread count and chunking. Otherwise the replay would
+   * release the same noise on other values: refused, file untouched. */
+  if (!r->secure && r->redone && strcmp(r->replay, r->replay_ckpt)) {
+    free(text);
+    return DPGD_FAIL(DPGD_EINVAL,
+                     "%s: steps %llu.. were released after the last checkpoint (step %llu) "
+                     "by a dpgd running as [%s]; this one runs as [%s], so replaying them "
+                     "would release their noise again on different values: resume where "
+                     "the run started (same build, OPENBLAS_CORETYPE and model.threads) or "
+                     "start a new run",
+                     p, (unsigned long long)after, (unsigned long long)step,
+                     r->replay_ckpt[0] ? r->replay_ckpt : "unknown", r->replay);
+  }
+  if (r->secure && r->redone) {
+    free(text);
+    return DPGD_FAIL(DPGD_EINVAL,
+                     "%s: steps %llu.. of this secure run were released after its last "
+                     "checkpoint (step %llu); redoing them with fresh noise would release them "
+                     "twice, so it cannot be resumed",
+                     p, (unsigned long long)after, (unsigned long long)step);
+  }
+  int rc = dpgd_write_atomic(p, text, tlen);
+  free(text);
+  if (rc) return rc;
+  r->metrics = dpgd_file_open_write(p, O_APPEND);
+  if (r->metrics < 0) return DPGD_FAIL(DPGD_EIO, "cannot append to %s: %s", p, strerror(errno));
+  return DPGD_OK;
+}
+
+int dpgd_run_resume(dpgd_run **out, const char *run_dir)
+{
+  *out = NULL;
+  dpgd_run *r = calloc(1, sizeof *r);
+  if (!r) return DPGD_FAIL(DPGD_ENOMEM, "no memory for the run");
+  r->lock_fd = r->metrics = -1;
+  snprintf(r->dir, sizeof r->dir, "%s", run_dir);
+  char p[PATHLEN];
+  dpgd_config_defaults(&r->cfg);
+  dpgd_run_path_in(p, r, "config.ini");
+  int rc = dpgd_config_load(&r->cfg, p);
+  if (!rc) rc = dpgd_run_lock_dir(r);
+  /* Under the lock: a process that held it may have finished the run meanwhile. */
+  dpgd_run_path_in(p, r, "summary.json");
+  if (!rc && dpgd_run_file_exists(p))
+    rc = DPGD_FAIL(DPGD_EINVAL, "%s holds a finished run; nothing to resume", r->dir);
+  if (!rc) {
+    snprintf(r->cfg.output_dir, sizeof r->cfg.output_dir, "%s", run_dir);
+    r->config_hash = dpgd_config_hash(&r->cfg);
+    rc = dpgd_run_setup(r);
+  }
+  dpgd_ckpt *ck = NULL;
+  /* A secure run's checkpoint write cut off by the kill: it holds the step that was never
+   * emitted and is now redone with fresh noise; leave no copy of it behind. */
+  dpgd_run_path_in(p, r, "checkpoint.bin.tmp");
+  if (!rc && r->secure) unlink(p);
+  dpgd_run_path_in(p, r, "checkpoint.bin");
+  if (!rc) rc = dpgd_ckpt_read(&ck, p, r->config_hash);
+  const void *d;
+  size_t len;
+  size_t n = r->train ? r->train->n : 0;
+  run_meta m;
+  if (!rc) rc = dpgd_ckpt_get(ck, "meta", sizeof m, &d, NULL);
+  if (!rc) {
+    memcpy(&m, d, sizeof m);
+    if (m.n != n || m.n_params != r->P || m.steps != r->plan.steps ||
+        m.sigma != r->plan.sigma || m.budget != r->plan.budget || m.step > m.steps)
+      rc = DPGD_FAIL(DPGD_EFORMAT,
+                     "checkpoint %s does not match this run (dataset size, model, steps, "
+                     "sigma or budget differ)",
+                     p);
+    else if (m.diverged)
+      rc = DPGD_FAIL(DPGD_EINVAL,
+                     "%s diverged at step %llu (its parameters are not finite) and cannot be "
+                     "continued; start a new run with a lower train.lr",
+                     r->dir, (unsigned long long)m.step);
+  }
+  if (!rc && dpgd_ckpt_get(ck, "replay", 0, &d, &len) == DPGD_OK &&
+      len < sizeof r->replay_ckpt) {
+    memcpy(r->replay_ckpt, d, len);
+    r->replay_ckpt[len] = '\0';
+  }
+  if (!rc) dpgd_error_clear(); /* a checkpoint without "replay" is not an error here */
+  /* Checkpoints of dpgd before the "data" section have no fingerprint to compare. */
+  if (!rc && dpgd_ckpt_get(ck, "data", 0, &d, &len) == DPGD_OK) {
+    uint64_t fp = 0;
+    if (len == sizeof fp) memcpy(&fp, d, sizeof fp);
+    if (len != sizeof fp || fp != r->data_fp)
+      rc = DPGD_FAIL(DPGD_EFORMAT,
+                     "checkpoint %s was written on other data: the training or test set "
+                     "found now (data.dir = '%s') differs from the run's, though of the same "
+                     "size",
+                     p, r->cfg.data_dir);
+  } else if (!rc) {
+    dpgd_error_clear();
+  }
+  if (!rc) rc = dpgd_ckpt_get(ck, "params", r->P * sizeof(float), &d, NULL);
+  if (!rc) memcpy(dpgd_model_params(r->model), d, r->P * sizeof(float));
+  if (!rc) rc = dpgd_ckpt_get(ck, "best", r->P * sizeof(float), &d, NULL);
+  if (!rc) memcpy(r->best, d, r->P * sizeof(float));
+  if (!rc) rc = dpgd_ckpt_get(ck, "spend", n * sizeof(double), &d, NULL);
+  if (!rc) memcpy(r->ledger->spend, d, n * sizeof(double));
+  if (!rc) rc = dpgd_ledger_check(r->ledger);
+  if (!rc) rc = dpgd_ckpt_get(ck, "rngstep", 0, &d, &len);
+  if (!rc) rc = dpgd_rng_state_set(r->rng_step, d, len);
+  if (!rc) rc = dpgd_ckpt_get(ck, "rngquery", 0, &d, &len);
+  if (!rc) rc = dpgd_rng_state_set(r->rng_query, d, len);
+  if (!rc) rc = dpgd_ckpt_get(ck, "acct", 0, &d, &len);
+  if (!rc) rc = dpgd_acct_deserialize(&r->acct, d, len);
+  if (!rc && r->secure && dpgd_ckpt_get(ck, "row", 0, &d, &len))
+    rc = DPGD_FAIL(DPGD_EFORMAT,
+                   "checkpoint %s has no metrics row: a dpgd that did not checkpoint secure "
+                   "runs at every step wrote it, and the steps after it may have been released; "
+                   "start the run again",
+                   p);
+  if (!rc && r->secure && len >= sizeof r->row)
+    rc = DPGD_FAIL(DPGD_EFORMAT, "checkpoint %s: metrics row of %zu bytes", p, len);
+  if (!rc && r->secure) {
+    memcpy(r->row, d, len);
+    r->row[len] = '\0';
+  }
+  dpgd_ckpt_free(ck);
+  uint64_t last = 0;
+  if (!rc) {
+    r->m = m;
+    r->wall_before = m.wall_s;
+    dpgd_plan_epsilons(r->acct, r->plan.delta, r->eps_now, NULL);
+    r->session_step = m.step;
+    rc = trim_metrics(r, m.step, &last);
+  }
+  /* Secure: the checkpoint of step t is written before row t (dpgd_run_step), so a kill
+   * between the two leaves the rows up to t - 1; the checkpointed row completes them. */
+  if (!rc && r->secure && m.step > 0 && last + 1 == m.step) {
+    rc = dpgd_run_metrics_put(r, r->row);
+    r->row_restored = 1;
+    last = m.step;
+  }
+  if (!rc && r->secure && last != m.step)
+    rc = DPGD_FAIL(DPGD_EFORMAT,
+                   "%s/metrics.csv ends at step %llu but the checkpoint is at step %llu",
+                   r->dir, (unsigned long long)last, (unsigned long long)m.step);
+  if (rc) {
+    dpgd_run_free(r);
+    return rc;
+  }
+  clock_gettime(CLOCK_MONOTONIC, &r->t0);
+  *out = r;
+  return DPGD_OK;
+}
+

@@ -1,0 +1,160 @@
+/* run_step.c -- one step of private full-batch GD (Algorithms 6 and 7 of Feldman &
+ * Zrnic): caps, the clipped per-example sum, the ledger, ONE Gaussian draw, the update,
+ * accounted private stopping, and the row it emits. */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "run_internal.h"
+
+/* ---- the step ---- */
+
+static double lr_at(const dpgd_run *r, size_t t)
+{
+  if (r->cfg.train_lr_schedule == DPGD_LR_COSINE && r->plan.steps > 1)
+    return r->cfg.train_lr * 0.5 *
+           (1 + cos(M_PI * (double)(t - 1) / (double)(r->plan.steps - 1)));
+  return r->cfg.train_lr;
+}
+
+
+int dpgd_run_test_accuracy(dpgd_run *r, double *acc)
+{
+  size_t correct = 0;
+  int rc = dpgd_model_evaluate(r->model, r->test, 0, r->test->n, r->cfg.model_threads, NULL, &correct, NULL);
+  if (!rc) *acc = (double)correct / (double)r->test->n;
+  return rc;
+}
+
+int dpgd_run_done(const dpgd_run *r) { return r->m.step >= r->plan.steps; }
+
+
+static int emit_row(dpgd_run *r, size_t t, int force_ckpt)
+{
+  if (!r->secure) {
+    /* Research mode: a resume replays the steps after the checkpoint bit for bit (the
+     * streams' states are in it), so rows may reach the disk before their checkpoint. */
+    int rc = dpgd_run_metrics_put(r, r->row);
+    if (rc) return rc;
+    size_t ce = r->cfg.output_checkpoint_every;
+    if (force_ckpt || (ce && t % ce == 0 && t < r->plan.steps)) return dpgd_run_write_checkpoint(r);
+    return DPGD_OK;
+  }
+  /* Secure mode: the noise cannot be replayed, so a step redone after a resume is a NEW
+   * Gaussian release of the same step (and, under Algorithm 7, a spend the checkpointed
+   * ledger never saw). Releasing step t twice would be a composition the accountant does
+   * not count. Hence a durable checkpoint covering step t (parameters, ledger,
+   * accountant, best iterate, and this row's text) is written after EVERY step
+   * (output.checkpoint_every is ignored) and BEFORE anything of step t is emitted: its
+   * metrics row (eps, test accuracy, the noisy query), and the progress line, which the
+   * caller prints after this returns. Why that is enough: a kill before the checkpoint's
+   * rename loses a step of which nothing was emitted (the checkpoint is training state
+   * like the ledger, not a release), so the resume redoes it with fresh noise and releases
+   * it once; a kill after the rename resumes AFTER step t, never redoing it, and the
+   * resume writes the checkpointed row if the kill cut it off (dpgd_run_resume), so the
+   * row is the very text already (partly) emitted and exactly one row per step remains.
+   * The accountant in the checkpoint therefore counts exactly the emitted releases. */
+  int rc = dpgd_run_write_checkpoint(r);
+  if (rc) return rc;
+  return dpgd_run_metrics_put(r, r->row);
+}
+
+/* Step t's update left non-finite parameters. The step's noisy sum was computed, and
+ * the divergence itself (and everything printed about it) is a function of it: the
+ * step is a release. It is accounted, its row written and the state checkpointed (a
+ * resume refuses a diverged run, so the step is never redone), then the run stops. */
+static int diverged(dpgd_run *r, size_t t, double lr)
+{
+  r->m.step = t;
+  r->m.diverged = 1;
+  r->last_query = NAN;
+  dpgd_plan_epsilons(r->acct, r->plan.delta, r->eps_now, NULL);
+  int rc = dpgd_run_compose_row(r, t, NAN, lr, 0);
+  if (!rc) rc = emit_row(r, t, 1);
+  if (rc) return rc;
+  return DPGD_FAIL(DPGD_ERANGE,
+                   "training diverged: parameters not finite after step %zu (lower train.lr); "
+                   "the step was released and is accounted: eps %.6g (exact, delta %g) in "
+                   "metrics.csv",
+                   t, dpgd_round_digits(r->eps_now[DPGD_ACCT_EXACT], 6, 1), r->plan.delta);
+}
+
+int dpgd_run_checkpoint(dpgd_run *r) { return dpgd_run_write_checkpoint(r); }
+
+int dpgd_run_step(dpgd_run *r)
+{
+  if (dpgd_run_done(r)) return DPGD_FAIL(DPGD_EINVAL, "the run has already done its steps");
+  size_t t = (size_t)r->m.step + 1, n = r->m.n;
+  const dpgd_plan *p = &r->plan;
+
+  /* Clipped sum under the caps of the ledger. Zero active points is a normal state:
+   * the sum is then zero and the update below is noise only (divided by the public n,
+   * never by the active count). */
+  dpgd_ledger_caps(r->ledger, r->caps);
+  int rc = dpgd_model_clipped_grad_sum(r->model, r->ws, r->train, r->caps, r->sum, NULL,
+                                       r->post);
+  if (!rc) rc = dpgd_ledger_spend(r->ledger, r->caps, r->post);
+  if (rc) return rc;
+#ifndef NDEBUG
+  rc = dpgd_ledger_check(r->ledger);
+  if (rc) return rc;
+#endif
+  /* ONE Gaussian draw N(0, sigma^2 C^2 I) on the sum. */
+  rc = dpgd_rng_gaussian_add(r->rng_step, p->sigma * p->clip, r->sum, r->P);
+  if (rc) return rc;
+  r->m.noise_draws++;
+  double lr = lr_at(r, t), scale = lr / (double)n;
+  float *theta = dpgd_model_params(r->model);
+  int finite = 1;
+  for (size_t j = 0; j < r->P; j++) {
+    theta[j] = (float)((double)theta[j] - scale * r->sum[j]);
+    finite &= isfinite(theta[j]);
+  }
+  rc = dpgd_plan_add_step(r->acct, p, t);
+  if (rc) return rc;
+  if (!finite) return diverged(r, t, lr);
+
+  /* Private stopping: noisy count of correct training predictions, std tau. */
+  r->last_query = NAN;
+  if (dpgd_plan_query_due(p, t)) {
+    size_t correct = 0;
+    double noise;
+    rc = dpgd_model_evaluate(r->model, r->train, 0, n, r->cfg.model_threads, NULL, &correct, NULL);
+    if (!rc) rc = dpgd_rng_gaussian(r->rng_query, p->tau, &noise);
+    if (!rc) rc = dpgd_plan_add_query(r->acct, p);
+    if (rc) return rc;
+    r->m.noise_draws++;
+    r->m.queries_done++;
+    double noisy = ((double)correct + noise) / (double)n;
+    r->last_query = noisy;
+    if (noisy > r->m.best_noisy) {
+      r->m.best_noisy = noisy;
+      r->m.best_step = t;
+      memcpy(r->best, theta, r->P * sizeof *theta);
+    }
+  }
+  r->m.step = t;
+  dpgd_plan_epsilons(r->acct, p->delta, r->eps_now, NULL);
+
+  double test_acc = NAN;
+  size_t every = r->cfg.train_eval_every;
+  if ((every && t % every == 0) || t == p->steps) {
+    rc = dpgd_run_test_accuracy(r, &test_acc);
+    if (rc) return rc;
+    r->m.last_test_acc = test_acc;
+  }
+
+  rc = dpgd_run_compose_row(r, t, test_acc, lr, 1);
+  if (!rc) rc = emit_row(r, t, 0);
+  return rc;
+}
+
