@@ -9,6 +9,8 @@
 
 #include "dpgd_config.h"
 
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
   dpgd_config c;
