@@ -141,16 +141,10 @@ int dpgd_run_setup(dpgd_run *r)
 }
 
 
-int dpgd_run_open(dpgd_run **out, const dpgd_config *c, const char *run_dir)
+/* The run directory checked free (no finished or unfinished run), the run set up, the
+ * directory made and locked. */
+static int claim_run_dir(dpgd_run *r)
 {
-  *out = NULL;
-  dpgd_run *r = calloc(1, sizeof *r);
-  if (!r) return DPGD_FAIL(DPGD_ENOMEM, "no memory for the run");
-  r->lock_fd = r->metrics = -1;
-  r->cfg = *c;
-  clock_gettime(CLOCK_MONOTONIC, &r->t0);
-  if (run_dir) snprintf(r->cfg.output_dir, sizeof r->cfg.output_dir, "%s", run_dir);
-  snprintf(r->dir, sizeof r->dir, "%s", r->cfg.output_dir);
   char p[PATHLEN];
   dpgd_run_path_in(p, r, "summary.json");
   int rc = DPGD_OK;
@@ -167,41 +161,73 @@ int dpgd_run_open(dpgd_run **out, const dpgd_config *c, const char *run_dir)
   /* Again under the lock: another process may have started this run meanwhile. */
   if (!rc && dpgd_run_file_exists(p))
     rc = DPGD_FAIL(DPGD_EINVAL, "%s holds an unfinished run (started meanwhile)", r->dir);
-  if (rc) {
-    dpgd_run_free(r);
-    return rc;
-  }
-  /* Initial parameters from their own stream. */
+  return rc;
+}
+
+/* Initial parameters from their own stream, and the empty accountant. */
+static int init_params_and_acct(dpgd_run *r)
+{
   dpgd_rng *init = dpgd_rng_alloc(r->cfg.train_rng, r->cfg.train_seed, DPGD_STREAM_INIT);
   uint64_t seed = 0;
-  rc = init ? dpgd_rng_u64(init, &seed) : DPGD_FAIL(DPGD_ENOMEM, "no memory for a stream");
+  int rc = init ? dpgd_rng_u64(init, &seed) : DPGD_FAIL(DPGD_ENOMEM, "no memory for a stream");
   dpgd_rng_free(init);
   if (!rc) {
     dpgd_model_init(r->model, seed);
     r->acct = dpgd_acct_alloc();
     if (!r->acct) rc = DPGD_FAIL(DPGD_ENOMEM, "no memory for the accountant");
   }
+  return rc;
+}
+
+/* config.ini: the resolved configuration, which a resume loads. */
+static int write_config_ini(const dpgd_run *r)
+{
+  char p[PATHLEN];
+  dpgd_run_path_in(p, r, "config.ini");
+  char *text = NULL;
+  size_t len = 0;
+  int rc = DPGD_OK;
+  FILE *f = open_memstream(&text, &len);
+  if (!f) rc = DPGD_FAIL(DPGD_ENOMEM, "no memory for %s", p);
+  if (!rc) {
+    fprintf(f, "; resolved configuration of this run (dpgd train)\n");
+    rc = dpgd_config_write(&r->cfg, f);
+    fclose(f);
+  }
+  if (!rc) rc = dpgd_write_atomic(p, text, len);
+  free(text);
+  return rc;
+}
+
+/* metrics.csv, created with its header. */
+static int create_metrics(dpgd_run *r)
+{
+  char p[PATHLEN];
+  dpgd_run_path_in(p, r, "metrics.csv");
+  r->metrics = dpgd_file_open_write(p, O_TRUNC | O_APPEND);
+  if (r->metrics < 0) return DPGD_FAIL(DPGD_EIO, "cannot create %s: %s", p, strerror(errno));
+  return dpgd_run_metrics_put(r, dpgd_run_metrics_header(r->cfg.output_diagnostics));
+}
+
+int dpgd_run_open(dpgd_run **out, const dpgd_config *c, const char *run_dir)
+{
+  *out = NULL;
+  dpgd_run *r = calloc(1, sizeof *r);
+  if (!r) return DPGD_FAIL(DPGD_ENOMEM, "no memory for the run");
+  r->lock_fd = r->metrics = -1;
+  r->cfg = *c;
+  clock_gettime(CLOCK_MONOTONIC, &r->t0);
+  if (run_dir) snprintf(r->cfg.output_dir, sizeof r->cfg.output_dir, "%s", run_dir);
+  snprintf(r->dir, sizeof r->dir, "%s", r->cfg.output_dir);
+  int rc = claim_run_dir(r);
+  if (rc) {
+    dpgd_run_free(r);
+    return rc;
+  }
+  rc = init_params_and_acct(r);
   r->config_hash = dpgd_config_hash(&r->cfg);
-  if (!rc) {
-    dpgd_run_path_in(p, r, "config.ini");
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    if (!f) rc = DPGD_FAIL(DPGD_ENOMEM, "no memory for %s", p);
-    if (!rc) {
-      fprintf(f, "; resolved configuration of this run (dpgd train)\n");
-      rc = dpgd_config_write(&r->cfg, f);
-      fclose(f);
-    }
-    if (!rc) rc = dpgd_write_atomic(p, text, len);
-    free(text);
-  }
-  if (!rc) {
-    dpgd_run_path_in(p, r, "metrics.csv");
-    r->metrics = dpgd_file_open_write(p, O_TRUNC | O_APPEND);
-    if (r->metrics < 0) rc = DPGD_FAIL(DPGD_EIO, "cannot create %s: %s", p, strerror(errno));
-    else rc = dpgd_run_metrics_put(r, dpgd_run_metrics_header(r->cfg.output_diagnostics));
-  }
+  if (!rc) rc = write_config_ini(r);
+  if (!rc) rc = create_metrics(r);
   /* A checkpoint of step 0 marks the directory as an unfinished run at once. */
   if (!rc) rc = dpgd_run_write_checkpoint(r);
   if (rc) {
