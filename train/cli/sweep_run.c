@@ -154,16 +154,11 @@ static void logf_(dpgd_sweep_log_fn *log, void *user, const char *fmt, ...)
   log(user, line);
 }
 
-int dpgd_sweep_run(const dpgd_sweep *s, const char *exe, dpgd_sweep_log_fn *log, void *user,
-                   size_t *n_failed)
+/* Every trial of s (cells x seeds) in t, with its directory; those finished before are
+ * marked pid -1, the others counted in *n_todo. */
+static int list_trials(trial *t, const dpgd_sweep *s, size_t n_cells, size_t *n_todo)
 {
-  *n_failed = 0;
-  int st = dpgd_sweep_check(s);
-  if (st) return st;
-  size_t n_cells = dpgd_sweep_n_cells(s), n = n_cells * s->n_seeds;
-  trial *t = calloc(n, sizeof *t);
-  if (!t) return DPGD_FAIL(DPGD_ENOMEM, "out of memory");
-  size_t n_todo = 0;
+  int st = DPGD_OK;
   for (size_t c = 0, i = 0; c < n_cells && !st; c++) {
     char name[512];
     st = dpgd_sweep_cell_name(name, sizeof name, s, c);
@@ -176,9 +171,44 @@ int dpgd_sweep_run(const dpgd_sweep *s, const char *exe, dpgd_sweep_log_fn *log,
       if (w < 0 || (size_t)w >= sizeof t[i].dir)
         st = DPGD_FAIL(DPGD_EINVAL, "sweep path too long: %s", s->out);
       else if (exists(t[i].dir, "summary.json")) t[i].pid = -1; /* finished before */
-      else n_todo++;
+      else (*n_todo)++;
     }
   }
+  return st;
+}
+
+/* Logs how trial tr ended (exit status from waitpid); counts failures in *n_failed. */
+static void report_trial(dpgd_sweep_log_fn *log, void *user, const trial *tr, int status,
+                         size_t done, size_t n_todo, size_t *n_failed)
+{
+  double wall = now_s() - tr->t0;
+  int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 && exists(tr->dir, "summary.json");
+  if (ok) {
+    logf_(log, user, "[%zu/%zu] %s: finished in %.1f s", done, n_todo, tr->dir, wall);
+  } else {
+    char why[512];
+    last_log_line(why, sizeof why, tr->dir);
+    (*n_failed)++;
+    if (WIFSIGNALED(status))
+      logf_(log, user, "[%zu/%zu] %s: FAILED (killed by signal %d) %s", done, n_todo,
+            tr->dir, WTERMSIG(status), why);
+    else
+      logf_(log, user, "[%zu/%zu] %s: FAILED (exit %d): %s (log: %s/train.log)", done,
+            n_todo, tr->dir, WIFEXITED(status) ? WEXITSTATUS(status) : -1, why, tr->dir);
+  }
+}
+
+int dpgd_sweep_run(const dpgd_sweep *s, const char *exe, dpgd_sweep_log_fn *log, void *user,
+                   size_t *n_failed)
+{
+  *n_failed = 0;
+  int st = dpgd_sweep_check(s);
+  if (st) return st;
+  size_t n_cells = dpgd_sweep_n_cells(s), n = n_cells * s->n_seeds;
+  trial *t = calloc(n, sizeof *t);
+  if (!t) return DPGD_FAIL(DPGD_ENOMEM, "out of memory");
+  size_t n_todo = 0;
+  st = list_trials(t, s, n_cells, &n_todo);
   if (!st)
     logf_(log, user, "%zu trials (%zu cells x %zu seeds): %zu finished before, %zu to run, "
           "%zu at a time", n, n_cells, s->n_seeds, n - n_todo, n_todo, s->jobs);
@@ -207,21 +237,7 @@ int dpgd_sweep_run(const dpgd_sweep *s, const char *exe, dpgd_sweep_log_fn *log,
     running--;
     done++;
     tr->pid = -1;
-    double wall = now_s() - tr->t0;
-    int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 && exists(tr->dir, "summary.json");
-    if (ok) {
-      logf_(log, user, "[%zu/%zu] %s: finished in %.1f s", done, n_todo, tr->dir, wall);
-    } else {
-      char why[512];
-      last_log_line(why, sizeof why, tr->dir);
-      (*n_failed)++;
-      if (WIFSIGNALED(status))
-        logf_(log, user, "[%zu/%zu] %s: FAILED (killed by signal %d) %s", done, n_todo,
-              tr->dir, WTERMSIG(status), why);
-      else
-        logf_(log, user, "[%zu/%zu] %s: FAILED (exit %d): %s (log: %s/train.log)", done,
-              n_todo, tr->dir, WIFEXITED(status) ? WEXITSTATUS(status) : -1, why, tr->dir);
-    }
+    report_trial(log, user, tr, status, done, n_todo, n_failed);
   }
   /* on an error of our own, wait for the children already started */
   while (running) {
