@@ -130,98 +130,116 @@ static int section_known(const char *section)
   return 0;
 }
 
+/* The parsers of parse_value, one per key type: each writes a reason (without the key,
+ * which the caller adds) into why and returns DPGD_EINVAL on error. */
+static int parse_integer(char *field, const key_spec *k, const char *text, char *why,
+                         size_t whylen)
+{
+  char *end = NULL;
+  if (!*text || *text == '-' || *text == '+') {
+    snprintf(why, whylen, "'%s' is not a non-negative integer", text);
+    return DPGD_EINVAL;
+  }
+  errno = 0;
+  unsigned long long v = strtoull(text, &end, 10);
+  if (end == text || *end || errno == ERANGE) {
+    snprintf(why, whylen, "'%s' is not a non-negative integer", text);
+    return DPGD_EINVAL;
+  }
+  if ((k->flags & GT0) && v == 0) {
+    snprintf(why, whylen, "must be > 0 (got %s)", text);
+    return DPGD_EINVAL;
+  }
+  if (k->type == T_U64) {
+    *(uint64_t *)field = (uint64_t)v;
+  } else if (k->type == T_INT) {
+    if (v > 4096) {
+      snprintf(why, whylen, "must be at most 4096 (got %s)", text);
+      return DPGD_EINVAL;
+    }
+    *(int *)field = (int)v;
+  } else {
+    *(size_t *)field = (size_t)v;
+  }
+  return DPGD_OK;
+}
+
+static int parse_double(char *field, const key_spec *k, const char *text, char *why,
+                        size_t whylen)
+{
+  char *end = NULL;
+  errno = 0;
+  double v = strtod(text, &end);
+  if (end == text || *end || errno == ERANGE) {
+    snprintf(why, whylen, "'%s' is not a number", text);
+    return DPGD_EINVAL;
+  }
+  if (!isfinite(v)) {
+    snprintf(why, whylen, "must be finite (got %s)", text);
+    return DPGD_EINVAL;
+  }
+  if ((k->flags & GT0) && !(v > 0)) {
+    snprintf(why, whylen, "must be > 0 (got %s)", text);
+    return DPGD_EINVAL;
+  }
+  if ((k->flags & LT1) && !(v < 1)) {
+    snprintf(why, whylen, "must be < 1 (got %s)", text);
+    return DPGD_EINVAL;
+  }
+  *(double *)field = v;
+  return DPGD_OK;
+}
+
+static int parse_bool(char *field, const char *text, char *why, size_t whylen)
+{
+  if (!strcmp(text, "true") || !strcmp(text, "1") || !strcmp(text, "yes") ||
+      !strcmp(text, "on")) {
+    *(int *)field = 1;
+  } else if (!strcmp(text, "false") || !strcmp(text, "0") || !strcmp(text, "no") ||
+             !strcmp(text, "off")) {
+    *(int *)field = 0;
+  } else {
+    snprintf(why, whylen, "'%s' is not a boolean (true/false)", text);
+    return DPGD_EINVAL;
+  }
+  return DPGD_OK;
+}
+
+/* T_ENUM stores the index of the name, T_NAME the name itself. */
+static int parse_name(char *field, size_t field_len, const key_spec *k, const char *text,
+                      char *why, size_t whylen)
+{
+  for (int i = 0; k->names[i]; i++) {
+    if (!strcmp(text, k->names[i])) {
+      if (k->type == T_ENUM)
+        *(int *)field = i;
+      else
+        snprintf(field, field_len, "%s", k->names[i]);
+      return DPGD_OK;
+    }
+  }
+  size_t used = (size_t)snprintf(why, whylen, "'%s' is not one of", text);
+  for (int i = 0; k->names[i] && used < whylen; i++)
+    used += (size_t)snprintf(why + used, whylen - used, "%s %s", i ? "," : "", k->names[i]);
+  return DPGD_EINVAL;
+}
+
 /* Parses text into the field of c described by k. On error writes a reason (without
  * the key, which the caller adds) into why and returns DPGD_EINVAL. */
 static int parse_value(dpgd_config *c, const key_spec *k, const char *text, char *why,
                        size_t whylen)
 {
   char *field = (char *)c + k->offset;
-  char *end = NULL;
   while (*text == ' ' || *text == '\t') text++;
 
   switch (k->type) {
   case T_SIZE:
   case T_INT:
-  case T_U64: {
-    if (!*text || *text == '-' || *text == '+') {
-      snprintf(why, whylen, "'%s' is not a non-negative integer", text);
-      return DPGD_EINVAL;
-    }
-    errno = 0;
-    unsigned long long v = strtoull(text, &end, 10);
-    if (end == text || *end || errno == ERANGE) {
-      snprintf(why, whylen, "'%s' is not a non-negative integer", text);
-      return DPGD_EINVAL;
-    }
-    if ((k->flags & GT0) && v == 0) {
-      snprintf(why, whylen, "must be > 0 (got %s)", text);
-      return DPGD_EINVAL;
-    }
-    if (k->type == T_U64) {
-      *(uint64_t *)field = (uint64_t)v;
-    } else if (k->type == T_INT) {
-      if (v > 4096) {
-        snprintf(why, whylen, "must be at most 4096 (got %s)", text);
-        return DPGD_EINVAL;
-      }
-      *(int *)field = (int)v;
-    } else {
-      *(size_t *)field = (size_t)v;
-    }
-    return DPGD_OK;
-  }
-  case T_DOUBLE: {
-    errno = 0;
-    double v = strtod(text, &end);
-    if (end == text || *end || errno == ERANGE) {
-      snprintf(why, whylen, "'%s' is not a number", text);
-      return DPGD_EINVAL;
-    }
-    if (!isfinite(v)) {
-      snprintf(why, whylen, "must be finite (got %s)", text);
-      return DPGD_EINVAL;
-    }
-    if ((k->flags & GT0) && !(v > 0)) {
-      snprintf(why, whylen, "must be > 0 (got %s)", text);
-      return DPGD_EINVAL;
-    }
-    if ((k->flags & LT1) && !(v < 1)) {
-      snprintf(why, whylen, "must be < 1 (got %s)", text);
-      return DPGD_EINVAL;
-    }
-    *(double *)field = v;
-    return DPGD_OK;
-  }
-  case T_BOOL:
-    if (!strcmp(text, "true") || !strcmp(text, "1") || !strcmp(text, "yes") ||
-        !strcmp(text, "on")) {
-      *(int *)field = 1;
-    } else if (!strcmp(text, "false") || !strcmp(text, "0") || !strcmp(text, "no") ||
-               !strcmp(text, "off")) {
-      *(int *)field = 0;
-    } else {
-      snprintf(why, whylen, "'%s' is not a boolean (true/false)", text);
-      return DPGD_EINVAL;
-    }
-    return DPGD_OK;
+  case T_U64: return parse_integer(field, k, text, why, whylen);
+  case T_DOUBLE: return parse_double(field, k, text, why, whylen);
+  case T_BOOL: return parse_bool(field, text, why, whylen);
   case T_ENUM:
-  case T_NAME:
-    for (int i = 0; k->names[i]; i++) {
-      if (!strcmp(text, k->names[i])) {
-        if (k->type == T_ENUM)
-          *(int *)field = i;
-        else
-          snprintf(field, sizeof c->model_type, "%s", k->names[i]);
-        return DPGD_OK;
-      }
-    }
-    {
-      size_t used = (size_t)snprintf(why, whylen, "'%s' is not one of", text);
-      for (int i = 0; k->names[i] && used < whylen; i++)
-        used += (size_t)snprintf(why + used, whylen - used, "%s %s", i ? "," : "",
-                                 k->names[i]);
-    }
-    return DPGD_EINVAL;
+  case T_NAME: return parse_name(field, sizeof c->model_type, k, text, why, whylen);
   case T_PATH:
     if (strlen(text) >= DPGD_CONFIG_PATH_MAX) {
       snprintf(why, whylen, "path longer than %d characters", DPGD_CONFIG_PATH_MAX - 1);
