@@ -102,8 +102,8 @@ static int check_ranges(const dpgd_config *c)
 {
   double c2 = c->privacy_clip * c->privacy_clip;
   if (!(c2 >= DBL_MIN) || !isfinite(c2))
-    return DPGD_FAIL(DPGD_ERANGE, "privacy.clip = %g: its square is outside the range of "
-                     "double precision", c->privacy_clip);
+    return DPGD_FAIL(DPGD_ERANGE, "%s = %g: its square is outside the range of "
+                     "double precision", DPGD_CONFIG_KEY(privacy_clip), c->privacy_clip);
   if (c->stopping_queries > 1 &&
       c->stopping_every > (SIZE_MAX / 2) / (c->stopping_queries - 1))
     return DPGD_FAIL(DPGD_ERANGE, "stopping: %zu queries every %zu steps span more steps "
@@ -126,14 +126,17 @@ static int check_calibration_conflicts(const dpgd_config *c, const dpgd_plan *p)
 {
   if (c->privacy_calibrate == DPGD_CALIBRATE_SIGMA && c->privacy_sigma > 0)
     return DPGD_FAIL(DPGD_EINVAL,
-                     "privacy.sigma = %g conflicts with privacy.calibrate = sigma, which "
-                     "computes sigma (set privacy.calibrate = none to use a given sigma)",
-                     c->privacy_sigma);
+                     "%s = %g conflicts with %s = sigma, which "
+                     "computes sigma (set %s = none to use a given sigma)",
+                     DPGD_CONFIG_KEY(privacy_sigma), c->privacy_sigma,
+                     DPGD_CONFIG_KEY(privacy_calibrate), DPGD_CONFIG_KEY(privacy_calibrate));
   if (c->privacy_calibrate == DPGD_CALIBRATE_BUDGET && p->filtered &&
       (c->filter_budget > 0 || c->filter_k > 0))
     return DPGD_FAIL(DPGD_EINVAL,
-                     "filter.budget/filter.k conflict with privacy.calibrate = budget, which "
-                     "computes B_norm (set privacy.calibrate = none to use a given budget)");
+                     "%s/%s conflict with %s = budget, which "
+                     "computes B_norm (set %s = none to use a given budget)",
+                     DPGD_CONFIG_KEY(filter_budget), DPGD_CONFIG_KEY(filter_k),
+                     DPGD_CONFIG_KEY(privacy_calibrate), DPGD_CONFIG_KEY(privacy_calibrate));
   return DPGD_OK;
 }
 
@@ -191,9 +194,9 @@ static int schedule_queries(dpgd_plan *p)
   if (p->first_query == 0 || p->first_query + span > p->steps)
     return DPGD_FAIL(DPGD_EINVAL,
                      "stopping: %zu queries every %zu steps%s do not fit in %zu steps "
-                     "(train.steps)",
-                     p->queries, p->every, p->filtered ? " after floor(B_norm/C^2)" : "",
-                     p->steps);
+                     "(%s)", p->queries, p->every,
+                     p->filtered ? " after floor(B_norm/C^2)" : "", p->steps,
+                     DPGD_CONFIG_KEY(train_steps));
   return DPGD_OK;
 }
 
@@ -211,7 +214,8 @@ static int state_guarantee(dpgd_plan *p)
    * no noise). */
   if (!isfinite(p->mu_total) || !isfinite(p->eps[DPGD_ACCT_EXACT]))
     return DPGD_FAIL(DPGD_ERANGE, "the planned run has no finite guarantee (mu = %g; check "
-                     "privacy.sigma, privacy.clip and stopping.tau_frac)", p->mu_total);
+                     "%s, %s and %s)", p->mu_total, DPGD_CONFIG_KEY(privacy_sigma),
+                     DPGD_CONFIG_KEY(privacy_clip), DPGD_CONFIG_KEY(stopping_tau_frac));
   /* The per-point report's levels, fixed before any data is seen. Padded by 2^-40 so
    * that a point's total, rounded up, never lands above the top level. */
   double step_mu2 = 1.0 / (p->sigma * p->sigma);

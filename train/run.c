@@ -49,15 +49,16 @@ void dpgd_run_free(dpgd_run *r)
   free(r);
 }
 
+/* keep: the first examples of split to use (0 = all), the value of the key named key. */
 static int load_split(dpgd_dataset **out, const char *dir, const char *split, size_t keep,
-                      const dpgd_config *c)
+                      const char *key, const dpgd_config *c)
 {
   int rc = dpgd_data_load(out, dir, split);
   if (rc) return rc;
   if (keep > 0 && keep < (*out)->n) rc = dpgd_data_truncate(*out, keep);
   else if (keep > (*out)->n)
-    rc = DPGD_FAIL(DPGD_EINVAL, "data.n_%s = %zu but the %s split has only %zu examples",
-                   split, keep, split, (*out)->n);
+    rc = DPGD_FAIL(DPGD_EINVAL, "%s = %zu but the %s split has only %zu examples", key, keep,
+                   split, (*out)->n);
   (*out)->mean = (float)c->data_mean;
   (*out)->std = (float)c->data_std;
   return rc;
@@ -67,8 +68,10 @@ static int find_and_load(dpgd_dataset **train, dpgd_dataset **test, const dpgd_c
 {
   char dir[DPGD_CONFIG_PATH_MAX];
   int rc = dpgd_data_find_dir(dir, sizeof dir, c->data_dir[0] ? c->data_dir : NULL);
-  if (!rc) rc = load_split(train, dir, "train", c->data_n_train, c);
-  if (!rc && test) rc = load_split(test, dir, "test", c->data_n_test, c);
+  if (!rc) rc = load_split(train, dir, "train", c->data_n_train,
+                             DPGD_CONFIG_KEY(data_n_train), c);
+  if (!rc && test) rc = load_split(test, dir, "test", c->data_n_test,
+                                     DPGD_CONFIG_KEY(data_n_test), c);
   return rc;
 }
 
@@ -91,7 +94,8 @@ int dpgd_run_setup(dpgd_run *r)
   rc = dpgd_plan_make(&r->plan, c, r->train->n);
   if (rc) return rc;
   const dpgd_model_type *t = dpgd_model_type_find(c->model_type);
-  if (!t) return DPGD_FAIL(DPGD_EINVAL, "model.type '%s' is not built", c->model_type);
+  if (!t) return DPGD_FAIL(DPGD_EINVAL, "%s '%s' is not built", DPGD_CONFIG_KEY(model_type),
+                           c->model_type);
   dpgd_error_clear();
   r->model = dpgd_model_alloc(t, (dpgd_activation)c->model_activation, r->train->rows,
                               r->train->cols, r->train->n_classes);
@@ -99,7 +103,8 @@ int dpgd_run_setup(dpgd_run *r)
     /* The model says why (no memory, or a model type not built yet). */
     char why[256];
     snprintf(why, sizeof why, "%s", dpgd_error_last()[0] ? dpgd_error_last() : "no memory");
-    return DPGD_FAIL(DPGD_EINVAL, "model.type = %s: %s", c->model_type, why);
+    return DPGD_FAIL(DPGD_EINVAL, "%s = %s: %s", DPGD_CONFIG_KEY(model_type), c->model_type,
+                     why);
   }
   r->ws = dpgd_grad_ws_alloc(r->model, c->model_chunk, c->model_threads);
   r->P = dpgd_model_n_params(r->model);
@@ -149,7 +154,8 @@ static int claim_run_dir(dpgd_run *r)
   dpgd_run_path_in(p, r, "summary.json");
   int rc = DPGD_OK;
   if (dpgd_run_file_exists(p))
-    rc = DPGD_FAIL(DPGD_EINVAL, "%s holds a finished run; choose another output.dir", r->dir);
+    rc = DPGD_FAIL(DPGD_EINVAL, "%s holds a finished run; choose another %s", r->dir,
+                   DPGD_CONFIG_KEY(output_dir));
   dpgd_run_path_in(p, r, "checkpoint.bin");
   if (!rc && dpgd_run_file_exists(p))
     rc = DPGD_FAIL(DPGD_EINVAL,

@@ -109,10 +109,10 @@ static int trim_metrics(dpgd_run *r, uint64_t step, uint64_t *last)
                      "%s: steps %llu.. were released after the last checkpoint (step %llu) "
                      "by a dpgd running as [%s]; this one runs as [%s], so replaying them "
                      "would release their noise again on different values: resume where "
-                     "the run started (same build, OPENBLAS_CORETYPE and model.threads) or "
-                     "start a new run",
-                     p, (unsigned long long)after, (unsigned long long)step,
-                     r->replay_ckpt[0] ? r->replay_ckpt : "unknown", r->replay);
+                     "the run started (same build, OPENBLAS_CORETYPE and %s) or "
+                     "start a new run", p, (unsigned long long)after, (unsigned long long)step,
+                     r->replay_ckpt[0] ? r->replay_ckpt : "unknown", r->replay,
+                     DPGD_CONFIG_KEY(model_threads));
   }
   if (r->secure && r->redone) {
     free(text);
@@ -167,8 +167,8 @@ static int check_identity(const dpgd_run *r, const dpgd_ckpt *ck, const char *p,
   if (m->diverged)
     return DPGD_FAIL(DPGD_EINVAL,
                      "%s diverged at step %llu (its parameters are not finite) and cannot be "
-                     "continued; start a new run with a lower train.lr",
-                     r->dir, (unsigned long long)m->step);
+                     "continued; start a new run with a lower %s", r->dir,
+                     (unsigned long long)m->step, DPGD_CONFIG_KEY(train_lr));
   return DPGD_OK;
 }
 
@@ -189,9 +189,8 @@ static int check_replay_and_data(dpgd_run *r, const dpgd_ckpt *ck, const char *p
     if (len != sizeof fp || fp != r->data_fp)
       return DPGD_FAIL(DPGD_EFORMAT,
                        "checkpoint %s was written on other data: the training or test set "
-                       "found now (data.dir = '%s') differs from the run's, though of the "
-                       "same size",
-                       p, r->cfg.data_dir);
+                       "found now (%s = '%s') differs from the run's, though of the "
+                       "same size", p, DPGD_CONFIG_KEY(data_dir), r->cfg.data_dir);
   } else {
     dpgd_error_clear();
   }

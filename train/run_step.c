@@ -82,10 +82,10 @@ static int diverged(dpgd_run *r, size_t t, double lr)
   if (!rc) rc = emit_row(r, t, 1);
   if (rc) return rc;
   return DPGD_FAIL(DPGD_ERANGE,
-                   "training diverged: parameters not finite after step %zu (lower train.lr); "
+                   "training diverged: parameters not finite after step %zu (lower %s); "
                    "the step was released and is accounted: eps %.6g (exact, delta %g) in "
-                   "metrics.csv",
-                   t, dpgd_round_digits(r->eps_now[DPGD_ACCT_EXACT], 6, 1), r->plan.delta);
+                   "metrics.csv", t, DPGD_CONFIG_KEY(train_lr),
+                   dpgd_round_digits(r->eps_now[DPGD_ACCT_EXACT], 6, 1), r->plan.delta);
 }
 
 int dpgd_run_checkpoint(dpgd_run *r) { return dpgd_run_write_checkpoint(r); }
