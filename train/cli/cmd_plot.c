@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "dpgd_config.h"
 #include "plot.h"
 
 static void plot_usage(FILE *f)
@@ -240,7 +241,7 @@ static int dry_run(const dpgd_sweep *s)
         dpgd_sweep_cell_override(kv, sizeof kv, s, c, d);
         printf(" %s", kv);
       }
-      printf(" train.seed=%llu\n", (unsigned long long)s->seeds[k]);
+      printf(" %s=%llu\n", DPGD_CONFIG_KEY(train_seed), (unsigned long long)s->seeds[k]);
     }
   }
   return DPGD_EXIT_OK;

@@ -2,6 +2,7 @@
  * process with at most `jobs` at a time. A trial is finished when its summary.json
  * exists (the trainer writes it last, atomically), so an interrupted sweep resumes by
  * skipping finished trials and resuming (checkpoint.bin) or rerunning the others. */
+#include "dpgd_config.h"
 #include "plot.h"
 
 #include <errno.h>
@@ -77,12 +78,14 @@ static int trial_argv(char ***argv_out, char **strs, const dpgd_sweep *s, const 
       argv[a++] = "--set";
       argv[a++] = kv;
     }
-    char *seed = *strs + 700 * s->n_dims;
-    snprintf(seed, 700, "train.seed=%llu", (unsigned long long)t->seed);
+    /* the last 700 bytes: the seed override, then (from byte 64) the progress one */
+    char *seed = *strs + 700 * s->n_dims, *progress = seed + 64;
+    snprintf(seed, 64, "%s=%llu", DPGD_CONFIG_KEY(train_seed), (unsigned long long)t->seed);
+    snprintf(progress, 700 - 64, "%s=false", DPGD_CONFIG_KEY(output_progress));
     argv[a++] = "--set";
     argv[a++] = seed;
     argv[a++] = "--set";
-    argv[a++] = "output.progress=false"; /* the log is a file, not a terminal */
+    argv[a++] = progress; /* the log is a file, not a terminal */
     argv[a++] = "--out";
     argv[a++] = (char *)t->dir;
   }
