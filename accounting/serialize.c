@@ -102,61 +102,73 @@ static int add_entry(dpgd_accountant *a, uint64_t kind, uint64_t count, const do
   }
 }
 
-int dpgd_acct_deserialize(dpgd_accountant **out, const void *buf, size_t len)
+/* Magic, checksum, version and entry count of a state of len bytes; r is left at the
+ * first entry. */
+static int read_header(rbuf *r, const unsigned char *b, size_t len, uint64_t *n_out)
 {
-  if (!out || !buf) return DPGD_FAIL(DPGD_EINVAL, "deserialize: NULL argument");
-  *out = NULL;
-  const unsigned char *b = buf;
   if (len < 8 + 8 + 8 + 4 || memcmp(b, ACCT_MAGIC, 8))
     return DPGD_FAIL(DPGD_EFORMAT, "accountant state: bad magic or too short (not a dpgd accountant state)");
   uint32_t crc = 0;
   for (int i = 0; i < 4; i++) crc |= (uint32_t)b[len - 4 + i] << (8 * i);
   if (crc != dpgd_crc32(b, len - 4))
     return DPGD_FAIL(DPGD_EFORMAT, "accountant state: checksum mismatch (corrupt or truncated)");
-  rbuf r = {b, len - 4, 8};
+  *r = (rbuf){b, len - 4, 8};
   uint64_t version, n;
-  if (get_u64(&r, &version) || get_u64(&r, &n))
+  if (get_u64(r, &version) || get_u64(r, &n))
     return DPGD_FAIL(DPGD_EFORMAT, "accountant state: truncated header");
   if (version != ACCT_VERSION)
     return DPGD_FAIL(DPGD_EFORMAT, "accountant state: version %llu, this build reads %u "
                      "(re-create the checkpoint with this build)",
                      (unsigned long long)version, ACCT_VERSION);
-  if (n > (r.len - r.pos) / 40)
+  if (n > (r->len - r->pos) / 40)
     return DPGD_FAIL(DPGD_EFORMAT, "accountant state: %llu entries cannot fit in %zu bytes",
                      (unsigned long long)n, len);
+  *n_out = n;
+  return DPGD_OK;
+}
+
+/* Entry i at r, added to a. */
+static int read_entry(dpgd_accountant *a, rbuf *r, uint64_t i)
+{
+  uint64_t kind, count, k;
+  double par[2];
+  if (get_u64(r, &kind) || get_u64(r, &count) || get_f64(r, &par[0]) ||
+      get_f64(r, &par[1]) || get_u64(r, &k))
+    return DPGD_FAIL(DPGD_EFORMAT, "accountant state: truncated entry %llu", (unsigned long long)i);
+  int st = DPGD_OK;
+  double *p = NULL, *q = NULL;
+  if (kind == ACCT_DISCRETE) {
+    if (k < 1 || k > (r->len - r->pos) / 16)
+      return DPGD_FAIL(DPGD_EFORMAT, "accountant state: entry %llu has a bad size", (unsigned long long)i);
+    p = malloc(k * sizeof *p);
+    q = malloc(k * sizeof *q);
+    if (!p || !q) st = DPGD_FAIL(DPGD_ENOMEM, "out of memory (deserialize)");
+    for (size_t j = 0; j < k && !st; j++) get_f64(r, &p[j]);
+    for (size_t j = 0; j < k && !st; j++) get_f64(r, &q[j]);
+  } else if (k != 0) {
+    st = DPGD_FAIL(DPGD_EFORMAT, "accountant state: entry %llu is malformed", (unsigned long long)i);
+  }
+  if (!st) {
+    st = add_entry(a, kind, count, par, p, q, (size_t)k);
+    if (st && st != DPGD_ENOMEM)
+      st = DPGD_FAIL(DPGD_EFORMAT, "accountant state: entry %llu is invalid", (unsigned long long)i);
+  }
+  free(p);
+  free(q);
+  return st;
+}
+
+int dpgd_acct_deserialize(dpgd_accountant **out, const void *buf, size_t len)
+{
+  if (!out || !buf) return DPGD_FAIL(DPGD_EINVAL, "deserialize: NULL argument");
+  *out = NULL;
+  rbuf r = {0};
+  uint64_t n = 0;
+  int st = read_header(&r, buf, len, &n);
+  if (st) return st;
   dpgd_accountant *a = dpgd_acct_alloc();
   if (!a) return DPGD_FAIL(DPGD_ENOMEM, "out of memory (deserialize)");
-  int st = DPGD_OK;
-  for (uint64_t i = 0; i < n && !st; i++) {
-    uint64_t kind, count, k;
-    double par[2];
-    if (get_u64(&r, &kind) || get_u64(&r, &count) || get_f64(&r, &par[0]) ||
-        get_f64(&r, &par[1]) || get_u64(&r, &k)) {
-      st = DPGD_FAIL(DPGD_EFORMAT, "accountant state: truncated entry %llu", (unsigned long long)i);
-      break;
-    }
-    double *p = NULL, *q = NULL;
-    if (kind == ACCT_DISCRETE) {
-      if (k < 1 || k > (r.len - r.pos) / 16) {
-        st = DPGD_FAIL(DPGD_EFORMAT, "accountant state: entry %llu has a bad size", (unsigned long long)i);
-        break;
-      }
-      p = malloc(k * sizeof *p);
-      q = malloc(k * sizeof *q);
-      if (!p || !q) st = DPGD_FAIL(DPGD_ENOMEM, "out of memory (deserialize)");
-      for (size_t j = 0; j < k && !st; j++) get_f64(&r, &p[j]);
-      for (size_t j = 0; j < k && !st; j++) get_f64(&r, &q[j]);
-    } else if (k != 0) {
-      st = DPGD_FAIL(DPGD_EFORMAT, "accountant state: entry %llu is malformed", (unsigned long long)i);
-    }
-    if (!st) {
-      st = add_entry(a, kind, count, par, p, q, (size_t)k);
-      if (st && st != DPGD_ENOMEM)
-        st = DPGD_FAIL(DPGD_EFORMAT, "accountant state: entry %llu is invalid", (unsigned long long)i);
-    }
-    free(p);
-    free(q);
-  }
+  for (uint64_t i = 0; i < n && !st; i++) st = read_entry(a, &r, i);
   if (!st && r.pos != r.len)
     st = DPGD_FAIL(DPGD_EFORMAT, "accountant state: %zu trailing bytes", r.len - r.pos);
   if (st) {

@@ -151,9 +151,10 @@ static void evaluate_chunk(const dpgd_model *m, const dpgd_dataset *ds, size_t f
   *loss_sum = loss;
 }
 
-int dpgd_model_evaluate(const dpgd_model *m, const dpgd_dataset *ds, size_t first,
-                        size_t count, int threads, uint8_t *pred, size_t *n_correct,
-                        double *loss_sum)
+/* The arguments of dpgd_model_evaluate: a dataset of the model's shape, a range inside it,
+ * a thread count >= 0. */
+static int check_evaluate_args(const dpgd_model *m, const dpgd_dataset *ds, size_t first,
+                               size_t count, int threads)
 {
   int st = dpgd_model_check_dataset(m, ds);
   if (st) return st;
@@ -161,6 +162,15 @@ int dpgd_model_evaluate(const dpgd_model *m, const dpgd_dataset *ds, size_t firs
     return DPGD_FAIL(DPGD_EINVAL, "examples %zu..%zu are outside the dataset of %zu", first,
                      first + count, ds->n);
   if (threads < 0) return DPGD_FAIL(DPGD_EINVAL, "thread count %d is negative", threads);
+  return DPGD_OK;
+}
+
+int dpgd_model_evaluate(const dpgd_model *m, const dpgd_dataset *ds, size_t first,
+                        size_t count, int threads, uint8_t *pred, size_t *n_correct,
+                        double *loss_sum)
+{
+  int st = check_evaluate_args(m, ds, first, count, threads);
+  if (st) return st;
   const size_t K = (size_t)m->n_classes, chunk = EVAL_CHUNK;
   const size_t n_chunks = (count + chunk - 1) / chunk;
 #ifdef _OPENMP

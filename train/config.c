@@ -28,8 +28,9 @@ enum {
 
 typedef struct {
   const char *section, *key;
-  key_type type;
+  const char *name;          /* "section.key", as messages write it */
   size_t offset;
+  key_type type;
   const char *def;           /* default, as text (parsed like a user value) */
   const char *const *names;  /* T_ENUM / T_NAME: allowed values, NULL-terminated */
   unsigned flags;
@@ -42,79 +43,98 @@ static const char *const schedule_names[] = {"constant", "cosine", NULL};
 static const char *const rng_names[] = {"research", "secure", NULL};
 static const char *const calibrate_names[] = {"none", "sigma", "budget", NULL};
 
-#define OFF(field) offsetof(dpgd_config, field)
+/* A key's section, key, "section.key" and field offset, all from the two words, so that
+ * the name in messages and the field it sets cannot drift apart. */
+#define KEY(section, key) \
+  #section, #key, #section "." #key, offsetof(dpgd_config, section##_##key)
 
 static const key_spec schema[] = {
-  {"data", "dir", T_PATH, OFF(data_dir), "", NULL, NOHASH,
+  {KEY(data, dir), T_PATH, "", NULL, NOHASH,
    "dataset directory (IDX or PNG tree); empty = $DPGD_DATA_DIR, data/mnist, ../shared/data/mnist"},
-  {"data", "n_train", T_SIZE, OFF(data_n_train), "0", NULL, 0,
+  {KEY(data, n_train), T_SIZE, "0", NULL, 0,
    "use the first n training examples (n is then the public dataset size); 0 = all"},
-  {"data", "n_test", T_SIZE, OFF(data_n_test), "0", NULL, 0,
+  {KEY(data, n_test), T_SIZE, "0", NULL, 0,
    "use the first n test examples; 0 = all"},
-  {"data", "mean", T_DOUBLE, OFF(data_mean), "0.1307", NULL, 0,
+  {KEY(data, mean), T_DOUBLE, "0.1307", NULL, 0,
    "normalisation: x = (pixel/255 - mean) / std"},
-  {"data", "std", T_DOUBLE, OFF(data_std), "0.3081", NULL, GT0, "normalisation std (> 0)"},
+  {KEY(data, std), T_DOUBLE, "0.3081", NULL, GT0, "normalisation std (> 0)"},
 
-  {"model", "type", T_NAME, OFF(model_type), "cnn", model_names, 0, "cnn | softmax"},
-  {"model", "activation", T_ENUM, OFF(model_activation), "relu", activation_names, 0,
+  {KEY(model, type), T_NAME, "cnn", model_names, 0, "cnn | softmax"},
+  {KEY(model, activation), T_ENUM, "relu", activation_names, 0,
    "relu (the paper's) | tanh"},
-  {"model", "chunk", T_SIZE, OFF(model_chunk), "0", NULL, 0,
+  {KEY(model, chunk), T_SIZE, "0", NULL, 0,
    "examples per chunk of the per-example engine; 0 = measured default"},
-  {"model", "threads", T_INT, OFF(model_threads), "0", NULL, NOHASH,
+  {KEY(model, threads), T_INT, "0", NULL, NOHASH,
    "OpenMP threads; 0 = OpenMP's default (OMP_NUM_THREADS)"},
 
-  {"train", "steps", T_SIZE, OFF(train_steps), "0", NULL, 0,
+  {KEY(train, steps), T_SIZE, "0", NULL, 0,
    "steps (Algorithm 7: k_max); 0 = floor(B_norm/C^2) + (stopping.queries - 1) * stopping.every"},
-  {"train", "lr", T_DOUBLE, OFF(train_lr), "0.1", NULL, GT0, "learning rate (> 0)"},
-  {"train", "lr_schedule", T_ENUM, OFF(train_lr_schedule), "constant", schedule_names, 0,
+  {KEY(train, lr), T_DOUBLE, "0.1", NULL, GT0, "learning rate (> 0)"},
+  {KEY(train, lr_schedule), T_ENUM, "constant", schedule_names, 0,
    "constant | cosine"},
-  {"train", "seed", T_U64, OFF(train_seed), "1", NULL, 0,
+  {KEY(train, seed), T_U64, "1", NULL, 0,
    "master seed of the research RNG streams (init, step noise, query noise)"},
-  {"train", "eval_every", T_SIZE, OFF(train_eval_every), "10", NULL, NOHASH,
+  {KEY(train, eval_every), T_SIZE, "10", NULL, NOHASH,
    "test accuracy every N steps; 0 = only at the end"},
-  {"train", "rng", T_ENUM, OFF(train_rng), "research", rng_names, 0,
+  {KEY(train, rng), T_ENUM, "research", rng_names, 0,
    "research (seeded, reproducible) | secure (OS CSPRNG, for deployments)"},
-  {"train", "constant_time", T_BOOL, OFF(train_constant_time), "false", NULL, 0,
+  {KEY(train, constant_time), T_BOOL, "false", NULL, 0,
    "true = do the same work for inactive (filtered-out) points, so that a step's time does "
    "not reveal how many points are active"},
 
-  {"filter", "enabled", T_BOOL, OFF(filter_enabled), "false", NULL, 0,
+  {KEY(filter, enabled), T_BOOL, "false", NULL, 0,
    "true = Algorithm 7 (individual privacy filtering); false = Algorithm 6"},
-  {"filter", "budget", T_DOUBLE, OFF(filter_budget), "0", NULL, GT0 | ZERO_UNSET,
+  {KEY(filter, budget), T_DOUBLE, "0", NULL, GT0 | ZERO_UNSET,
    "squared-norm budget B_norm of every point; 0 = filter.k * clip^2 or calibrated"},
-  {"filter", "k", T_DOUBLE, OFF(filter_k), "0", NULL, GT0 | ZERO_UNSET,
+  {KEY(filter, k), T_DOUBLE, "0", NULL, GT0 | ZERO_UNSET,
    "B_norm = k * clip^2 when filter.budget is not given"},
 
-  {"privacy", "sigma", T_DOUBLE, OFF(privacy_sigma), "0", NULL, GT0 | ZERO_UNSET,
+  {KEY(privacy, sigma), T_DOUBLE, "0", NULL, GT0 | ZERO_UNSET,
    "noise multiplier (> 0): noise std sigma * clip on the clipped sum"},
-  {"privacy", "clip", T_DOUBLE, OFF(privacy_clip), "1", NULL, GT0, "clip norm C (> 0)"},
-  {"privacy", "delta", T_DOUBLE, OFF(privacy_delta), "1e-5", NULL, GT0 | LT1,
+  {KEY(privacy, clip), T_DOUBLE, "1", NULL, GT0, "clip norm C (> 0)"},
+  {KEY(privacy, delta), T_DOUBLE, "1e-5", NULL, GT0 | LT1,
    "delta of the reported (eps, delta) guarantee, in (0, 1)"},
-  {"privacy", "epsilon", T_DOUBLE, OFF(privacy_epsilon), "0", NULL, GT0 | ZERO_UNSET,
+  {KEY(privacy, epsilon), T_DOUBLE, "0", NULL, GT0 | ZERO_UNSET,
    "target epsilon for calibration (> 0)"},
-  {"privacy", "calibrate", T_ENUM, OFF(privacy_calibrate), "none", calibrate_names, 0,
+  {KEY(privacy, calibrate), T_ENUM, "none", calibrate_names, 0,
    "none | sigma (smallest sigma for epsilon in train.steps) | budget (largest B_norm)"},
-  {"privacy", "method", T_ENUM, OFF(privacy_method), "exact", dpgd_acct_method_names,
+  {KEY(privacy, method), T_ENUM, "exact", dpgd_acct_method_names,
    LIST_NAMES, "accounting method used to calibrate: "},
 
-  {"stopping", "queries", T_SIZE, OFF(stopping_queries), "0", NULL, 0,
+  {KEY(stopping, queries), T_SIZE, "0", NULL, 0,
    "m noisy training-accuracy queries after floor(B_norm/C^2) steps; 0 = keep the last iterate"},
-  {"stopping", "every", T_SIZE, OFF(stopping_every), "5", NULL, GT0,
+  {KEY(stopping, every), T_SIZE, "5", NULL, GT0,
    "s steps between queries (> 0)"},
-  {"stopping", "tau_frac", T_DOUBLE, OFF(stopping_tau_frac), "0.01", NULL, GT0,
+  {KEY(stopping, tau_frac), T_DOUBLE, "0.01", NULL, GT0,
    "query noise std tau = tau_frac * n (> 0); each query is a Gaussian with mu = 1/tau"},
 
-  {"output", "dir", T_PATH, OFF(output_dir), "runs/default", NULL, NOHASH,
+  {KEY(output, dir), T_PATH, "runs/default", NULL, NOHASH,
    "run directory (metrics.csv, summary.json, model.bin, points.csv, checkpoint.bin)"},
-  {"output", "checkpoint_every", T_SIZE, OFF(output_checkpoint_every), "50", NULL, NOHASH,
+  {KEY(output, checkpoint_every), T_SIZE, "50", NULL, NOHASH,
    "checkpoint every N steps; 0 = only at the end (train.rng = secure: every step, always)"},
-  {"output", "diagnostics", T_BOOL, OFF(output_diagnostics), "false", NULL, NOHASH,
+  {KEY(output, diagnostics), T_BOOL, "false", NULL, NOHASH,
    "write non-private diagnostic columns (exact train loss/accuracy, active count)"},
-  {"output", "progress", T_BOOL, OFF(output_progress), "true", NULL, NOHASH,
+  {KEY(output, progress), T_BOOL, "true", NULL, NOHASH,
    "progress line on stderr"},
 };
 
 #define N_KEYS (sizeof schema / sizeof schema[0])
+
+const char *dpgd_config_key_name(size_t field_offset)
+{
+  for (size_t i = 0; i < N_KEYS; i++)
+    if (schema[i].offset == field_offset) return schema[i].name;
+  return NULL;
+}
+
+size_t dpgd_config_n_keys(void) { return N_KEYS; }
+
+const char *dpgd_config_key_at(size_t i, size_t *field_offset)
+{
+  if (i >= N_KEYS) return NULL;
+  if (field_offset) *field_offset = schema[i].offset;
+  return schema[i].name;
+}
 
 static const key_spec *find_key(const char *section, const char *key)
 {
@@ -130,98 +150,116 @@ static int section_known(const char *section)
   return 0;
 }
 
+/* The parsers of parse_value, one per key type: each writes a reason (without the key,
+ * which the caller adds) into why and returns DPGD_EINVAL on error. */
+static int parse_integer(char *field, const key_spec *k, const char *text, char *why,
+                         size_t whylen)
+{
+  char *end = NULL;
+  if (!*text || *text == '-' || *text == '+') {
+    snprintf(why, whylen, "'%s' is not a non-negative integer", text);
+    return DPGD_EINVAL;
+  }
+  errno = 0;
+  unsigned long long v = strtoull(text, &end, 10);
+  if (end == text || *end || errno == ERANGE) {
+    snprintf(why, whylen, "'%s' is not a non-negative integer", text);
+    return DPGD_EINVAL;
+  }
+  if ((k->flags & GT0) && v == 0) {
+    snprintf(why, whylen, "must be > 0 (got %s)", text);
+    return DPGD_EINVAL;
+  }
+  if (k->type == T_U64) {
+    *(uint64_t *)field = (uint64_t)v;
+  } else if (k->type == T_INT) {
+    if (v > 4096) {
+      snprintf(why, whylen, "must be at most 4096 (got %s)", text);
+      return DPGD_EINVAL;
+    }
+    *(int *)field = (int)v;
+  } else {
+    *(size_t *)field = (size_t)v;
+  }
+  return DPGD_OK;
+}
+
+static int parse_double(char *field, const key_spec *k, const char *text, char *why,
+                        size_t whylen)
+{
+  char *end = NULL;
+  errno = 0;
+  double v = strtod(text, &end);
+  if (end == text || *end || errno == ERANGE) {
+    snprintf(why, whylen, "'%s' is not a number", text);
+    return DPGD_EINVAL;
+  }
+  if (!isfinite(v)) {
+    snprintf(why, whylen, "must be finite (got %s)", text);
+    return DPGD_EINVAL;
+  }
+  if ((k->flags & GT0) && !(v > 0)) {
+    snprintf(why, whylen, "must be > 0 (got %s)", text);
+    return DPGD_EINVAL;
+  }
+  if ((k->flags & LT1) && !(v < 1)) {
+    snprintf(why, whylen, "must be < 1 (got %s)", text);
+    return DPGD_EINVAL;
+  }
+  *(double *)field = v;
+  return DPGD_OK;
+}
+
+static int parse_bool(char *field, const char *text, char *why, size_t whylen)
+{
+  if (!strcmp(text, "true") || !strcmp(text, "1") || !strcmp(text, "yes") ||
+      !strcmp(text, "on")) {
+    *(int *)field = 1;
+  } else if (!strcmp(text, "false") || !strcmp(text, "0") || !strcmp(text, "no") ||
+             !strcmp(text, "off")) {
+    *(int *)field = 0;
+  } else {
+    snprintf(why, whylen, "'%s' is not a boolean (true/false)", text);
+    return DPGD_EINVAL;
+  }
+  return DPGD_OK;
+}
+
+/* T_ENUM stores the index of the name, T_NAME the name itself. */
+static int parse_name(char *field, size_t field_len, const key_spec *k, const char *text,
+                      char *why, size_t whylen)
+{
+  for (int i = 0; k->names[i]; i++) {
+    if (!strcmp(text, k->names[i])) {
+      if (k->type == T_ENUM)
+        *(int *)field = i;
+      else
+        snprintf(field, field_len, "%s", k->names[i]);
+      return DPGD_OK;
+    }
+  }
+  size_t used = (size_t)snprintf(why, whylen, "'%s' is not one of", text);
+  for (int i = 0; k->names[i] && used < whylen; i++)
+    used += (size_t)snprintf(why + used, whylen - used, "%s %s", i ? "," : "", k->names[i]);
+  return DPGD_EINVAL;
+}
+
 /* Parses text into the field of c described by k. On error writes a reason (without
  * the key, which the caller adds) into why and returns DPGD_EINVAL. */
 static int parse_value(dpgd_config *c, const key_spec *k, const char *text, char *why,
                        size_t whylen)
 {
   char *field = (char *)c + k->offset;
-  char *end = NULL;
   while (*text == ' ' || *text == '\t') text++;
 
   switch (k->type) {
   case T_SIZE:
   case T_INT:
-  case T_U64: {
-    if (!*text || *text == '-' || *text == '+') {
-      snprintf(why, whylen, "'%s' is not a non-negative integer", text);
-      return DPGD_EINVAL;
-    }
-    errno = 0;
-    unsigned long long v = strtoull(text, &end, 10);
-    if (end == text || *end || errno == ERANGE) {
-      snprintf(why, whylen, "'%s' is not a non-negative integer", text);
-      return DPGD_EINVAL;
-    }
-    if ((k->flags & GT0) && v == 0) {
-      snprintf(why, whylen, "must be > 0 (got %s)", text);
-      return DPGD_EINVAL;
-    }
-    if (k->type == T_U64) {
-      *(uint64_t *)field = (uint64_t)v;
-    } else if (k->type == T_INT) {
-      if (v > 4096) {
-        snprintf(why, whylen, "must be at most 4096 (got %s)", text);
-        return DPGD_EINVAL;
-      }
-      *(int *)field = (int)v;
-    } else {
-      *(size_t *)field = (size_t)v;
-    }
-    return DPGD_OK;
-  }
-  case T_DOUBLE: {
-    errno = 0;
-    double v = strtod(text, &end);
-    if (end == text || *end || errno == ERANGE) {
-      snprintf(why, whylen, "'%s' is not a number", text);
-      return DPGD_EINVAL;
-    }
-    if (!isfinite(v)) {
-      snprintf(why, whylen, "must be finite (got %s)", text);
-      return DPGD_EINVAL;
-    }
-    if ((k->flags & GT0) && !(v > 0)) {
-      snprintf(why, whylen, "must be > 0 (got %s)", text);
-      return DPGD_EINVAL;
-    }
-    if ((k->flags & LT1) && !(v < 1)) {
-      snprintf(why, whylen, "must be < 1 (got %s)", text);
-      return DPGD_EINVAL;
-    }
-    *(double *)field = v;
-    return DPGD_OK;
-  }
-  case T_BOOL:
-    if (!strcmp(text, "true") || !strcmp(text, "1") || !strcmp(text, "yes") ||
-        !strcmp(text, "on")) {
-      *(int *)field = 1;
-    } else if (!strcmp(text, "false") || !strcmp(text, "0") || !strcmp(text, "no") ||
-               !strcmp(text, "off")) {
-      *(int *)field = 0;
-    } else {
-      snprintf(why, whylen, "'%s' is not a boolean (true/false)", text);
-      return DPGD_EINVAL;
-    }
-    return DPGD_OK;
+  case T_U64: return parse_integer(field, k, text, why, whylen);
+  case T_DOUBLE: return parse_double(field, k, text, why, whylen);
+  case T_BOOL: return parse_bool(field, text, why, whylen);
   case T_ENUM:
-  case T_NAME:
-    for (int i = 0; k->names[i]; i++) {
-      if (!strcmp(text, k->names[i])) {
-        if (k->type == T_ENUM)
-          *(int *)field = i;
-        else
-          snprintf(field, sizeof c->model_type, "%s", k->names[i]);
-        return DPGD_OK;
-      }
-    }
-    {
-      size_t used = (size_t)snprintf(why, whylen, "'%s' is not one of", text);
-      for (int i = 0; k->names[i] && used < whylen; i++)
-        used += (size_t)snprintf(why + used, whylen - used, "%s %s", i ? "," : "",
-                                 k->names[i]);
-    }
-    return DPGD_EINVAL;
+  case T_NAME: return parse_name(field, sizeof c->model_type, k, text, why, whylen);
   case T_PATH:
     if (strlen(text) >= DPGD_CONFIG_PATH_MAX) {
       snprintf(why, whylen, "path longer than %d characters", DPGD_CONFIG_PATH_MAX - 1);
@@ -313,14 +351,12 @@ static int ini_handler_fn(void *user, const char *section, const char *name,
     return 0;
   }
   if (st->seen[k - schema]) {
-    load_error(st, "%s.%s is given twice", section, name);
+    load_error(st, "%s is given twice", k->name, "");
     return 0;
   }
   st->seen[k - schema] = 1;
   if (parse_value(st->c, k, value, why, sizeof why)) {
-    char full[160];
-    snprintf(full, sizeof full, "%s.%s", section, name);
-    load_error(st, "%s: %s", full, why);
+    load_error(st, "%s: %s", k->name, why);
     return 0;
   }
   return 1;
@@ -380,55 +416,66 @@ int dpgd_config_set(dpgd_config *c, const char *assignment)
   const key_spec *k = find_key(section, key);
   if (!k) return DPGD_FAIL(DPGD_EINVAL, "unknown key %s.%s in override", section, key);
   if (parse_value(c, k, eq + 1, why, sizeof why))
-    return DPGD_FAIL(DPGD_EINVAL, "%s.%s: %s", section, key, why);
+    return DPGD_FAIL(DPGD_EINVAL, "%s: %s", k->name, why);
+  return DPGD_OK;
+}
+
+/* Names of keys in the messages below come from the schema (dpgd_config_key_name). */
+#define NAME(field) DPGD_CONFIG_KEY(field)
+
+/* Per-key ranges were checked when values were parsed; the struct may also have been
+ * filled by code, so check the privacy-critical ones again. */
+static int check_ranges_again(const dpgd_config *c)
+{
+  if (!(c->privacy_delta > 0 && c->privacy_delta < 1))
+    return DPGD_FAIL(DPGD_EINVAL, "%s must be in (0, 1) (got %g)", NAME(privacy_delta),
+                     c->privacy_delta);
+  if (!(c->privacy_clip > 0) || !isfinite(c->privacy_clip))
+    return DPGD_FAIL(DPGD_EINVAL, "%s must be > 0 (got %g)", NAME(privacy_clip),
+                     c->privacy_clip);
+  if (!(c->privacy_sigma >= 0) || !isfinite(c->privacy_sigma))
+    return DPGD_FAIL(DPGD_EINVAL, "%s must be > 0 (got %g)", NAME(privacy_sigma),
+                     c->privacy_sigma);
+  if (!(c->train_lr > 0) || !isfinite(c->train_lr))
+    return DPGD_FAIL(DPGD_EINVAL, "%s must be > 0 (got %g)", NAME(train_lr), c->train_lr);
+  if (!(c->data_std > 0) || !isfinite(c->data_std))
+    return DPGD_FAIL(DPGD_EINVAL, "%s must be > 0 (got %g)", NAME(data_std), c->data_std);
   return DPGD_OK;
 }
 
 int dpgd_config_validate(const dpgd_config *c)
 {
-  /* Per-key ranges were checked when values were parsed; the struct may also have been
-   * filled by code, so check the privacy-critical ones again. */
-  if (!(c->privacy_delta > 0 && c->privacy_delta < 1))
-    return DPGD_FAIL(DPGD_EINVAL, "privacy.delta must be in (0, 1) (got %g)", c->privacy_delta);
-  if (!(c->privacy_clip > 0) || !isfinite(c->privacy_clip))
-    return DPGD_FAIL(DPGD_EINVAL, "privacy.clip must be > 0 (got %g)", c->privacy_clip);
-  if (!(c->privacy_sigma >= 0) || !isfinite(c->privacy_sigma))
-    return DPGD_FAIL(DPGD_EINVAL, "privacy.sigma must be > 0 (got %g)", c->privacy_sigma);
-  if (!(c->train_lr > 0) || !isfinite(c->train_lr))
-    return DPGD_FAIL(DPGD_EINVAL, "train.lr must be > 0 (got %g)", c->train_lr);
-  if (!(c->data_std > 0) || !isfinite(c->data_std))
-    return DPGD_FAIL(DPGD_EINVAL, "data.std must be > 0 (got %g)", c->data_std);
-
+  int rc = check_ranges_again(c);
+  if (rc) return rc;
   int need_eps = c->privacy_calibrate != DPGD_CALIBRATE_NONE;
   if (need_eps && !(c->privacy_epsilon > 0))
-    return DPGD_FAIL(DPGD_EINVAL, "privacy.calibrate = %s needs privacy.epsilon > 0",
-                     calibrate_names[c->privacy_calibrate]);
+    return DPGD_FAIL(DPGD_EINVAL, "%s = %s needs %s > 0", NAME(privacy_calibrate),
+                     calibrate_names[c->privacy_calibrate], NAME(privacy_epsilon));
   if (c->privacy_calibrate != DPGD_CALIBRATE_SIGMA && c->privacy_sigma == 0)
-    return DPGD_FAIL(DPGD_EINVAL,
-                     "privacy.sigma is not set (give it, or privacy.calibrate = sigma "
-                     "with privacy.epsilon)");
+    return DPGD_FAIL(DPGD_EINVAL, "%s is not set (give it, or %s = sigma with %s)",
+                     NAME(privacy_sigma), NAME(privacy_calibrate), NAME(privacy_epsilon));
   if (c->privacy_calibrate == DPGD_CALIBRATE_SIGMA && c->train_steps == 0 &&
       !c->filter_enabled)
-    return DPGD_FAIL(DPGD_EINVAL, "privacy.calibrate = sigma needs train.steps > 0");
+    return DPGD_FAIL(DPGD_EINVAL, "%s = sigma needs %s > 0", NAME(privacy_calibrate),
+                     NAME(train_steps));
   if (c->privacy_calibrate == DPGD_CALIBRATE_BUDGET && !c->filter_enabled)
-    return DPGD_FAIL(DPGD_EINVAL,
-                     "privacy.calibrate = budget needs filter.enabled = true (B_norm is "
-                     "the filter's budget)");
+    return DPGD_FAIL(DPGD_EINVAL, "%s = budget needs %s = true (B_norm is the filter's budget)",
+                     NAME(privacy_calibrate), NAME(filter_enabled));
   if (c->filter_enabled) {
     if (c->privacy_calibrate != DPGD_CALIBRATE_BUDGET && c->filter_budget == 0 &&
         c->filter_k == 0)
-      return DPGD_FAIL(DPGD_EINVAL,
-                       "filter.enabled needs filter.budget or filter.k (or "
-                       "privacy.calibrate = budget)");
+      return DPGD_FAIL(DPGD_EINVAL, "%s needs %s or %s (or %s = budget)", NAME(filter_enabled),
+                       NAME(filter_budget), NAME(filter_k), NAME(privacy_calibrate));
     if (c->filter_budget > 0 && c->filter_k > 0)
-      return DPGD_FAIL(DPGD_EINVAL, "give filter.budget or filter.k, not both");
+      return DPGD_FAIL(DPGD_EINVAL, "give %s or %s, not both", NAME(filter_budget),
+                       NAME(filter_k));
   } else if (c->train_steps == 0) {
-    return DPGD_FAIL(DPGD_EINVAL, "train.steps must be > 0 without filtering");
+    return DPGD_FAIL(DPGD_EINVAL, "%s must be > 0 without filtering", NAME(train_steps));
   }
   if (c->privacy_calibrate == DPGD_CALIBRATE_SIGMA && c->filter_enabled &&
       c->filter_budget == 0 && c->filter_k == 0)
-    return DPGD_FAIL(DPGD_EINVAL,
-                     "privacy.calibrate = sigma with filtering needs filter.k or filter.budget");
+    return DPGD_FAIL(DPGD_EINVAL, "%s = sigma with filtering needs %s or %s",
+                     NAME(privacy_calibrate), NAME(filter_k), NAME(filter_budget));
   return DPGD_OK;
 }
 

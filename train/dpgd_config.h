@@ -75,6 +75,15 @@ int dpgd_config_load_mem(dpgd_config *c, const void *buf, size_t len, const char
 /* Applies one override "section.key=value". */
 int dpgd_config_set(dpgd_config *c, const char *assignment);
 
+/* "section.key" of the key whose field is at field_offset in dpgd_config (the schema's
+ * spelling, the one messages use); NULL when no key starts there. DPGD_CONFIG_KEY(field)
+ * names a field, so a misspelt field does not compile. */
+const char *dpgd_config_key_name(size_t field_offset);
+#define DPGD_CONFIG_KEY(field) dpgd_config_key_name(offsetof(dpgd_config, field))
+/* The schema's keys in order, i < dpgd_config_n_keys(): name, and field offset if asked. */
+size_t dpgd_config_n_keys(void);
+const char *dpgd_config_key_at(size_t i, size_t *field_offset);
+
 /* Checks every key's range and the cross-key rules (e.g. calibration needs epsilon). */
 int dpgd_config_validate(const dpgd_config *c);
 

@@ -97,56 +97,54 @@ static size_t full_steps_of(double budget, double clip)
   return (size_t)f;
 }
 
-int dpgd_plan_make(dpgd_plan *p, const dpgd_config *c, size_t n)
+/* Limits of double and size_t that a config can cross before any planning starts. */
+static int check_ranges(const dpgd_config *c)
 {
-  int rc = dpgd_config_validate(c);
-  if (rc) return rc;
-  if (n == 0) return DPGD_FAIL(DPGD_EINVAL, "the training set is empty");
-  {
-    double c2 = c->privacy_clip * c->privacy_clip;
-    if (!(c2 >= DBL_MIN) || !isfinite(c2))
-      return DPGD_FAIL(DPGD_ERANGE, "privacy.clip = %g: its square is outside the range of "
-                       "double precision", c->privacy_clip);
-  }
+  double c2 = c->privacy_clip * c->privacy_clip;
+  if (!(c2 >= DBL_MIN) || !isfinite(c2))
+    return DPGD_FAIL(DPGD_ERANGE, "%s = %g: its square is outside the range of "
+                     "double precision", DPGD_CONFIG_KEY(privacy_clip), c->privacy_clip);
   if (c->stopping_queries > 1 &&
       c->stopping_every > (SIZE_MAX / 2) / (c->stopping_queries - 1))
     return DPGD_FAIL(DPGD_ERANGE, "stopping: %zu queries every %zu steps span more steps "
                      "than can be counted", c->stopping_queries, c->stopping_every);
-  *p = (dpgd_plan){0};
-  p->filtered = c->filter_enabled;
-  p->n = n;
-  p->clip = c->privacy_clip;
-  p->delta = c->privacy_delta;
-  p->queries = c->stopping_queries;
-  p->every = c->stopping_every;
-  p->tau = c->stopping_tau_frac * (double)n;
-  dpgd_acct_method method = (dpgd_acct_method)c->privacy_method;
+  return DPGD_OK;
+}
 
-  /* The planned queries, passed to calibration as `extra`. */
-  dpgd_accountant *extra = NULL;
-  if (p->queries > 0) {
-    extra = dpgd_acct_alloc();
-    if (!extra) return DPGD_FAIL(DPGD_ENOMEM, "no memory for the accountant");
-    rc = dpgd_acct_add_gaussian(extra, 1.0 / p->tau, p->queries);
-    if (rc) goto done;
-  }
+/* The planned queries, passed to calibration as `extra` (NULL when there are none). */
+static int planned_queries(dpgd_accountant **extra, const dpgd_plan *p)
+{
+  *extra = NULL;
+  if (p->queries == 0) return DPGD_OK;
+  *extra = dpgd_acct_alloc();
+  if (!*extra) return DPGD_FAIL(DPGD_ENOMEM, "no memory for the accountant");
+  return dpgd_acct_add_gaussian(*extra, 1.0 / p->tau, p->queries);
+}
 
-  /* A value the calibration would overwrite is a contradiction, not a default. */
-  if (c->privacy_calibrate == DPGD_CALIBRATE_SIGMA && c->privacy_sigma > 0) {
-    rc = DPGD_FAIL(DPGD_EINVAL,
-                   "privacy.sigma = %g conflicts with privacy.calibrate = sigma, which "
-                   "computes sigma (set privacy.calibrate = none to use a given sigma)",
-                   c->privacy_sigma);
-    goto done;
-  }
+/* A value the calibration would overwrite is a contradiction, not a default. */
+static int check_calibration_conflicts(const dpgd_config *c, const dpgd_plan *p)
+{
+  if (c->privacy_calibrate == DPGD_CALIBRATE_SIGMA && c->privacy_sigma > 0)
+    return DPGD_FAIL(DPGD_EINVAL,
+                     "%s = %g conflicts with %s = sigma, which "
+                     "computes sigma (set %s = none to use a given sigma)",
+                     DPGD_CONFIG_KEY(privacy_sigma), c->privacy_sigma,
+                     DPGD_CONFIG_KEY(privacy_calibrate), DPGD_CONFIG_KEY(privacy_calibrate));
   if (c->privacy_calibrate == DPGD_CALIBRATE_BUDGET && p->filtered &&
-      (c->filter_budget > 0 || c->filter_k > 0)) {
-    rc = DPGD_FAIL(DPGD_EINVAL,
-                   "filter.budget/filter.k conflict with privacy.calibrate = budget, which "
-                   "computes B_norm (set privacy.calibrate = none to use a given budget)");
-    goto done;
-  }
+      (c->filter_budget > 0 || c->filter_k > 0))
+    return DPGD_FAIL(DPGD_EINVAL,
+                     "%s/%s conflict with %s = budget, which "
+                     "computes B_norm (set %s = none to use a given budget)",
+                     DPGD_CONFIG_KEY(filter_budget), DPGD_CONFIG_KEY(filter_k),
+                     DPGD_CONFIG_KEY(privacy_calibrate), DPGD_CONFIG_KEY(privacy_calibrate));
+  return DPGD_OK;
+}
 
+/* sigma and B_norm: given, or calibrated to privacy.epsilon with the queries in `extra`. */
+static int calibrate_noise(dpgd_plan *p, const dpgd_config *c, const dpgd_accountant *extra)
+{
+  dpgd_acct_method method = (dpgd_acct_method)c->privacy_method;
+  int rc = DPGD_OK;
   if (p->filtered && c->privacy_calibrate != DPGD_CALIBRATE_BUDGET)
     p->budget = c->filter_budget > 0 ? c->filter_budget : c->filter_k * p->clip * p->clip;
 
@@ -156,21 +154,22 @@ int dpgd_plan_make(dpgd_plan *p, const dpgd_config *c, size_t n)
     double k = p->filtered ? ceil(p->budget / (p->clip * p->clip)) : (double)c->train_steps;
     rc = dpgd_calibrate_sigma(method, c->privacy_epsilon, p->delta, (uint64_t)k, extra,
                               &p->sigma);
-    if (rc) goto done;
+    if (rc) return rc;
   } else if (c->privacy_calibrate == DPGD_CALIBRATE_BUDGET) {
     rc = dpgd_calibrate_budget(method, c->privacy_epsilon, p->delta, p->sigma, p->clip,
                                extra, &p->budget);
-    if (rc) goto done;
+    if (rc) return rc;
   }
-  if (!(p->sigma > 0) || !isfinite(p->sigma)) {
-    rc = DPGD_FAIL(DPGD_ERANGE, "noise multiplier sigma = %g is not usable", p->sigma);
-    goto done;
-  }
-  if (p->filtered && (!(p->budget > 0) || !isfinite(p->budget))) {
-    rc = DPGD_FAIL(DPGD_ERANGE, "filter budget B_norm = %g is not usable", p->budget);
-    goto done;
-  }
+  if (!(p->sigma > 0) || !isfinite(p->sigma))
+    return DPGD_FAIL(DPGD_ERANGE, "noise multiplier sigma = %g is not usable", p->sigma);
+  if (p->filtered && (!(p->budget > 0) || !isfinite(p->budget)))
+    return DPGD_FAIL(DPGD_ERANGE, "filter budget B_norm = %g is not usable", p->budget);
+  return DPGD_OK;
+}
 
+/* Filtered: train.steps, or (when 0) the full-norm steps plus the query span. */
+static void derive_steps(dpgd_plan *p, const dpgd_config *c)
+{
   if (p->filtered) {
     p->full_steps = full_steps_of(p->budget, p->clip);
     p->steps = c->train_steps;
@@ -181,44 +180,72 @@ int dpgd_plan_make(dpgd_plan *p, const dpgd_config *c, size_t n)
     p->steps = c->train_steps;
     p->full_steps = p->steps;
   }
+}
 
-  if (p->queries > 0) {
-    size_t span = (p->queries - 1) * p->every;
-    if (p->filtered)
-      p->first_query = p->full_steps > 0 ? p->full_steps : 1;
-    else
-      p->first_query = p->steps > span ? p->steps - span : 0;
-    if (p->first_query == 0 || p->first_query + span > p->steps) {
-      rc = DPGD_FAIL(DPGD_EINVAL,
+/* The stopping queries: from floor(B/C^2) on when filtered, else the last ones. */
+static int schedule_queries(dpgd_plan *p)
+{
+  if (p->queries == 0) return DPGD_OK;
+  size_t span = (p->queries - 1) * p->every;
+  if (p->filtered)
+    p->first_query = p->full_steps > 0 ? p->full_steps : 1;
+  else
+    p->first_query = p->steps > span ? p->steps - span : 0;
+  if (p->first_query == 0 || p->first_query + span > p->steps)
+    return DPGD_FAIL(DPGD_EINVAL,
                      "stopping: %zu queries every %zu steps%s do not fit in %zu steps "
-                     "(train.steps)",
-                     p->queries, p->every, p->filtered ? " after floor(B_norm/C^2)" : "",
-                     p->steps);
-      goto done;
-    }
-  }
+                     "(%s)", p->queries, p->every,
+                     p->filtered ? " after floor(B_norm/C^2)" : "", p->steps,
+                     DPGD_CONFIG_KEY(train_steps));
+  return DPGD_OK;
+}
 
+/* The guarantee of the whole planned run, and the per-point report's levels. */
+static int state_guarantee(dpgd_plan *p)
+{
   p->mu_train = dpgd_plan_mu_train(p, p->steps);
   p->mu_total = sqrt(p->mu_train * p->mu_train + (double)p->queries / (p->tau * p->tau));
   dpgd_accountant *all = NULL;
-  rc = dpgd_plan_accountant(&all, p, p->steps);
-  if (rc) goto done;
+  int rc = dpgd_plan_accountant(&all, p, p->steps);
+  if (rc) return rc;
   dpgd_plan_epsilons(all, p->delta, p->eps, p->eps_status);
   dpgd_acct_free(all);
   /* A run whose guarantee cannot be stated does not run (e.g. tau -> 0: a query with
    * no noise). */
-  if (!isfinite(p->mu_total) || !isfinite(p->eps[DPGD_ACCT_EXACT])) {
-    rc = DPGD_FAIL(DPGD_ERANGE, "the planned run has no finite guarantee (mu = %g; check "
-                   "privacy.sigma, privacy.clip and stopping.tau_frac)", p->mu_total);
-    goto done;
-  }
+  if (!isfinite(p->mu_total) || !isfinite(p->eps[DPGD_ACCT_EXACT]))
+    return DPGD_FAIL(DPGD_ERANGE, "the planned run has no finite guarantee (mu = %g; check "
+                     "%s, %s and %s)", p->mu_total, DPGD_CONFIG_KEY(privacy_sigma),
+                     DPGD_CONFIG_KEY(privacy_clip), DPGD_CONFIG_KEY(stopping_tau_frac));
   /* The per-point report's levels, fixed before any data is seen. Padded by 2^-40 so
    * that a point's total, rounded up, never lands above the top level. */
   double step_mu2 = 1.0 / (p->sigma * p->sigma);
   if (p->queries && 1.0 / (p->tau * p->tau) > step_mu2) step_mu2 = 1.0 / (p->tau * p->tau);
-  rc = dpgd_odometer_init(&p->odometer, p->mu_total * (1 + 0x1p-40), step_mu2, p->delta);
+  return dpgd_odometer_init(&p->odometer, p->mu_total * (1 + 0x1p-40), step_mu2, p->delta);
+}
 
-done:
+int dpgd_plan_make(dpgd_plan *p, const dpgd_config *c, size_t n)
+{
+  int rc = dpgd_config_validate(c);
+  if (rc) return rc;
+  if (n == 0) return DPGD_FAIL(DPGD_EINVAL, "the training set is empty");
+  rc = check_ranges(c);
+  if (rc) return rc;
+  *p = (dpgd_plan){0};
+  p->filtered = c->filter_enabled;
+  p->n = n;
+  p->clip = c->privacy_clip;
+  p->delta = c->privacy_delta;
+  p->queries = c->stopping_queries;
+  p->every = c->stopping_every;
+  p->tau = c->stopping_tau_frac * (double)n;
+
+  dpgd_accountant *extra = NULL;
+  rc = planned_queries(&extra, p);
+  if (!rc) rc = check_calibration_conflicts(c, p);
+  if (!rc) rc = calibrate_noise(p, c, extra);
+  if (!rc) derive_steps(p, c);
+  if (!rc) rc = schedule_queries(p);
+  if (!rc) rc = state_guarantee(p);
   dpgd_acct_free(extra);
   return rc;
 }

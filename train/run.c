@@ -49,15 +49,16 @@ void dpgd_run_free(dpgd_run *r)
   free(r);
 }
 
+/* keep: the first examples of split to use (0 = all), the value of the key named key. */
 static int load_split(dpgd_dataset **out, const char *dir, const char *split, size_t keep,
-                      const dpgd_config *c)
+                      const char *key, const dpgd_config *c)
 {
   int rc = dpgd_data_load(out, dir, split);
   if (rc) return rc;
   if (keep > 0 && keep < (*out)->n) rc = dpgd_data_truncate(*out, keep);
   else if (keep > (*out)->n)
-    rc = DPGD_FAIL(DPGD_EINVAL, "data.n_%s = %zu but the %s split has only %zu examples",
-                   split, keep, split, (*out)->n);
+    rc = DPGD_FAIL(DPGD_EINVAL, "%s = %zu but the %s split has only %zu examples", key, keep,
+                   split, (*out)->n);
   (*out)->mean = (float)c->data_mean;
   (*out)->std = (float)c->data_std;
   return rc;
@@ -67,8 +68,10 @@ static int find_and_load(dpgd_dataset **train, dpgd_dataset **test, const dpgd_c
 {
   char dir[DPGD_CONFIG_PATH_MAX];
   int rc = dpgd_data_find_dir(dir, sizeof dir, c->data_dir[0] ? c->data_dir : NULL);
-  if (!rc) rc = load_split(train, dir, "train", c->data_n_train, c);
-  if (!rc && test) rc = load_split(test, dir, "test", c->data_n_test, c);
+  if (!rc) rc = load_split(train, dir, "train", c->data_n_train,
+                             DPGD_CONFIG_KEY(data_n_train), c);
+  if (!rc && test) rc = load_split(test, dir, "test", c->data_n_test,
+                                     DPGD_CONFIG_KEY(data_n_test), c);
   return rc;
 }
 
@@ -91,7 +94,8 @@ int dpgd_run_setup(dpgd_run *r)
   rc = dpgd_plan_make(&r->plan, c, r->train->n);
   if (rc) return rc;
   const dpgd_model_type *t = dpgd_model_type_find(c->model_type);
-  if (!t) return DPGD_FAIL(DPGD_EINVAL, "model.type '%s' is not built", c->model_type);
+  if (!t) return DPGD_FAIL(DPGD_EINVAL, "%s '%s' is not built", DPGD_CONFIG_KEY(model_type),
+                           c->model_type);
   dpgd_error_clear();
   r->model = dpgd_model_alloc(t, (dpgd_activation)c->model_activation, r->train->rows,
                               r->train->cols, r->train->n_classes);
@@ -99,7 +103,8 @@ int dpgd_run_setup(dpgd_run *r)
     /* The model says why (no memory, or a model type not built yet). */
     char why[256];
     snprintf(why, sizeof why, "%s", dpgd_error_last()[0] ? dpgd_error_last() : "no memory");
-    return DPGD_FAIL(DPGD_EINVAL, "model.type = %s: %s", c->model_type, why);
+    return DPGD_FAIL(DPGD_EINVAL, "%s = %s: %s", DPGD_CONFIG_KEY(model_type), c->model_type,
+                     why);
   }
   r->ws = dpgd_grad_ws_alloc(r->model, c->model_chunk, c->model_threads);
   r->P = dpgd_model_n_params(r->model);
@@ -141,21 +146,16 @@ int dpgd_run_setup(dpgd_run *r)
 }
 
 
-int dpgd_run_open(dpgd_run **out, const dpgd_config *c, const char *run_dir)
+/* The run directory checked free (no finished or unfinished run), the run set up, the
+ * directory made and locked. */
+static int claim_run_dir(dpgd_run *r)
 {
-  *out = NULL;
-  dpgd_run *r = calloc(1, sizeof *r);
-  if (!r) return DPGD_FAIL(DPGD_ENOMEM, "no memory for the run");
-  r->lock_fd = r->metrics = -1;
-  r->cfg = *c;
-  clock_gettime(CLOCK_MONOTONIC, &r->t0);
-  if (run_dir) snprintf(r->cfg.output_dir, sizeof r->cfg.output_dir, "%s", run_dir);
-  snprintf(r->dir, sizeof r->dir, "%s", r->cfg.output_dir);
   char p[PATHLEN];
   dpgd_run_path_in(p, r, "summary.json");
   int rc = DPGD_OK;
   if (dpgd_run_file_exists(p))
-    rc = DPGD_FAIL(DPGD_EINVAL, "%s holds a finished run; choose another output.dir", r->dir);
+    rc = DPGD_FAIL(DPGD_EINVAL, "%s holds a finished run; choose another %s", r->dir,
+                   DPGD_CONFIG_KEY(output_dir));
   dpgd_run_path_in(p, r, "checkpoint.bin");
   if (!rc && dpgd_run_file_exists(p))
     rc = DPGD_FAIL(DPGD_EINVAL,
@@ -167,41 +167,73 @@ int dpgd_run_open(dpgd_run **out, const dpgd_config *c, const char *run_dir)
   /* Again under the lock: another process may have started this run meanwhile. */
   if (!rc && dpgd_run_file_exists(p))
     rc = DPGD_FAIL(DPGD_EINVAL, "%s holds an unfinished run (started meanwhile)", r->dir);
-  if (rc) {
-    dpgd_run_free(r);
-    return rc;
-  }
-  /* Initial parameters from their own stream. */
+  return rc;
+}
+
+/* Initial parameters from their own stream, and the empty accountant. */
+static int init_params_and_acct(dpgd_run *r)
+{
   dpgd_rng *init = dpgd_rng_alloc(r->cfg.train_rng, r->cfg.train_seed, DPGD_STREAM_INIT);
   uint64_t seed = 0;
-  rc = init ? dpgd_rng_u64(init, &seed) : DPGD_FAIL(DPGD_ENOMEM, "no memory for a stream");
+  int rc = init ? dpgd_rng_u64(init, &seed) : DPGD_FAIL(DPGD_ENOMEM, "no memory for a stream");
   dpgd_rng_free(init);
   if (!rc) {
     dpgd_model_init(r->model, seed);
     r->acct = dpgd_acct_alloc();
     if (!r->acct) rc = DPGD_FAIL(DPGD_ENOMEM, "no memory for the accountant");
   }
+  return rc;
+}
+
+/* config.ini: the resolved configuration, which a resume loads. */
+static int write_config_ini(const dpgd_run *r)
+{
+  char p[PATHLEN];
+  dpgd_run_path_in(p, r, "config.ini");
+  char *text = NULL;
+  size_t len = 0;
+  int rc = DPGD_OK;
+  FILE *f = open_memstream(&text, &len);
+  if (!f) rc = DPGD_FAIL(DPGD_ENOMEM, "no memory for %s", p);
+  if (!rc) {
+    fprintf(f, "; resolved configuration of this run (dpgd train)\n");
+    rc = dpgd_config_write(&r->cfg, f);
+    fclose(f);
+  }
+  if (!rc) rc = dpgd_write_atomic(p, text, len);
+  free(text);
+  return rc;
+}
+
+/* metrics.csv, created with its header. */
+static int create_metrics(dpgd_run *r)
+{
+  char p[PATHLEN];
+  dpgd_run_path_in(p, r, "metrics.csv");
+  r->metrics = dpgd_file_open_write(p, O_TRUNC | O_APPEND);
+  if (r->metrics < 0) return DPGD_FAIL(DPGD_EIO, "cannot create %s: %s", p, strerror(errno));
+  return dpgd_run_metrics_put(r, dpgd_run_metrics_header(r->cfg.output_diagnostics));
+}
+
+int dpgd_run_open(dpgd_run **out, const dpgd_config *c, const char *run_dir)
+{
+  *out = NULL;
+  dpgd_run *r = calloc(1, sizeof *r);
+  if (!r) return DPGD_FAIL(DPGD_ENOMEM, "no memory for the run");
+  r->lock_fd = r->metrics = -1;
+  r->cfg = *c;
+  clock_gettime(CLOCK_MONOTONIC, &r->t0);
+  if (run_dir) snprintf(r->cfg.output_dir, sizeof r->cfg.output_dir, "%s", run_dir);
+  snprintf(r->dir, sizeof r->dir, "%s", r->cfg.output_dir);
+  int rc = claim_run_dir(r);
+  if (rc) {
+    dpgd_run_free(r);
+    return rc;
+  }
+  rc = init_params_and_acct(r);
   r->config_hash = dpgd_config_hash(&r->cfg);
-  if (!rc) {
-    dpgd_run_path_in(p, r, "config.ini");
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    if (!f) rc = DPGD_FAIL(DPGD_ENOMEM, "no memory for %s", p);
-    if (!rc) {
-      fprintf(f, "; resolved configuration of this run (dpgd train)\n");
-      rc = dpgd_config_write(&r->cfg, f);
-      fclose(f);
-    }
-    if (!rc) rc = dpgd_write_atomic(p, text, len);
-    free(text);
-  }
-  if (!rc) {
-    dpgd_run_path_in(p, r, "metrics.csv");
-    r->metrics = dpgd_file_open_write(p, O_TRUNC | O_APPEND);
-    if (r->metrics < 0) rc = DPGD_FAIL(DPGD_EIO, "cannot create %s: %s", p, strerror(errno));
-    else rc = dpgd_run_metrics_put(r, dpgd_run_metrics_header(r->cfg.output_diagnostics));
-  }
+  if (!rc) rc = write_config_ini(r);
+  if (!rc) rc = create_metrics(r);
   /* A checkpoint of step 0 marks the directory as an unfinished run at once. */
   if (!rc) rc = dpgd_run_write_checkpoint(r);
   if (rc) {

@@ -109,10 +109,10 @@ static int trim_metrics(dpgd_run *r, uint64_t step, uint64_t *last)
                      "%s: steps %llu.. were released after the last checkpoint (step %llu) "
                      "by a dpgd running as [%s]; this one runs as [%s], so replaying them "
                      "would release their noise again on different values: resume where "
-                     "the run started (same build, OPENBLAS_CORETYPE and model.threads) or "
-                     "start a new run",
-                     p, (unsigned long long)after, (unsigned long long)step,
-                     r->replay_ckpt[0] ? r->replay_ckpt : "unknown", r->replay);
+                     "the run started (same build, OPENBLAS_CORETYPE and %s) or "
+                     "start a new run", p, (unsigned long long)after, (unsigned long long)step,
+                     r->replay_ckpt[0] ? r->replay_ckpt : "unknown", r->replay,
+                     DPGD_CONFIG_KEY(model_threads));
   }
   if (r->secure && r->redone) {
     free(text);
@@ -130,13 +130,9 @@ static int trim_metrics(dpgd_run *r, uint64_t step, uint64_t *last)
   return DPGD_OK;
 }
 
-int dpgd_run_resume(dpgd_run **out, const char *run_dir)
+/* The run's config.ini, loaded under the run's lock, and the run set up again from it. */
+static int reopen_run(dpgd_run *r, const char *run_dir)
 {
-  *out = NULL;
-  dpgd_run *r = calloc(1, sizeof *r);
-  if (!r) return DPGD_FAIL(DPGD_ENOMEM, "no memory for the run");
-  r->lock_fd = r->metrics = -1;
-  snprintf(r->dir, sizeof r->dir, "%s", run_dir);
   char p[PATHLEN];
   dpgd_config_defaults(&r->cfg);
   dpgd_run_path_in(p, r, "config.ini");
@@ -151,52 +147,63 @@ int dpgd_run_resume(dpgd_run **out, const char *run_dir)
     r->config_hash = dpgd_config_hash(&r->cfg);
     rc = dpgd_run_setup(r);
   }
-  dpgd_ckpt *ck = NULL;
-  /* A secure run's checkpoint write cut off by the kill: it holds the step that was never
-   * emitted and is now redone with fresh noise; leave no copy of it behind. */
-  dpgd_run_path_in(p, r, "checkpoint.bin.tmp");
-  if (!rc && r->secure) unlink(p);
-  dpgd_run_path_in(p, r, "checkpoint.bin");
-  if (!rc) rc = dpgd_ckpt_read(&ck, p, r->config_hash);
+  return rc;
+}
+
+/* The checkpoint's "meta" section, which must describe this run and one that can go on. */
+static int check_identity(const dpgd_run *r, const dpgd_ckpt *ck, const char *p, run_meta *m)
+{
   const void *d;
-  size_t len;
   size_t n = r->train ? r->train->n : 0;
-  run_meta m;
-  if (!rc) rc = dpgd_ckpt_get(ck, "meta", sizeof m, &d, NULL);
-  if (!rc) {
-    memcpy(&m, d, sizeof m);
-    if (m.n != n || m.n_params != r->P || m.steps != r->plan.steps ||
-        m.sigma != r->plan.sigma || m.budget != r->plan.budget || m.step > m.steps)
-      rc = DPGD_FAIL(DPGD_EFORMAT,
+  int rc = dpgd_ckpt_get(ck, "meta", sizeof *m, &d, NULL);
+  if (rc) return rc;
+  memcpy(m, d, sizeof *m);
+  if (m->n != n || m->n_params != r->P || m->steps != r->plan.steps ||
+      m->sigma != r->plan.sigma || m->budget != r->plan.budget || m->step > m->steps)
+    return DPGD_FAIL(DPGD_EFORMAT,
                      "checkpoint %s does not match this run (dataset size, model, steps, "
                      "sigma or budget differ)",
                      p);
-    else if (m.diverged)
-      rc = DPGD_FAIL(DPGD_EINVAL,
+  if (m->diverged)
+    return DPGD_FAIL(DPGD_EINVAL,
                      "%s diverged at step %llu (its parameters are not finite) and cannot be "
-                     "continued; start a new run with a lower train.lr",
-                     r->dir, (unsigned long long)m.step);
-  }
-  if (!rc && dpgd_ckpt_get(ck, "replay", 0, &d, &len) == DPGD_OK &&
-      len < sizeof r->replay_ckpt) {
+                     "continued; start a new run with a lower %s", r->dir,
+                     (unsigned long long)m->step, DPGD_CONFIG_KEY(train_lr));
+  return DPGD_OK;
+}
+
+/* The optional sections: the replay identity, and the fingerprint of the data. */
+static int check_replay_and_data(dpgd_run *r, const dpgd_ckpt *ck, const char *p)
+{
+  const void *d;
+  size_t len;
+  if (dpgd_ckpt_get(ck, "replay", 0, &d, &len) == DPGD_OK && len < sizeof r->replay_ckpt) {
     memcpy(r->replay_ckpt, d, len);
     r->replay_ckpt[len] = '\0';
   }
-  if (!rc) dpgd_error_clear(); /* a checkpoint without "replay" is not an error here */
+  dpgd_error_clear(); /* a checkpoint without "replay" is not an error here */
   /* Checkpoints of dpgd before the "data" section have no fingerprint to compare. */
-  if (!rc && dpgd_ckpt_get(ck, "data", 0, &d, &len) == DPGD_OK) {
+  if (dpgd_ckpt_get(ck, "data", 0, &d, &len) == DPGD_OK) {
     uint64_t fp = 0;
     if (len == sizeof fp) memcpy(&fp, d, sizeof fp);
     if (len != sizeof fp || fp != r->data_fp)
-      rc = DPGD_FAIL(DPGD_EFORMAT,
-                     "checkpoint %s was written on other data: the training or test set "
-                     "found now (data.dir = '%s') differs from the run's, though of the same "
-                     "size",
-                     p, r->cfg.data_dir);
-  } else if (!rc) {
+      return DPGD_FAIL(DPGD_EFORMAT,
+                       "checkpoint %s was written on other data: the training or test set "
+                       "found now (%s = '%s') differs from the run's, though of the "
+                       "same size", p, DPGD_CONFIG_KEY(data_dir), r->cfg.data_dir);
+  } else {
     dpgd_error_clear();
   }
-  if (!rc) rc = dpgd_ckpt_get(ck, "params", r->P * sizeof(float), &d, NULL);
+  return DPGD_OK;
+}
+
+/* Parameters, best parameters, ledger, both RNG streams and the accountant. */
+static int restore_state(dpgd_run *r, const dpgd_ckpt *ck)
+{
+  const void *d;
+  size_t len;
+  size_t n = r->train ? r->train->n : 0;
+  int rc = dpgd_ckpt_get(ck, "params", r->P * sizeof(float), &d, NULL);
   if (!rc) memcpy(dpgd_model_params(r->model), d, r->P * sizeof(float));
   if (!rc) rc = dpgd_ckpt_get(ck, "best", r->P * sizeof(float), &d, NULL);
   if (!rc) memcpy(r->best, d, r->P * sizeof(float));
@@ -209,38 +216,73 @@ int dpgd_run_resume(dpgd_run **out, const char *run_dir)
   if (!rc) rc = dpgd_rng_state_set(r->rng_query, d, len);
   if (!rc) rc = dpgd_ckpt_get(ck, "acct", 0, &d, &len);
   if (!rc) rc = dpgd_acct_deserialize(&r->acct, d, len);
-  if (!rc && r->secure && dpgd_ckpt_get(ck, "row", 0, &d, &len))
-    rc = DPGD_FAIL(DPGD_EFORMAT,
-                   "checkpoint %s has no metrics row: a dpgd that did not checkpoint secure "
-                   "runs at every step wrote it, and the steps after it may have been released; "
-                   "start the run again",
-                   p);
-  if (!rc && r->secure && len >= sizeof r->row)
-    rc = DPGD_FAIL(DPGD_EFORMAT, "checkpoint %s: metrics row of %zu bytes", p, len);
-  if (!rc && r->secure) {
-    memcpy(r->row, d, len);
-    r->row[len] = '\0';
-  }
-  dpgd_ckpt_free(ck);
+  return rc;
+}
+
+/* A secure run's checkpoint carries the metrics row of its step. */
+static int restore_secure_row(dpgd_run *r, const dpgd_ckpt *ck, const char *p)
+{
+  const void *d;
+  size_t len;
+  if (dpgd_ckpt_get(ck, "row", 0, &d, &len))
+    return DPGD_FAIL(DPGD_EFORMAT,
+                     "checkpoint %s has no metrics row: a dpgd that did not checkpoint secure "
+                     "runs at every step wrote it, and the steps after it may have been "
+                     "released; start the run again",
+                     p);
+  if (len >= sizeof r->row)
+    return DPGD_FAIL(DPGD_EFORMAT, "checkpoint %s: metrics row of %zu bytes", p, len);
+  memcpy(r->row, d, len);
+  r->row[len] = '\0';
+  return DPGD_OK;
+}
+
+/* The run's counters from the checkpoint, and metrics.csv cut back to its step. */
+static int restore_metrics(dpgd_run *r, const run_meta *m)
+{
   uint64_t last = 0;
-  if (!rc) {
-    r->m = m;
-    r->wall_before = m.wall_s;
-    dpgd_plan_epsilons(r->acct, r->plan.delta, r->eps_now, NULL);
-    r->session_step = m.step;
-    rc = trim_metrics(r, m.step, &last);
-  }
+  r->m = *m;
+  r->wall_before = m->wall_s;
+  dpgd_plan_epsilons(r->acct, r->plan.delta, r->eps_now, NULL);
+  r->session_step = m->step;
+  int rc = trim_metrics(r, m->step, &last);
   /* Secure: the checkpoint of step t is written before row t (dpgd_run_step), so a kill
    * between the two leaves the rows up to t - 1; the checkpointed row completes them. */
-  if (!rc && r->secure && m.step > 0 && last + 1 == m.step) {
+  if (!rc && r->secure && m->step > 0 && last + 1 == m->step) {
     rc = dpgd_run_metrics_put(r, r->row);
     r->row_restored = 1;
-    last = m.step;
+    last = m->step;
   }
-  if (!rc && r->secure && last != m.step)
+  if (!rc && r->secure && last != m->step)
     rc = DPGD_FAIL(DPGD_EFORMAT,
                    "%s/metrics.csv ends at step %llu but the checkpoint is at step %llu",
-                   r->dir, (unsigned long long)last, (unsigned long long)m.step);
+                   r->dir, (unsigned long long)last, (unsigned long long)m->step);
+  return rc;
+}
+
+int dpgd_run_resume(dpgd_run **out, const char *run_dir)
+{
+  *out = NULL;
+  dpgd_run *r = calloc(1, sizeof *r);
+  if (!r) return DPGD_FAIL(DPGD_ENOMEM, "no memory for the run");
+  r->lock_fd = r->metrics = -1;
+  snprintf(r->dir, sizeof r->dir, "%s", run_dir);
+  char p[PATHLEN];
+  int rc = reopen_run(r, run_dir);
+  dpgd_ckpt *ck = NULL;
+  /* A secure run's checkpoint write cut off by the kill: it holds the step that was never
+   * emitted and is now redone with fresh noise; leave no copy of it behind. */
+  dpgd_run_path_in(p, r, "checkpoint.bin.tmp");
+  if (!rc && r->secure) unlink(p);
+  dpgd_run_path_in(p, r, "checkpoint.bin");
+  if (!rc) rc = dpgd_ckpt_read(&ck, p, r->config_hash);
+  run_meta m;
+  if (!rc) rc = check_identity(r, ck, p, &m);
+  if (!rc) rc = check_replay_and_data(r, ck, p);
+  if (!rc) rc = restore_state(r, ck);
+  if (!rc && r->secure) rc = restore_secure_row(r, ck, p);
+  dpgd_ckpt_free(ck);
+  if (!rc) rc = restore_metrics(r, &m);
   if (rc) {
     dpgd_run_free(r);
     return rc;
@@ -249,4 +291,3 @@ int dpgd_run_resume(dpgd_run **out, const char *run_dir)
   *out = r;
   return DPGD_OK;
 }
-

@@ -82,23 +82,20 @@ static int diverged(dpgd_run *r, size_t t, double lr)
   if (!rc) rc = emit_row(r, t, 1);
   if (rc) return rc;
   return DPGD_FAIL(DPGD_ERANGE,
-                   "training diverged: parameters not finite after step %zu (lower train.lr); "
+                   "training diverged: parameters not finite after step %zu (lower %s); "
                    "the step was released and is accounted: eps %.6g (exact, delta %g) in "
-                   "metrics.csv",
-                   t, dpgd_round_digits(r->eps_now[DPGD_ACCT_EXACT], 6, 1), r->plan.delta);
+                   "metrics.csv", t, DPGD_CONFIG_KEY(train_lr),
+                   dpgd_round_digits(r->eps_now[DPGD_ACCT_EXACT], 6, 1), r->plan.delta);
 }
 
 int dpgd_run_checkpoint(dpgd_run *r) { return dpgd_run_write_checkpoint(r); }
 
-int dpgd_run_step(dpgd_run *r)
+/* The clipped sum under the caps of the ledger, the spend, and ONE Gaussian draw on it. */
+static int clipped_noisy_sum(dpgd_run *r)
 {
-  if (dpgd_run_done(r)) return DPGD_FAIL(DPGD_EINVAL, "the run has already done its steps");
-  size_t t = (size_t)r->m.step + 1, n = r->m.n;
   const dpgd_plan *p = &r->plan;
-
-  /* Clipped sum under the caps of the ledger. Zero active points is a normal state:
-   * the sum is then zero and the update below is noise only (divided by the public n,
-   * never by the active count). */
+  /* Zero active points is a normal state: the sum is then zero and the update is noise
+   * only (divided by the public n, never by the active count). */
   dpgd_ledger_caps(r->ledger, r->caps);
   int rc = dpgd_model_clipped_grad_sum(r->model, r->ws, r->train, r->caps, r->sum, NULL,
                                        r->post);
@@ -112,49 +109,84 @@ int dpgd_run_step(dpgd_run *r)
   rc = dpgd_rng_gaussian_add(r->rng_step, p->sigma * p->clip, r->sum, r->P);
   if (rc) return rc;
   r->m.noise_draws++;
-  double lr = lr_at(r, t), scale = lr / (double)n;
+  return DPGD_OK;
+}
+
+/* theta -= scale * sum; returns whether every parameter is still finite. */
+static int apply_update(dpgd_run *r, double scale)
+{
   float *theta = dpgd_model_params(r->model);
   int finite = 1;
   for (size_t j = 0; j < r->P; j++) {
     theta[j] = (float)((double)theta[j] - scale * r->sum[j]);
     finite &= isfinite(theta[j]);
   }
+  return finite;
+}
+
+/* Private stopping: noisy count of correct training predictions, std tau. */
+static int stopping_query(dpgd_run *r, size_t t)
+{
+  const dpgd_plan *p = &r->plan;
+  size_t n = r->m.n;
+  r->last_query = NAN;
+  if (!dpgd_plan_query_due(p, t)) return DPGD_OK;
+  size_t correct = 0;
+  double noise;
+  int rc = dpgd_model_evaluate(r->model, r->train, 0, n, r->cfg.model_threads, NULL, &correct,
+                               NULL);
+  if (!rc) rc = dpgd_rng_gaussian(r->rng_query, p->tau, &noise);
+  if (!rc) rc = dpgd_plan_add_query(r->acct, p);
+  if (rc) return rc;
+  r->m.noise_draws++;
+  r->m.queries_done++;
+  double noisy = ((double)correct + noise) / (double)n;
+  r->last_query = noisy;
+  if (noisy > r->m.best_noisy) {
+    r->m.best_noisy = noisy;
+    r->m.best_step = t;
+    memcpy(r->best, dpgd_model_params(r->model), r->P * sizeof(float));
+  }
+  return DPGD_OK;
+}
+
+/* Test accuracy every train.eval_every steps and at the last step; NAN otherwise. */
+static int scheduled_test_accuracy(dpgd_run *r, size_t t, double *test_acc)
+{
+  *test_acc = NAN;
+  size_t every = r->cfg.train_eval_every;
+  if ((every && t % every == 0) || t == r->plan.steps) {
+    int rc = dpgd_run_test_accuracy(r, test_acc);
+    if (rc) return rc;
+    r->m.last_test_acc = *test_acc;
+  }
+  return DPGD_OK;
+}
+
+int dpgd_run_step(dpgd_run *r)
+{
+  if (dpgd_run_done(r)) return DPGD_FAIL(DPGD_EINVAL, "the run has already done its steps");
+  size_t t = (size_t)r->m.step + 1, n = r->m.n;
+  const dpgd_plan *p = &r->plan;
+
+  int rc = clipped_noisy_sum(r);
+  if (rc) return rc;
+  double lr = lr_at(r, t), scale = lr / (double)n;
+  int finite = apply_update(r, scale);
   rc = dpgd_plan_add_step(r->acct, p, t);
   if (rc) return rc;
   if (!finite) return diverged(r, t, lr);
 
-  /* Private stopping: noisy count of correct training predictions, std tau. */
-  r->last_query = NAN;
-  if (dpgd_plan_query_due(p, t)) {
-    size_t correct = 0;
-    double noise;
-    rc = dpgd_model_evaluate(r->model, r->train, 0, n, r->cfg.model_threads, NULL, &correct, NULL);
-    if (!rc) rc = dpgd_rng_gaussian(r->rng_query, p->tau, &noise);
-    if (!rc) rc = dpgd_plan_add_query(r->acct, p);
-    if (rc) return rc;
-    r->m.noise_draws++;
-    r->m.queries_done++;
-    double noisy = ((double)correct + noise) / (double)n;
-    r->last_query = noisy;
-    if (noisy > r->m.best_noisy) {
-      r->m.best_noisy = noisy;
-      r->m.best_step = t;
-      memcpy(r->best, theta, r->P * sizeof *theta);
-    }
-  }
+  rc = stopping_query(r, t);
+  if (rc) return rc;
   r->m.step = t;
   dpgd_plan_epsilons(r->acct, p->delta, r->eps_now, NULL);
 
-  double test_acc = NAN;
-  size_t every = r->cfg.train_eval_every;
-  if ((every && t % every == 0) || t == p->steps) {
-    rc = dpgd_run_test_accuracy(r, &test_acc);
-    if (rc) return rc;
-    r->m.last_test_acc = test_acc;
-  }
+  double test_acc;
+  rc = scheduled_test_accuracy(r, t, &test_acc);
+  if (rc) return rc;
 
   rc = dpgd_run_compose_row(r, t, test_acc, lr, 1);
   if (!rc) rc = emit_row(r, t, 0);
   return rc;
 }
-

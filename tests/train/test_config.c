@@ -1,6 +1,7 @@
 /* test_config.c -- the configuration module: defaults, INI loading, overrides, every
  * class of bad value rejected with a message naming the key, round trip of the
  * resolved config, and the hash that checkpoints compare. */
+#include <ctype.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +14,7 @@
 #include <cmocka.h>
 
 #include "dpgd_config.h"
+#include "dpgd_train.h"
 
 static char tmpdir[] = "/tmp/dpgd_test_config_XXXXXX";
 
@@ -219,6 +221,115 @@ static void test_round_trip_and_hash(void **state)
   assert_true(dpgd_config_hash(&b) != h);
 }
 
+/* Every key of the schema round-trips through dpgd_config_key_name: the name at its
+ * field offset is its own, it is "section.key", and an override of it is a known key. */
+static void test_key_names(void **state)
+{
+  (void)state;
+  size_t n = dpgd_config_n_keys();
+  assert_true(n > 0);
+  assert_null(dpgd_config_key_at(n, NULL));
+  for (size_t i = 0; i < n; i++) {
+    size_t off = (size_t)-1;
+    const char *name = dpgd_config_key_at(i, &off);
+    assert_non_null(name);
+    assert_non_null(dpgd_config_key_name(off));
+    assert_string_equal(dpgd_config_key_name(off), name);
+    const char *dot = strchr(name, '.');
+    assert_non_null(dot);
+    assert_true(dot > name && dot[1] != '\0' && !strchr(dot + 1, '.'));
+    dpgd_config c;
+    dpgd_config_defaults(&c);
+    char set[128];
+    snprintf(set, sizeof set, "%s=not a value %s", name, "2.385");
+    dpgd_error_clear();
+    if (dpgd_config_set(&c, set) != DPGD_OK) {
+      assert_null(strstr(dpgd_error_last(), "unknown key"));
+      assert_true(!strncmp(dpgd_error_last(), name, strlen(name))); /* "name: why" */
+    }
+  }
+  assert_string_equal(DPGD_CONFIG_KEY(privacy_delta), "privacy.delta");
+  assert_string_equal(DPGD_CONFIG_KEY(data_n_train), "data.n_train");
+  assert_string_equal(DPGD_CONFIG_KEY(stopping_tau_frac), "stopping.tau_frac");
+  assert_null(dpgd_config_key_name(offsetof(dpgd_config, data_dir) + 1));
+}
+
+static int is_schema_key(const char *name)
+{
+  for (size_t i = 0; i < dpgd_config_n_keys(); i++)
+    if (!strcmp(dpgd_config_key_at(i, NULL), name)) return 1;
+  return 0;
+}
+
+/* Every "section.key" written in msg is a key of the schema; returns how many there are. */
+static int check_named_keys(const char *msg)
+{
+  static const char *const sections[] = {"data", "model", "train", "filter", "privacy",
+                                         "stopping", "output"};
+  int named = 0;
+  for (const char *p = msg; *p; p++) {
+    if (p > msg && (isalnum((unsigned char)p[-1]) || p[-1] == '_' || p[-1] == '.')) continue;
+    for (size_t s = 0; s < sizeof sections / sizeof sections[0]; s++) {
+      size_t l = strlen(sections[s]);
+      if (strncmp(p, sections[s], l) || p[l] != '.' || !islower((unsigned char)p[l + 1]))
+        continue;
+      size_t k = l + 1;
+      while (islower((unsigned char)p[k]) || p[k] == '_') k++;
+      char name[64];
+      snprintf(name, sizeof name, "%.*s", (int)k, p);
+      if (!is_schema_key(name)) fail_msg("'%s' names '%s', not a key of the schema", msg, name);
+      named++;
+    }
+  }
+  return named;
+}
+
+/* A base that validates and plans: sigma given, 113 steps, no filter. */
+static void valid_base(dpgd_config *c)
+{
+  dpgd_config_defaults(c);
+  c->privacy_sigma = 2.385;
+  c->train_steps = 113;
+}
+
+/* Each validation and planning error, provoked on purpose: the keys its message names are
+ * keys of the schema (spelt by dpgd_config_key_name, not by hand). */
+static void test_messages_name_schema_keys(void **state)
+{
+  (void)state;
+  enum { N = 17 };
+  dpgd_config cs[N];
+  for (int i = 0; i < N; i++) valid_base(&cs[i]);
+  cs[0].privacy_delta = 0;
+  cs[1].privacy_clip = 0;
+  cs[2].privacy_sigma = -1;
+  cs[3].train_lr = 0;
+  cs[4].data_std = 0;
+  cs[5].privacy_calibrate = DPGD_CALIBRATE_SIGMA; /* no epsilon */
+  cs[6].privacy_sigma = 0;                        /* not set, not calibrated */
+  cs[7].privacy_calibrate = DPGD_CALIBRATE_SIGMA, cs[7].privacy_epsilon = 1.5,
+  cs[7].privacy_sigma = 0, cs[7].train_steps = 0;
+  cs[8].privacy_calibrate = DPGD_CALIBRATE_BUDGET, cs[8].privacy_epsilon = 1.5;
+  cs[9].filter_enabled = 1;
+  cs[10].filter_enabled = 1, cs[10].filter_budget = 3.5, cs[10].filter_k = 7;
+  cs[11].train_steps = 0;
+  /* planning: dpgd_plan_make */
+  cs[12].privacy_calibrate = DPGD_CALIBRATE_SIGMA, cs[12].privacy_epsilon = 1.5;
+  cs[13].privacy_calibrate = DPGD_CALIBRATE_BUDGET, cs[13].privacy_epsilon = 1.5,
+  cs[13].filter_enabled = 1, cs[13].filter_k = 7;
+  cs[14].privacy_clip = 1e200;
+  cs[15].stopping_queries = 30, cs[15].stopping_every = 5;
+  cs[16].stopping_queries = 1, cs[16].stopping_tau_frac = 1e-160;
+  for (int i = 0; i < N; i++) {
+    dpgd_plan p;
+    dpgd_error_clear();
+    int rc = i < 12 ? dpgd_config_validate(&cs[i]) : dpgd_plan_make(&p, &cs[i], 1000);
+    if (rc == DPGD_OK) fail_msg("case %d: no error", i);
+    if (check_named_keys(dpgd_error_last()) == 0)
+      fail_msg("case %d: '%s' names no key", i, dpgd_error_last());
+  }
+}
+
 int main(void)
 {
   if (!mkdtemp(tmpdir)) return 1;
@@ -226,6 +337,7 @@ int main(void)
     cmocka_unit_test(test_defaults),          cmocka_unit_test(test_load_and_override),
     cmocka_unit_test(test_bad_values),        cmocka_unit_test(test_bad_files),
     cmocka_unit_test(test_cross_key_rules),   cmocka_unit_test(test_round_trip_and_hash),
+    cmocka_unit_test(test_key_names),         cmocka_unit_test(test_messages_name_schema_keys),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   char cmd[600];

@@ -508,6 +508,54 @@ static void calibrate_usage(FILE *f)
   fprintf(f, "\n%s", mech_help);
 }
 
+/* The options' cross-checks; budget: --sigma/--clip (calibrate B_norm), else --steps. */
+static int check_calibrate_options(const options *o, int budget)
+{
+  int rc = DPGD_EXIT_OK;
+  if (!rc && !o->have_eps) rc = dpgd_cli_usage_error("calibrate", "--epsilon is required");
+  if (!rc && !(o->eps > 0))
+    rc = dpgd_cli_usage_error("calibrate", "--epsilon must be > 0 (got %g)", o->eps);
+  if (!rc && budget && o->have_steps)
+    rc = dpgd_cli_usage_error("calibrate", "give --steps, or --sigma and --clip, not both");
+  if (!rc && !budget && !o->have_steps)
+    rc = dpgd_cli_usage_error("calibrate", "give --steps K, or --sigma S and --clip C");
+  if (!rc && budget && !(o->have_sigma && o->have_clip))
+    rc = dpgd_cli_usage_error("calibrate", "%s is required with %s",
+                              o->have_sigma ? "--clip" : "--sigma",
+                              o->have_sigma ? "--sigma" : "--clip");
+  if (!rc && budget && !(o->sigma > 0))
+    rc = dpgd_cli_usage_error("calibrate", "--sigma must be > 0 (got %g)", o->sigma);
+  if (!rc && budget && !(o->clip > 0))
+    rc = dpgd_cli_usage_error("calibrate", "--clip must be > 0 (got %g)", o->clip);
+  if (!rc && !budget && o->steps < 1)
+    rc = dpgd_cli_usage_error("calibrate", "--steps must be >= 1");
+  return rc;
+}
+
+/* The target, then sigma (or B_norm) by every requested method. */
+static void print_calibration(const options *o, int budget, const answer *r)
+{
+  char head[256] = "";
+  if (o->json)
+    snprintf(head, sizeof head, "\"epsilon\": %.17g, \"delta\": %.17g, \"extra_releases\": %llu",
+             o->eps, o->delta, (unsigned long long)dpgd_acct_n_releases(o->acc));
+  else
+    printf("target       eps %.10g at delta %.10g (+ %llu other releases)\n", o->eps, o->delta,
+           (unsigned long long)dpgd_acct_n_releases(o->acc));
+  size_t len = strlen(head);
+  if (!budget) {
+    if (o->json) snprintf(head + len, sizeof head - len, ", \"steps\": %zu", o->steps);
+    else printf("steps        %zu\n", o->steps);
+    print_answers(o, r, "sigma", head, -1);
+  } else {
+    if (o->json)
+      snprintf(head + len, sizeof head - len, ", \"sigma\": %.17g, \"clip\": %.17g", o->sigma,
+               o->clip);
+    else printf("sigma        %.10g\nclip         %.10g\n", o->sigma, o->clip);
+    print_answers(o, r, "B_norm", head, o->clip * o->clip);
+  }
+}
+
 int dpgd_cmd_calibrate(int argc, char **argv)
 {
   if (dpgd_cli_wants_help(argc, argv)) {
@@ -518,24 +566,8 @@ int dpgd_cmd_calibrate(int argc, char **argv)
   o.acc = dpgd_acct_alloc();
   if (!o.acc) return dpgd_cli_error("out of memory");
   int rc = parse_options(&o, argc, argv);
-  if (!rc && !o.have_eps) rc = dpgd_cli_usage_error("calibrate", "--epsilon is required");
-  if (!rc && !(o.eps > 0))
-    rc = dpgd_cli_usage_error("calibrate", "--epsilon must be > 0 (got %g)", o.eps);
   int budget = o.have_sigma || o.have_clip;
-  if (!rc && budget && o.have_steps)
-    rc = dpgd_cli_usage_error("calibrate", "give --steps, or --sigma and --clip, not both");
-  if (!rc && !budget && !o.have_steps)
-    rc = dpgd_cli_usage_error("calibrate", "give --steps K, or --sigma S and --clip C");
-  if (!rc && budget && !(o.have_sigma && o.have_clip))
-    rc = dpgd_cli_usage_error("calibrate", "%s is required with %s",
-                              o.have_sigma ? "--clip" : "--sigma",
-                              o.have_sigma ? "--sigma" : "--clip");
-  if (!rc && budget && !(o.sigma > 0))
-    rc = dpgd_cli_usage_error("calibrate", "--sigma must be > 0 (got %g)", o.sigma);
-  if (!rc && budget && !(o.clip > 0))
-    rc = dpgd_cli_usage_error("calibrate", "--clip must be > 0 (got %g)", o.clip);
-  if (!rc && !budget && o.steps < 1)
-    rc = dpgd_cli_usage_error("calibrate", "--steps must be >= 1");
+  if (!rc) rc = check_calibrate_options(&o, budget);
   if (rc) {
     dpgd_acct_free(o.acc);
     return rc;
@@ -552,25 +584,7 @@ int dpgd_cmd_calibrate(int argc, char **argv)
     if (st) answer_fail(&r[m], st);
     else r[m].ok = 1, r[m].value = x;
   }
-  char head[256] = "";
-  if (o.json)
-    snprintf(head, sizeof head, "\"epsilon\": %.17g, \"delta\": %.17g, \"extra_releases\": %llu",
-             o.eps, o.delta, (unsigned long long)dpgd_acct_n_releases(o.acc));
-  else
-    printf("target       eps %.10g at delta %.10g (+ %llu other releases)\n", o.eps, o.delta,
-           (unsigned long long)dpgd_acct_n_releases(o.acc));
-  size_t len = strlen(head);
-  if (!budget) {
-    if (o.json) snprintf(head + len, sizeof head - len, ", \"steps\": %zu", o.steps);
-    else printf("steps        %zu\n", o.steps);
-    print_answers(&o, r, "sigma", head, -1);
-  } else {
-    if (o.json)
-      snprintf(head + len, sizeof head - len, ", \"sigma\": %.17g, \"clip\": %.17g", o.sigma,
-               o.clip);
-    else printf("sigma        %.10g\nclip         %.10g\n", o.sigma, o.clip);
-    print_answers(&o, r, "B_norm", head, o.clip * o.clip);
-  }
+  print_calibration(&o, budget, r);
   int ok = n_ok(r, o.methods);
   dpgd_acct_free(o.acc);
   if (!ok) return dpgd_cli_error("no requested method could calibrate this target");

@@ -119,36 +119,47 @@ static int write_predictions(const char *path, const dpgd_dataset *ds,
   return 0;
 }
 
+/* The command line of 'dpgd eval'. */
+typedef struct {
+  const char *model_path, *data, *split, *pred_path, *n_text;
+  size_t n_max;
+  norm nm;
+} eval_args;
+
+/* Fills *a from argv and checks it; returns DPGD_EXIT_OK or the exit status. */
+static int parse_eval_args(eval_args *a, int argc, char **argv)
+{
+  for (int i = 1; i < argc; i++) {
+    const char *o = argv[i];
+    int rc = 0;
+    if (!strcmp(o, "--model")) rc = option_value("eval", argc, argv, &i, &a->model_path);
+    else if (!strcmp(o, "--data")) rc = option_value("eval", argc, argv, &i, &a->data);
+    else if (!strcmp(o, "--split")) rc = option_value("eval", argc, argv, &i, &a->split);
+    else if (!strcmp(o, "--n")) rc = option_value("eval", argc, argv, &i, &a->n_text);
+    else if (!strcmp(o, "--predictions")) rc = option_value("eval", argc, argv, &i, &a->pred_path);
+    else if (!strcmp(o, "--mean")) rc = option_value("eval", argc, argv, &i, &a->nm.mean_text);
+    else if (!strcmp(o, "--std")) rc = option_value("eval", argc, argv, &i, &a->nm.std_text);
+    else rc = dpgd_cli_usage_error("eval", "unexpected argument '%s'", o);
+    if (rc) return rc;
+  }
+  if (!a->model_path) return dpgd_cli_usage_error("eval", "no --model FILE given");
+  if (strcmp(a->split, "test") && strcmp(a->split, "train"))
+    return dpgd_cli_usage_error("eval", "--split '%s': expected test or train", a->split);
+  if (a->n_text && dpgd_cli_parse_size("--n", a->n_text, &a->n_max)) return DPGD_EXIT_USAGE;
+  if (a->n_text && a->n_max == 0) return dpgd_cli_usage_error("eval", "--n must be at least 1");
+  return resolve_norm(&a->nm, "eval", a->model_path);
+}
+
 int dpgd_cmd_eval(int argc, char **argv)
 {
   if (dpgd_cli_wants_help(argc, argv)) {
     eval_usage(stdout);
     return DPGD_EXIT_OK;
   }
-  const char *model_path = NULL, *data = NULL, *split = "test", *pred_path = NULL;
-  const char *n_text = NULL;
-  norm nm = {0};
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    int rc = 0;
-    if (!strcmp(a, "--model")) rc = option_value("eval", argc, argv, &i, &model_path);
-    else if (!strcmp(a, "--data")) rc = option_value("eval", argc, argv, &i, &data);
-    else if (!strcmp(a, "--split")) rc = option_value("eval", argc, argv, &i, &split);
-    else if (!strcmp(a, "--n")) rc = option_value("eval", argc, argv, &i, &n_text);
-    else if (!strcmp(a, "--predictions")) rc = option_value("eval", argc, argv, &i, &pred_path);
-    else if (!strcmp(a, "--mean")) rc = option_value("eval", argc, argv, &i, &nm.mean_text);
-    else if (!strcmp(a, "--std")) rc = option_value("eval", argc, argv, &i, &nm.std_text);
-    else rc = dpgd_cli_usage_error("eval", "unexpected argument '%s'", a);
-    if (rc) return rc;
-  }
-  if (!model_path) return dpgd_cli_usage_error("eval", "no --model FILE given");
-  if (strcmp(split, "test") && strcmp(split, "train"))
-    return dpgd_cli_usage_error("eval", "--split '%s': expected test or train", split);
-  size_t n_max = 0;
-  if (n_text && dpgd_cli_parse_size("--n", n_text, &n_max)) return DPGD_EXIT_USAGE;
-  if (n_text && n_max == 0) return dpgd_cli_usage_error("eval", "--n must be at least 1");
-  int nrc = resolve_norm(&nm, "eval", model_path);
+  eval_args a = {.split = "test"};
+  int nrc = parse_eval_args(&a, argc, argv);
   if (nrc) return nrc;
+  const char *model_path = a.model_path, *split = a.split, *pred_path = a.pred_path;
 
   dpgd_model *m = NULL;
   if (load_model(&m, model_path)) return DPGD_EXIT_ERROR;
@@ -156,17 +167,17 @@ int dpgd_cmd_eval(int argc, char **argv)
   dpgd_dataset *ds = NULL;
   size_t *index = NULL;
   uint8_t *pred = NULL;
-  int rc = DPGD_EXIT_OK, st = dpgd_data_find_dir(dir, sizeof dir, data);
+  int rc = DPGD_EXIT_OK, st = dpgd_data_find_dir(dir, sizeof dir, a.data);
   if (!st) st = dpgd_data_load_sparse(&ds, &index, dir, split);
   if (st) rc = dpgd_cli_status_error(st, "");
-  if (!rc && n_text && n_max > ds->n)
-    rc = dpgd_cli_error("--n %zu: the %s split of %s has only %zu examples", n_max, split,
+  if (!rc && a.n_text && a.n_max > ds->n)
+    rc = dpgd_cli_error("--n %zu: the %s split of %s has only %zu examples", a.n_max, split,
                         dir, ds->n);
-  if (!rc && n_text && (st = dpgd_data_truncate(ds, n_max)))
+  if (!rc && a.n_text && (st = dpgd_data_truncate(ds, a.n_max)))
     rc = dpgd_cli_status_error(st, "");
   if (!rc) {
-    ds->mean = nm.mean;
-    ds->std = nm.std;
+    ds->mean = a.nm.mean;
+    ds->std = a.nm.std;
   }
   if (!rc && !(pred = malloc(ds->n))) rc = dpgd_cli_error("out of memory");
   size_t correct = 0;
@@ -178,7 +189,7 @@ int dpgd_cmd_eval(int argc, char **argv)
     printf("model     %s (%zu parameters, %d classes)\n", model_path, dpgd_model_n_params(m),
            dpgd_model_n_classes(m));
     printf("data      %s, %s split: %zu examples\n", dir, split, ds->n);
-    printf("pixels    (p/255 - %g) / %g (%s)\n", ds->mean, ds->std, nm.from);
+    printf("pixels    (p/255 - %g) / %g (%s)\n", ds->mean, ds->std, a.nm.from);
     printf("accuracy  %.4f (%zu of %zu correct)\n", (double)correct / (double)ds->n, correct,
            ds->n);
     printf("loss      %.6f (mean cross-entropy)\n", loss / (double)ds->n);
@@ -190,7 +201,6 @@ int dpgd_cmd_eval(int argc, char **argv)
   dpgd_model_free(m);
   return rc;
 }
-
 /* Class probabilities of example i: the cross-entropy of label k is -log p_k, so the
  * model's own evaluation (log-sum-exp in double) gives p_k = exp(-loss_k) without a
  * second implementation of the softmax. The example's label is changed and restored. */

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "dpgd_config.h"
 #include "plot.h"
 
 static void plot_usage(FILE *f)
@@ -89,18 +90,13 @@ static int draw(const char *gnuplot, dpgd_fig f, const dpgd_plot_run *runs, size
   return 0;
 }
 
-int dpgd_cmd_plot(int argc, char **argv)
+/* The options of 'dpgd plot' into want and out, its run directories into dirs;
+ * returns the exit status (DPGD_EXIT_OK to go on). */
+static int parse_plot_args(int argc, char **argv, int *want, char **dirs, int *n_dirs_out,
+                           const char **out_out)
 {
-  if (dpgd_cli_wants_help(argc, argv)) {
-    plot_usage(stdout);
-    return DPGD_EXIT_OK;
-  }
   const char *out = NULL;
-  int want[DPGD_FIG_N];
-  for (int f = 0; f < DPGD_FIG_N; f++) want[f] = 1;
   int n_dirs = 0;
-  char **dirs = calloc((size_t)argc, sizeof *dirs);
-  if (!dirs) return dpgd_cli_error("out of memory");
   int rc = DPGD_EXIT_OK;
   for (int i = 1; i < argc && rc == DPGD_EXIT_OK; i++) {
     if (!strcmp(argv[i], "--out") || !strcmp(argv[i], "--only")) {
@@ -117,6 +113,48 @@ int dpgd_cmd_plot(int argc, char **argv)
       dirs[n_dirs++] = argv[i];
     }
   }
+  *n_dirs_out = n_dirs;
+  *out_out = out;
+  return rc;
+}
+
+/* Draws the wanted figures into out; returns the exit status. */
+static int draw_figures(const char *gnuplot, const int *want, const dpgd_plot_run *runs,
+                        int n_dirs, const char *out)
+{
+  int rc = DPGD_EXIT_OK;
+  /* Notes on skipped figures are printed after the others are drawn; with nothing drawn
+   * the first one becomes the (one-line) error. */
+  int drawn = 0;
+  char notes[DPGD_FIG_N][400];
+  int n_notes = 0;
+  for (int f = 0; f < DPGD_FIG_N && rc == DPGD_EXIT_OK; f++) {
+    if (!want[f]) continue;
+    int r = draw(gnuplot, (dpgd_fig)f, runs, (size_t)n_dirs, out, notes[n_notes],
+                 sizeof notes[0]);
+    if (r < 0) rc = DPGD_EXIT_ERROR;
+    drawn += r == 0;
+    n_notes += r == 1;
+  }
+  if (rc == DPGD_EXIT_OK && !drawn) rc = dpgd_cli_error("no figure drawn: %s", notes[0]);
+  else if (rc == DPGD_EXIT_OK)
+    for (int i = 0; i < n_notes; i++) fprintf(stderr, "dpgd: note: skipped %s\n", notes[i]);
+  return rc;
+}
+
+int dpgd_cmd_plot(int argc, char **argv)
+{
+  if (dpgd_cli_wants_help(argc, argv)) {
+    plot_usage(stdout);
+    return DPGD_EXIT_OK;
+  }
+  const char *out = NULL;
+  int want[DPGD_FIG_N];
+  for (int f = 0; f < DPGD_FIG_N; f++) want[f] = 1;
+  int n_dirs = 0;
+  char **dirs = calloc((size_t)argc, sizeof *dirs);
+  if (!dirs) return dpgd_cli_error("out of memory");
+  int rc = parse_plot_args(argc, argv, want, dirs, &n_dirs, &out);
   if (rc == DPGD_EXIT_OK && !n_dirs) rc = dpgd_cli_usage_error("plot", "no RUN_DIR given");
   char gnuplot[1024];
   if (rc == DPGD_EXIT_OK) {
@@ -136,22 +174,7 @@ int dpgd_cmd_plot(int argc, char **argv)
     out = outbuf;
   }
   if (rc == DPGD_EXIT_OK && make_dirs(out)) rc = DPGD_EXIT_ERROR;
-  /* Notes on skipped figures are printed after the others are drawn; with nothing drawn
-   * the first one becomes the (one-line) error. */
-  int drawn = 0;
-  char notes[DPGD_FIG_N][400];
-  int n_notes = 0;
-  for (int f = 0; f < DPGD_FIG_N && rc == DPGD_EXIT_OK; f++) {
-    if (!want[f]) continue;
-    int r = draw(gnuplot, (dpgd_fig)f, runs, (size_t)n_dirs, out, notes[n_notes],
-                 sizeof notes[0]);
-    if (r < 0) rc = DPGD_EXIT_ERROR;
-    drawn += r == 0;
-    n_notes += r == 1;
-  }
-  if (rc == DPGD_EXIT_OK && !drawn) rc = dpgd_cli_error("no figure drawn: %s", notes[0]);
-  else if (rc == DPGD_EXIT_OK)
-    for (int i = 0; i < n_notes; i++) fprintf(stderr, "dpgd: note: skipped %s\n", notes[i]);
+  if (rc == DPGD_EXIT_OK) rc = draw_figures(gnuplot, want, runs, n_dirs, out);
   for (int i = 0; i < n_read; i++) dpgd_plot_run_clear(&runs[i]);
   free(runs);
   free(dirs);
@@ -218,10 +241,79 @@ static int dry_run(const dpgd_sweep *s)
         dpgd_sweep_cell_override(kv, sizeof kv, s, c, d);
         printf(" %s", kv);
       }
-      printf(" train.seed=%llu\n", (unsigned long long)s->seeds[k]);
+      printf(" %s=%llu\n", DPGD_CONFIG_KEY(train_seed), (unsigned long long)s->seeds[k]);
     }
   }
   return DPGD_EXIT_OK;
+}
+
+/* The options of 'dpgd sweep' that are not part of the .sweep file. */
+typedef struct {
+  const char *table_dir, *seeds, *out, *file;
+  size_t jobs;
+  int dry;
+} sweep_opts;
+
+/* The one .sweep file among the arguments (options and their values skipped). */
+static int find_sweep_file(int argc, char **argv, const char **file)
+{
+  for (int i = 1; i < argc; i++) {
+    if (argv[i][0] == '-') {
+      i += strcmp(argv[i], "--dry-run") != 0;
+      continue;
+    }
+    if (*file) return dpgd_cli_usage_error("sweep", "more than one .sweep file ('%s')", argv[i]);
+    *file = argv[i];
+  }
+  return DPGD_EXIT_OK;
+}
+
+/* The options, added to the sweep s or kept in o; returns the exit status. */
+static int parse_sweep_options(int argc, char **argv, dpgd_sweep *s, sweep_opts *o)
+{
+  int rc = DPGD_EXIT_OK, st = DPGD_OK;
+  for (int i = 1; i < argc && rc == DPGD_EXIT_OK; i++) {
+    const char *a = argv[i];
+    if (a[0] != '-') continue;
+    if (!strcmp(a, "--dry-run")) {
+      o->dry = 1;
+      continue;
+    }
+    if (i + 1 >= argc) return dpgd_cli_usage_error("sweep", "%s needs a value", a);
+    const char *v = argv[++i];
+    if (!strcmp(a, "--config")) st = dpgd_sweep_add_config(s, v);
+    else if (!strcmp(a, "--grid")) st = dpgd_sweep_add_grid(s, v);
+    else if (!strcmp(a, "--set")) st = dpgd_sweep_add_set(s, v);
+    else if (!strcmp(a, "--seeds")) o->seeds = v;
+    else if (!strcmp(a, "--out")) o->out = v;
+    else if (!strcmp(a, "--table")) o->table_dir = v;
+    else if (!strcmp(a, "--jobs")) {
+      if (dpgd_cli_parse_size("--jobs", v, &o->jobs)) rc = DPGD_EXIT_USAGE;
+      else if (o->jobs < 1 || o->jobs > 256)
+        rc = dpgd_cli_usage_error("sweep", "--jobs %zu: expected 1..256", o->jobs);
+    } else rc = dpgd_cli_usage_error("sweep", "unknown option '%s'", a);
+    if (st) rc = dpgd_cli_status_error(st, "");
+  }
+  return rc;
+}
+
+/* Runs the trials of s (each a dpgd child process), then writes its tables. */
+static int run_trials(dpgd_sweep *s)
+{
+  int rc = DPGD_EXIT_OK, st;
+  char exe[4096];
+  ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (k <= 0) rc = dpgd_cli_error("cannot find the dpgd binary (/proc/self/exe)");
+  else exe[k] = '\0';
+  size_t n_failed = 0;
+  if (rc == DPGD_EXIT_OK && make_dirs(s->out)) rc = DPGD_EXIT_ERROR;
+  if (rc == DPGD_EXIT_OK && (st = dpgd_sweep_run(s, exe, print_line, NULL, &n_failed)))
+    rc = dpgd_cli_status_error(st, "sweep");
+  if (rc == DPGD_EXIT_OK) rc = tables(s->out);
+  if (rc == DPGD_EXIT_OK && n_failed)
+    rc = dpgd_cli_error("%zu trial(s) failed (see their train.log); run the same command "
+                        "again to retry them", n_failed);
+  return rc;
 }
 
 int dpgd_cmd_sweep(int argc, char **argv)
@@ -232,82 +324,33 @@ int dpgd_cmd_sweep(int argc, char **argv)
   }
   dpgd_sweep s;
   dpgd_sweep_init(&s);
-  const char *table_dir = NULL, *seeds = NULL, *out = NULL, *file = NULL;
-  size_t jobs = 0;
-  int dry = 0, rc = DPGD_EXIT_OK, st = DPGD_OK;
+  sweep_opts o = {0};
+  int st = DPGD_OK;
   /* the .sweep file first, so that the options add to it or override it */
-  for (int i = 1; i < argc; i++) {
-    if (argv[i][0] == '-') {
-      i += strcmp(argv[i], "--dry-run") != 0;
-      continue;
-    }
-    if (file) {
-      rc = dpgd_cli_usage_error("sweep", "more than one .sweep file ('%s')", argv[i]);
-      break;
-    }
-    file = argv[i];
-  }
-  if (rc == DPGD_EXIT_OK && file && (st = dpgd_sweep_load(&s, file)))
+  int rc = find_sweep_file(argc, argv, &o.file);
+  if (rc == DPGD_EXIT_OK && o.file && (st = dpgd_sweep_load(&s, o.file)))
     rc = dpgd_cli_status_error(st, "");
-  for (int i = 1; i < argc && rc == DPGD_EXIT_OK; i++) {
-    const char *o = argv[i];
-    if (o[0] != '-') continue;
-    if (!strcmp(o, "--dry-run")) {
-      dry = 1;
-      continue;
-    }
-    if (i + 1 >= argc) {
-      rc = dpgd_cli_usage_error("sweep", "%s needs a value", o);
-      break;
-    }
-    const char *v = argv[++i];
-    if (!strcmp(o, "--config")) st = dpgd_sweep_add_config(&s, v);
-    else if (!strcmp(o, "--grid")) st = dpgd_sweep_add_grid(&s, v);
-    else if (!strcmp(o, "--set")) st = dpgd_sweep_add_set(&s, v);
-    else if (!strcmp(o, "--seeds")) seeds = v;
-    else if (!strcmp(o, "--out")) out = v;
-    else if (!strcmp(o, "--table")) table_dir = v;
-    else if (!strcmp(o, "--jobs")) {
-      if (dpgd_cli_parse_size("--jobs", v, &jobs)) rc = DPGD_EXIT_USAGE;
-      else if (jobs < 1 || jobs > 256)
-        rc = dpgd_cli_usage_error("sweep", "--jobs %zu: expected 1..256", jobs);
-    } else rc = dpgd_cli_usage_error("sweep", "unknown option '%s'", o);
-    if (st) rc = dpgd_cli_status_error(st, "");
-  }
-  if (rc == DPGD_EXIT_OK && table_dir) {
-    if (file || s.n_configs || dry)
+  if (rc == DPGD_EXIT_OK) rc = parse_sweep_options(argc, argv, &s, &o);
+  if (rc == DPGD_EXIT_OK && o.table_dir) {
+    if (o.file || s.n_configs || o.dry)
       rc = dpgd_cli_usage_error("sweep", "--table takes only the sweep directory");
-    else rc = tables(table_dir);
+    else rc = tables(o.table_dir);
     dpgd_sweep_clear(&s);
     return rc;
   }
-  if (rc == DPGD_EXIT_OK && seeds) {
+  if (rc == DPGD_EXIT_OK && o.seeds) {
     s.n_seeds = 0; /* the command line replaces the file's seeds */
-    if ((st = dpgd_sweep_parse_seeds(&s, seeds))) rc = dpgd_cli_status_error(st, "");
+    if ((st = dpgd_sweep_parse_seeds(&s, o.seeds))) rc = dpgd_cli_status_error(st, "");
   }
   if (rc == DPGD_EXIT_OK && !s.n_seeds) s.seeds[s.n_seeds++] = 1;
-  if (jobs) s.jobs = jobs;
-  if (out) snprintf(s.out, sizeof s.out, "%s", out);
+  if (o.jobs) s.jobs = o.jobs;
+  if (o.out) snprintf(s.out, sizeof s.out, "%s", o.out);
   if (!s.out[0]) snprintf(s.out, sizeof s.out, "runs/sweep");
   if (rc == DPGD_EXIT_OK && !s.n_configs)
     rc = dpgd_cli_usage_error("sweep", "no config: give FILE.sweep or --config FILE");
   if (rc == DPGD_EXIT_OK && (st = dpgd_sweep_check(&s))) rc = dpgd_cli_status_error(st, "");
-  if (rc == DPGD_EXIT_OK && dry) {
-    rc = dry_run(&s);
-  } else if (rc == DPGD_EXIT_OK) {
-    char exe[4096];
-    ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (k <= 0) rc = dpgd_cli_error("cannot find the dpgd binary (/proc/self/exe)");
-    else exe[k] = '\0';
-    size_t n_failed = 0;
-    if (rc == DPGD_EXIT_OK && make_dirs(s.out)) rc = DPGD_EXIT_ERROR;
-    if (rc == DPGD_EXIT_OK && (st = dpgd_sweep_run(&s, exe, print_line, NULL, &n_failed)))
-      rc = dpgd_cli_status_error(st, "sweep");
-    if (rc == DPGD_EXIT_OK) rc = tables(s.out);
-    if (rc == DPGD_EXIT_OK && n_failed)
-      rc = dpgd_cli_error("%zu trial(s) failed (see their train.log); run the same command "
-                          "again to retry them", n_failed);
-  }
+  if (rc == DPGD_EXIT_OK && o.dry) rc = dry_run(&s);
+  else if (rc == DPGD_EXIT_OK) rc = run_trials(&s);
   dpgd_sweep_clear(&s);
   return rc;
 }

@@ -100,68 +100,80 @@ static void print_plan(const dpgd_plan *p, const dpgd_config *c)
   fflush(stdout);
 }
 
-int dpgd_cmd_train(int argc, char **argv)
-{
-  if (dpgd_cli_wants_help(argc, argv)) {
-    usage(stdout);
-    return DPGD_EXIT_OK;
-  }
-  const char *config = NULL, *out = NULL, *resume = NULL;
+/* The command line of 'dpgd train'. */
+typedef struct {
+  const char *config, *out, *resume;
   const char *sets[MAX_SETS];
-  int n_sets = 0, quiet = 0, dry = 0;
+  int n_sets, quiet, dry;
+} train_args;
+
+/* Fills *a from argv; returns DPGD_EXIT_OK, or the exit status of a usage error. */
+static int parse_args(train_args *a, int argc, char **argv)
+{
+  memset(a, 0, sizeof *a);
   for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
+    const char *arg = argv[i];
     int has_val = i + 1 < argc;
-    if (!strcmp(a, "--quiet")) {
-      quiet = 1;
-    } else if (!strcmp(a, "--dry-run")) {
-      dry = 1;
-    } else if (!strcmp(a, "--config") || !strcmp(a, "--set") || !strcmp(a, "--out") ||
-               !strcmp(a, "--resume")) {
-      if (!has_val) return dpgd_cli_usage_error("train", "%s needs a value", a);
+    if (!strcmp(arg, "--quiet")) {
+      a->quiet = 1;
+    } else if (!strcmp(arg, "--dry-run")) {
+      a->dry = 1;
+    } else if (!strcmp(arg, "--config") || !strcmp(arg, "--set") || !strcmp(arg, "--out") ||
+               !strcmp(arg, "--resume")) {
+      if (!has_val) return dpgd_cli_usage_error("train", "%s needs a value", arg);
       const char *v = argv[++i];
-      if (!strcmp(a, "--config")) config = v;
-      else if (!strcmp(a, "--out")) out = v;
-      else if (!strcmp(a, "--resume")) resume = v;
-      else if (n_sets < MAX_SETS) sets[n_sets++] = v;
+      if (!strcmp(arg, "--config")) a->config = v;
+      else if (!strcmp(arg, "--out")) a->out = v;
+      else if (!strcmp(arg, "--resume")) a->resume = v;
+      else if (a->n_sets < MAX_SETS) a->sets[a->n_sets++] = v;
       else return dpgd_cli_usage_error("train", "more than %d --set overrides", MAX_SETS);
     } else {
-      return dpgd_cli_usage_error("train", "unknown argument '%s'", a);
+      return dpgd_cli_usage_error("train", "unknown argument '%s'", arg);
     }
   }
-  if (resume && (config || n_sets || out || dry))
+  if (a->resume && (a->config || a->n_sets || a->out || a->dry))
     return dpgd_cli_usage_error("train", "--resume takes no --config, --set, --out or --dry-run");
-  if (!resume && !config)
+  if (!a->resume && !a->config)
     return dpgd_cli_usage_error("train", "--config FILE (or --resume RUN_DIR) is required");
+  return DPGD_EXIT_OK;
+}
 
-  dpgd_run *r = NULL;
+/* Resumes or opens the run into *r; a dry run prints its plan and leaves *r NULL. Returns
+ * the exit status when *r is NULL. */
+static int start_run(dpgd_run **r, const train_args *a)
+{
   int rc;
-  if (resume) {
+  if (a->resume) {
     catch_stop_signals();
-    rc = dpgd_run_resume(&r, resume);
+    rc = dpgd_run_resume(r, a->resume);
     if (rc) return dpgd_cli_status_error(rc, "cannot resume");
-  } else {
-    dpgd_config c;
-    dpgd_config_defaults(&c);
-    rc = dpgd_config_load(&c, config);
-    for (int i = 0; !rc && i < n_sets; i++) rc = dpgd_config_set(&c, sets[i]);
-    if (!rc) rc = dpgd_config_validate(&c);
-    if (rc) return dpgd_cli_status_error(rc, "");
-    if (dry) {
-      dpgd_plan p;
-      rc = dpgd_run_dry(&p, &c);
-      if (rc) return dpgd_cli_status_error(rc, "");
-      print_plan(&p, &c);
-      return DPGD_EXIT_OK;
-    }
-    catch_stop_signals();
-    rc = dpgd_run_open(&r, &c, out);
-    if (rc) return dpgd_cli_status_error(rc, "");
+    return DPGD_EXIT_OK;
   }
+  dpgd_config c;
+  dpgd_config_defaults(&c);
+  rc = dpgd_config_load(&c, a->config);
+  for (int i = 0; !rc && i < a->n_sets; i++) rc = dpgd_config_set(&c, a->sets[i]);
+  if (!rc) rc = dpgd_config_validate(&c);
+  if (rc) return dpgd_cli_status_error(rc, "");
+  if (a->dry) {
+    dpgd_plan p;
+    rc = dpgd_run_dry(&p, &c);
+    if (rc) return dpgd_cli_status_error(rc, "");
+    print_plan(&p, &c);
+    return DPGD_EXIT_OK;
+  }
+  catch_stop_signals();
+  rc = dpgd_run_open(r, &c, a->out);
+  if (rc) return dpgd_cli_status_error(rc, "");
+  return DPGD_EXIT_OK;
+}
+
+/* The run directory, its plan, and what a resume redid. */
+static void print_start(dpgd_run *r, int resume)
+{
   const dpgd_config *c = dpgd_run_config(r);
-  const dpgd_plan *p = dpgd_run_plan(r);
   printf("run         %s%s\n", c->output_dir, resume ? " (resumed)" : "");
-  print_plan(p, c);
+  print_plan(dpgd_run_plan(r), c);
   if (c->train_rng == DPGD_RNG_RESEARCH) fprintf(stderr, "dpgd: warning: %s\n", DPGD_RESEARCH_CAVEAT);
   if (resume) printf("resuming    after step %zu\n", dpgd_run_step_index(r));
   if (resume && c->train_rng == DPGD_RNG_SECURE)
@@ -172,8 +184,13 @@ int dpgd_cmd_train(int argc, char **argv)
     printf("redone      %zu steps after the checkpoint, replayed bit for bit (research rng)\n",
            dpgd_run_redone(r));
   fflush(stdout); /* the resume's report is out before the first step */
+}
 
-  int progress = c->output_progress && !quiet;
+/* Steps until the run is done or a stop signal came, with the progress line. */
+static int train_loop(dpgd_run *r, int progress)
+{
+  const dpgd_plan *p = dpgd_run_plan(r);
+  int rc = DPGD_OK;
   int tty = isatty(STDERR_FILENO);
   size_t every = p->steps / 20 ? p->steps / 20 : 1;
   char line[256];
@@ -187,20 +204,46 @@ int dpgd_cmd_train(int argc, char **argv)
     }
   }
   if (progress && tty) fputc('\n', stderr);
-  int sig = stop_signal;
-  if (!rc && sig && !dpgd_run_done(r)) {
-    /* Research runs checkpoint every checkpoint_every steps; the steps since then are
-     * kept too. A secure run's last step is already checkpointed; this rewrites it. */
-    rc = dpgd_run_checkpoint(r);
-    if (rc) {
-      dpgd_run_free(r);
-      return dpgd_cli_status_error(rc, "stopping");
-    }
-    fprintf(stderr, "dpgd: stopped by %s after step %zu; resume with: dpgd train --resume %s\n",
-            sig == SIGINT ? "SIGINT" : "SIGTERM", dpgd_run_step_index(r), c->output_dir);
+  return rc;
+}
+
+/* A run stopped by signal sig: checkpointed, freed; returns the exit status. */
+static int stop_run(dpgd_run *r, int sig)
+{
+  /* Research runs checkpoint every checkpoint_every steps; the steps since then are
+   * kept too. A secure run's last step is already checkpointed; this rewrites it. */
+  int rc = dpgd_run_checkpoint(r);
+  if (rc) {
     dpgd_run_free(r);
-    return 128 + sig;
+    return dpgd_cli_status_error(rc, "stopping");
   }
+  fprintf(stderr, "dpgd: stopped by %s after step %zu; resume with: dpgd train --resume %s\n",
+          sig == SIGINT ? "SIGINT" : "SIGTERM", dpgd_run_step_index(r),
+          dpgd_run_config(r)->output_dir);
+  dpgd_run_free(r);
+  return 128 + sig;
+}
+
+int dpgd_cmd_train(int argc, char **argv)
+{
+  if (dpgd_cli_wants_help(argc, argv)) {
+    usage(stdout);
+    return DPGD_EXIT_OK;
+  }
+  train_args a;
+  int code = parse_args(&a, argc, argv);
+  if (code != DPGD_EXIT_OK) return code;
+
+  dpgd_run *r = NULL;
+  code = start_run(&r, &a);
+  if (!r) return code;
+  const dpgd_config *c = dpgd_run_config(r);
+  const dpgd_plan *p = dpgd_run_plan(r);
+  print_start(r, a.resume != NULL);
+
+  int rc = train_loop(r, c->output_progress && !a.quiet);
+  int sig = stop_signal;
+  if (!rc && sig && !dpgd_run_done(r)) return stop_run(r, sig);
   if (!rc) rc = dpgd_run_finish(r);
   if (rc) {
     dpgd_run_free(r);

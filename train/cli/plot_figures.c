@@ -1,6 +1,7 @@
 /* plot_figures.c -- the five figures of `dpgd plot` as gnuplot scripts (pngcairo,
  * data inline as datablocks), and running gnuplot on them. Scripts are generated
  * separately from running them so that tests can read what would be drawn. */
+#include "dpgd_config.h"
 #include "plot.h"
 
 #include <errno.h>
@@ -111,7 +112,7 @@ static int fig_accuracy(FILE *f, const dpgd_plot_run *runs, size_t n, const char
 {
   if (!run_blocks(f, runs, n, "test_acc", 100.0))
     return DPGD_FAIL(DPGD_EINVAL, "no test_acc values in metrics.csv of any run "
-                     "(train.eval_every = 0 measures only at the end)");
+                     "(%s = 0 measures only at the end)", DPGD_CONFIG_KEY(train_eval_every));
   preamble(f, png, "Test accuracy during training", "step (full-batch gradient steps)",
            "test accuracy (%)");
   fputs("plot ", f);
@@ -123,7 +124,8 @@ static int fig_active(FILE *f, const dpgd_plot_run *runs, size_t n, const char *
 {
   if (!run_blocks(f, runs, n, "diag_active", 1.0))
     return DPGD_FAIL(DPGD_EINVAL, "no diag_active column in metrics.csv of any run "
-                     "(train with output.diagnostics = true to record active points)");
+                     "(train with %s = true to record active points)",
+                     DPGD_CONFIG_KEY(output_diagnostics));
   preamble(f, png, "Active points vs step -- diagnostic (not private)",
            "step (full-batch gradient steps)", "active points (not yet out of budget)");
   /* Headroom above n, so that a run in which every point stays active is not drawn on

@@ -97,6 +97,40 @@ static int csv_header(dpgd_csv *t, const char *line, size_t len, const char *nam
   return DPGD_OK;
 }
 
+/* One data row p (ll bytes, ending at le) of t, line lineno; grows t->v (capacity *cap
+ * rows). */
+static int csv_row(dpgd_csv *t, size_t *cap, const char *p, const char *le, size_t ll,
+                   const char *name, size_t lineno)
+{
+  int st = DPGD_OK;
+  size_t nf = 1;
+  for (size_t i = 0; i < ll; i++) nf += p[i] == ',';
+  if (nf != t->n_cols)
+    return DPGD_FAIL(DPGD_EFORMAT, "%s:%zu: %zu fields, the header has %zu", name, lineno,
+                     nf, t->n_cols);
+  if (t->n_rows == *cap) {
+    size_t nc = *cap ? *cap * 2 : 256;
+    double *nv = realloc(t->v, nc * t->n_cols * sizeof *nv);
+    if (!nv) return DPGD_FAIL(DPGD_ENOMEM, "out of memory reading %s", name);
+    t->v = nv;
+    *cap = nc;
+  }
+  const char *f = p;
+  for (size_t c = 0; c < nf; c++) {
+    const char *q = memchr(f, ',', (size_t)(le - f));
+    if (!q) q = le;
+    if (parse_field(&t->v[t->n_rows * t->n_cols + c], f, (size_t)(q - f))) {
+      char b[48];
+      st = DPGD_FAIL(DPGD_EFORMAT, "%s:%zu: column '%s': '%s' is not a finite number",
+                     name, lineno, t->names[c], shown(b, f, (q - f) > 40 ? 40 : (size_t)(q - f)));
+      break;
+    }
+    f = q + 1;
+  }
+  t->n_rows++;
+  return st;
+}
+
 int dpgd_csv_parse(dpgd_csv **out, const char *buf, size_t len, const char *name)
 {
   *out = NULL;
@@ -120,36 +154,7 @@ int dpgd_csv_parse(dpgd_csv **out, const char *buf, size_t len, const char *name
     } else if (ll == 0 || (ll == 1 && p[0] == '\r')) {
       st = DPGD_FAIL(DPGD_EFORMAT, "%s:%zu: empty line", name, lineno);
     } else {
-      size_t nf = 1;
-      for (size_t i = 0; i < ll; i++) nf += p[i] == ',';
-      if (nf != t->n_cols) {
-        st = DPGD_FAIL(DPGD_EFORMAT, "%s:%zu: %zu fields, the header has %zu", name, lineno,
-                       nf, t->n_cols);
-        break;
-      }
-      if (t->n_rows == cap) {
-        size_t nc = cap ? cap * 2 : 256;
-        double *nv = realloc(t->v, nc * t->n_cols * sizeof *nv);
-        if (!nv) {
-          st = DPGD_FAIL(DPGD_ENOMEM, "out of memory reading %s", name);
-          break;
-        }
-        t->v = nv;
-        cap = nc;
-      }
-      const char *f = p;
-      for (size_t c = 0; c < nf; c++) {
-        const char *q = memchr(f, ',', (size_t)(le - f));
-        if (!q) q = le;
-        if (parse_field(&t->v[t->n_rows * t->n_cols + c], f, (size_t)(q - f))) {
-          char b[48];
-          st = DPGD_FAIL(DPGD_EFORMAT, "%s:%zu: column '%s': '%s' is not a finite number",
-                         name, lineno, t->names[c], shown(b, f, (q - f) > 40 ? 40 : (size_t)(q - f)));
-          break;
-        }
-        f = q + 1;
-      }
-      t->n_rows++;
+      st = csv_row(t, &cap, p, le, ll, name, lineno);
     }
     p = nl ? nl + 1 : end;
   }

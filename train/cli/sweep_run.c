@@ -2,6 +2,7 @@
  * process with at most `jobs` at a time. A trial is finished when its summary.json
  * exists (the trainer writes it last, atomically), so an interrupted sweep resumes by
  * skipping finished trials and resuming (checkpoint.bin) or rerunning the others. */
+#include "dpgd_config.h"
 #include "plot.h"
 
 #include <errno.h>
@@ -77,12 +78,14 @@ static int trial_argv(char ***argv_out, char **strs, const dpgd_sweep *s, const 
       argv[a++] = "--set";
       argv[a++] = kv;
     }
-    char *seed = *strs + 700 * s->n_dims;
-    snprintf(seed, 700, "train.seed=%llu", (unsigned long long)t->seed);
+    /* the last 700 bytes: the seed override, then (from byte 64) the progress one */
+    char *seed = *strs + 700 * s->n_dims, *progress = seed + 64;
+    snprintf(seed, 64, "%s=%llu", DPGD_CONFIG_KEY(train_seed), (unsigned long long)t->seed);
+    snprintf(progress, 700 - 64, "%s=false", DPGD_CONFIG_KEY(output_progress));
     argv[a++] = "--set";
     argv[a++] = seed;
     argv[a++] = "--set";
-    argv[a++] = "output.progress=false"; /* the log is a file, not a terminal */
+    argv[a++] = progress; /* the log is a file, not a terminal */
     argv[a++] = "--out";
     argv[a++] = (char *)t->dir;
   }
@@ -154,16 +157,11 @@ static void logf_(dpgd_sweep_log_fn *log, void *user, const char *fmt, ...)
   log(user, line);
 }
 
-int dpgd_sweep_run(const dpgd_sweep *s, const char *exe, dpgd_sweep_log_fn *log, void *user,
-                   size_t *n_failed)
+/* Every trial of s (cells x seeds) in t, with its directory; those finished before are
+ * marked pid -1, the others counted in *n_todo. */
+static int list_trials(trial *t, const dpgd_sweep *s, size_t n_cells, size_t *n_todo)
 {
-  *n_failed = 0;
-  int st = dpgd_sweep_check(s);
-  if (st) return st;
-  size_t n_cells = dpgd_sweep_n_cells(s), n = n_cells * s->n_seeds;
-  trial *t = calloc(n, sizeof *t);
-  if (!t) return DPGD_FAIL(DPGD_ENOMEM, "out of memory");
-  size_t n_todo = 0;
+  int st = DPGD_OK;
   for (size_t c = 0, i = 0; c < n_cells && !st; c++) {
     char name[512];
     st = dpgd_sweep_cell_name(name, sizeof name, s, c);
@@ -176,9 +174,44 @@ int dpgd_sweep_run(const dpgd_sweep *s, const char *exe, dpgd_sweep_log_fn *log,
       if (w < 0 || (size_t)w >= sizeof t[i].dir)
         st = DPGD_FAIL(DPGD_EINVAL, "sweep path too long: %s", s->out);
       else if (exists(t[i].dir, "summary.json")) t[i].pid = -1; /* finished before */
-      else n_todo++;
+      else (*n_todo)++;
     }
   }
+  return st;
+}
+
+/* Logs how trial tr ended (exit status from waitpid); counts failures in *n_failed. */
+static void report_trial(dpgd_sweep_log_fn *log, void *user, const trial *tr, int status,
+                         size_t done, size_t n_todo, size_t *n_failed)
+{
+  double wall = now_s() - tr->t0;
+  int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 && exists(tr->dir, "summary.json");
+  if (ok) {
+    logf_(log, user, "[%zu/%zu] %s: finished in %.1f s", done, n_todo, tr->dir, wall);
+  } else {
+    char why[512];
+    last_log_line(why, sizeof why, tr->dir);
+    (*n_failed)++;
+    if (WIFSIGNALED(status))
+      logf_(log, user, "[%zu/%zu] %s: FAILED (killed by signal %d) %s", done, n_todo,
+            tr->dir, WTERMSIG(status), why);
+    else
+      logf_(log, user, "[%zu/%zu] %s: FAILED (exit %d): %s (log: %s/train.log)", done,
+            n_todo, tr->dir, WIFEXITED(status) ? WEXITSTATUS(status) : -1, why, tr->dir);
+  }
+}
+
+int dpgd_sweep_run(const dpgd_sweep *s, const char *exe, dpgd_sweep_log_fn *log, void *user,
+                   size_t *n_failed)
+{
+  *n_failed = 0;
+  int st = dpgd_sweep_check(s);
+  if (st) return st;
+  size_t n_cells = dpgd_sweep_n_cells(s), n = n_cells * s->n_seeds;
+  trial *t = calloc(n, sizeof *t);
+  if (!t) return DPGD_FAIL(DPGD_ENOMEM, "out of memory");
+  size_t n_todo = 0;
+  st = list_trials(t, s, n_cells, &n_todo);
   if (!st)
     logf_(log, user, "%zu trials (%zu cells x %zu seeds): %zu finished before, %zu to run, "
           "%zu at a time", n, n_cells, s->n_seeds, n - n_todo, n_todo, s->jobs);
@@ -207,21 +240,7 @@ int dpgd_sweep_run(const dpgd_sweep *s, const char *exe, dpgd_sweep_log_fn *log,
     running--;
     done++;
     tr->pid = -1;
-    double wall = now_s() - tr->t0;
-    int ok = WIFEXITED(status) && WEXITSTATUS(status) == 0 && exists(tr->dir, "summary.json");
-    if (ok) {
-      logf_(log, user, "[%zu/%zu] %s: finished in %.1f s", done, n_todo, tr->dir, wall);
-    } else {
-      char why[512];
-      last_log_line(why, sizeof why, tr->dir);
-      (*n_failed)++;
-      if (WIFSIGNALED(status))
-        logf_(log, user, "[%zu/%zu] %s: FAILED (killed by signal %d) %s", done, n_todo,
-              tr->dir, WTERMSIG(status), why);
-      else
-        logf_(log, user, "[%zu/%zu] %s: FAILED (exit %d): %s (log: %s/train.log)", done,
-              n_todo, tr->dir, WIFEXITED(status) ? WEXITSTATUS(status) : -1, why, tr->dir);
-    }
+    report_trial(log, user, tr, status, done, n_todo, n_failed);
   }
   /* on an error of our own, wait for the children already started */
   while (running) {

@@ -322,7 +322,8 @@ int dpgd_sweep_check(const dpgd_sweep *s)
       st = dpgd_sweep_cell_override(kv, sizeof kv, s, c, d);
       if (!st) st = dpgd_config_set(&cfg, kv);
     }
-    snprintf(kv, sizeof kv, "train.seed=%llu", (unsigned long long)s->seeds[0]);
+    snprintf(kv, sizeof kv, "%s=%llu", DPGD_CONFIG_KEY(train_seed),
+             (unsigned long long)s->seeds[0]);
     if (!st) st = dpgd_config_set(&cfg, kv);
     if (!st) st = dpgd_config_validate(&cfg);
     if (st) {

@@ -246,6 +246,79 @@ static int close_checked(FILE *f, const char *path, int st)
   return st;
 }
 
+/* summary.csv: one row per cell, the mean and spread over its seeds. */
+static int write_summary_csv(const char *dir, const cell_stats *cells, size_t nc)
+{
+  char path[1400];
+  snprintf(path, sizeof path, "%s/summary.csv", dir);
+  FILE *f = fopen(path, "w");
+  if (!f) return DPGD_FAIL(DPGD_EIO, "cannot write %s: %s", path, strerror(errno));
+  fputs("cell,algorithm,n_seeds,n_unfinished,test_acc_mean,test_acc_std", f);
+  for (int m = 0; m < DPGD_ACCT_N_METHODS; m++) fprintf(f, ",eps_%s", dpgd_acct_method_name((dpgd_acct_method)m));
+  fputs(",delta,nonprivate_wall_s_mean,nonprivate_wall_s_total\n", f);
+  for (size_t c = 0; c < nc; c++) {
+    const cell_stats *a = &cells[c];
+    fprintf(f, "%s,%s,%zu,%zu,", a->name, a->algorithm, a->n, a->n_unfinished);
+    put_num(f, a->acc_mean, "%.6f");
+    fputc(',', f);
+    put_num(f, a->acc_std, "%.6f");
+    for (int m = 0; m < DPGD_ACCT_N_METHODS; m++) {
+      fputc(',', f);
+      put_num(f, dpgd_round_digits(a->eps[m], 6, 1), "%.6g");
+    }
+    fputc(',', f);
+    put_num(f, a->delta, "%g");
+    fputc(',', f);
+    put_num(f, a->wall_mean, "%.3f");
+    fputc(',', f);
+    put_num(f, a->wall_total, "%.3f");
+    fputc('\n', f);
+  }
+  return close_checked(f, path, DPGD_OK);
+}
+
+/* summary.md: the same table for reading. */
+static int write_summary_md(const char *dir, const cell_stats *cells, size_t nc)
+{
+  char path[1400];
+  snprintf(path, sizeof path, "%s/summary.md", dir);
+  FILE *f = fopen(path, "w");
+  if (!f) return DPGD_FAIL(DPGD_EIO, "cannot write %s: %s", path, strerror(errno));
+  write_markdown(f, dir, cells, nc);
+  return close_checked(f, path, DPGD_OK);
+}
+
+/* trials.csv, one row per trial, while the cells (folders with seed<k>/ in them) of names
+ * are read into cells; *nc counts them. */
+static int read_cells(cell_stats *cells, size_t *nc, size_t *n_trials, const char *dir,
+                      char **names, size_t n)
+{
+  char path[1400];
+  int st = DPGD_OK;
+  snprintf(path, sizeof path, "%s/trials.csv", dir);
+  FILE *trials = fopen(path, "w");
+  if (!trials) st = DPGD_FAIL(DPGD_EIO, "cannot write %s: %s", path, strerror(errno));
+  if (!st) {
+    fputs("cell,seed,algorithm,test_acc", trials);
+    for (int m = 0; m < DPGD_ACCT_N_METHODS; m++) fprintf(trials, ",eps_%s", dpgd_acct_method_name((dpgd_acct_method)m));
+    fputs(",delta,mu,steps,nonprivate_wall_s\n", trials);
+  }
+  for (size_t i = 0; i < n && !st; i++) {
+    char cdir[1400];
+    snprintf(cdir, sizeof cdir, "%s/%s", dir, names[i]);
+    char **seeds;
+    size_t ns;
+    if ((st = list_dirs(&seeds, &ns, cdir, keep_seed))) break;
+    free_list(seeds, ns);
+    if (!ns) continue; /* figures/ or anything else that is not a cell */
+    st = read_cell(&cells[*nc], dir, names[i], trials);
+    *n_trials += cells[*nc].n;
+    (*nc)++;
+  }
+  if (trials) st = close_checked(trials, path, st);
+  return st;
+}
+
 int dpgd_sweep_tables(const char *dir, size_t *n_cells, size_t *n_trials)
 {
   *n_cells = *n_trials = 0;
@@ -260,69 +333,12 @@ int dpgd_sweep_tables(const char *dir, size_t *n_cells, size_t *n_trials)
     free_list(names, n);
     return DPGD_FAIL(DPGD_ENOMEM, "out of memory");
   }
-  char path[1400];
-  snprintf(path, sizeof path, "%s/trials.csv", dir);
-  FILE *trials = fopen(path, "w");
-  if (!trials) st = DPGD_FAIL(DPGD_EIO, "cannot write %s: %s", path, strerror(errno));
-  if (!st) {
-    fputs("cell,seed,algorithm,test_acc", trials);
-    for (int m = 0; m < DPGD_ACCT_N_METHODS; m++) fprintf(trials, ",eps_%s", dpgd_acct_method_name((dpgd_acct_method)m));
-    fputs(",delta,mu,steps,nonprivate_wall_s\n", trials);
-  }
   size_t nc = 0;
-  for (size_t i = 0; i < n && !st; i++) {
-    char cdir[1400];
-    snprintf(cdir, sizeof cdir, "%s/%s", dir, names[i]);
-    char **seeds;
-    size_t ns;
-    if ((st = list_dirs(&seeds, &ns, cdir, keep_seed))) break;
-    free_list(seeds, ns);
-    if (!ns) continue; /* figures/ or anything else that is not a cell */
-    st = read_cell(&cells[nc], dir, names[i], trials);
-    *n_trials += cells[nc].n;
-    nc++;
-  }
-  if (trials) st = close_checked(trials, path, st);
+  st = read_cells(cells, &nc, n_trials, dir, names, n);
   if (!st && !nc)
     st = DPGD_FAIL(DPGD_EINVAL, "%s holds no trials (<cell>/seed<k>/ folders)", dir);
-  if (!st) {
-    snprintf(path, sizeof path, "%s/summary.csv", dir);
-    FILE *f = fopen(path, "w");
-    if (!f) st = DPGD_FAIL(DPGD_EIO, "cannot write %s: %s", path, strerror(errno));
-    if (f) {
-      fputs("cell,algorithm,n_seeds,n_unfinished,test_acc_mean,test_acc_std", f);
-      for (int m = 0; m < DPGD_ACCT_N_METHODS; m++) fprintf(f, ",eps_%s", dpgd_acct_method_name((dpgd_acct_method)m));
-      fputs(",delta,nonprivate_wall_s_mean,nonprivate_wall_s_total\n", f);
-      for (size_t c = 0; c < nc; c++) {
-        const cell_stats *a = &cells[c];
-        fprintf(f, "%s,%s,%zu,%zu,", a->name, a->algorithm, a->n, a->n_unfinished);
-        put_num(f, a->acc_mean, "%.6f");
-        fputc(',', f);
-        put_num(f, a->acc_std, "%.6f");
-        for (int m = 0; m < DPGD_ACCT_N_METHODS; m++) {
-          fputc(',', f);
-          put_num(f, dpgd_round_digits(a->eps[m], 6, 1), "%.6g");
-        }
-        fputc(',', f);
-        put_num(f, a->delta, "%g");
-        fputc(',', f);
-        put_num(f, a->wall_mean, "%.3f");
-        fputc(',', f);
-        put_num(f, a->wall_total, "%.3f");
-        fputc('\n', f);
-      }
-      st = close_checked(f, path, st);
-    }
-  }
-  if (!st) {
-    snprintf(path, sizeof path, "%s/summary.md", dir);
-    FILE *f = fopen(path, "w");
-    if (!f) st = DPGD_FAIL(DPGD_EIO, "cannot write %s: %s", path, strerror(errno));
-    if (f) {
-      write_markdown(f, dir, cells, nc);
-      st = close_checked(f, path, st);
-    }
-  }
+  if (!st) st = write_summary_csv(dir, cells, nc);
+  if (!st) st = write_summary_md(dir, cells, nc);
   free(cells);
   free_list(names, n);
   *n_cells = nc;
