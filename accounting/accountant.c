@@ -29,8 +29,7 @@ void dpgd_acct_free(dpgd_accountant *a)
 
 static int same_mechanism(const acct_entry *x, const acct_entry *y)
 {
-  if (x->kind != y->kind || x->par[0] != y->par[0] || x->par[1] != y->par[1] ||
-      x->k != y->k)
+  if (x->kind != y->kind || x->par[0] != y->par[0] || x->par[1] != y->par[1] || x->k != y->k)
     return 0;
   if (x->kind == ACCT_DISCRETE)
     return !memcmp(x->p, y->p, x->k * sizeof(double)) &&
@@ -108,7 +107,8 @@ int dpgd_acct_add_laplace(dpgd_accountant *a, double a0, uint64_t count)
   int st = check_common(a, count);
   if (st) return st;
   if (!(a0 > 0) || isinf(a0))
-    return DPGD_FAIL(DPGD_EINVAL, "Laplace a = sensitivity/scale must be finite and > 0 (got %g)", a0);
+    return DPGD_FAIL(DPGD_EINVAL,
+                     "Laplace a = sensitivity/scale must be finite and > 0 (got %g)", a0);
   acct_entry en = {.kind = ACCT_LAPLACE, .count = count, .par = {a0, 0}};
   return dpgd_acct_push(a, &en);
 }
@@ -118,7 +118,8 @@ int dpgd_acct_add_rr(dpgd_accountant *a, double eps0, uint64_t count)
   int st = check_common(a, count);
   if (st) return st;
   if (!(eps0 > 0) || isinf(eps0))
-    return DPGD_FAIL(DPGD_EINVAL, "randomized response eps0 must be finite and > 0 (got %g)", eps0);
+    return DPGD_FAIL(DPGD_EINVAL, "randomized response eps0 must be finite and > 0 (got %g)",
+                     eps0);
   acct_entry en = {.kind = ACCT_RR, .count = count, .par = {eps0, 0}};
   return dpgd_acct_push(a, &en);
 }
@@ -130,7 +131,8 @@ int dpgd_acct_add_discrete(dpgd_accountant *a, const double *p, const double *q,
 {
   int st = check_common(a, count);
   if (st) return st;
-  if (!p || !q || k < 1) return DPGD_FAIL(DPGD_EINVAL, "discrete pair needs k >= 1 probabilities");
+  if (!p || !q || k < 1)
+    return DPGD_FAIL(DPGD_EINVAL, "discrete pair needs k >= 1 probabilities");
   double sp = 0, sq = 0;
   for (size_t i = 0; i < k; i++) {
     if (!(p[i] >= 0 && p[i] <= 1) || !(q[i] >= 0 && q[i] <= 1))
@@ -138,14 +140,16 @@ int dpgd_acct_add_discrete(dpgd_accountant *a, const double *p, const double *q,
     if ((p[i] > 0) != (q[i] > 0))
       return DPGD_FAIL(DPGD_EINVAL,
                        "discrete pair: outcome %zu has mass under one distribution only "
-                       "(infinite privacy loss)", i);
+                       "(infinite privacy loss)",
+                       i);
     sp += p[i];
     sq += q[i];
   }
   if (fabs(sp - 1) > 1e-9 || fabs(sq - 1) > 1e-9)
-    return DPGD_FAIL(DPGD_EINVAL, "discrete pair: p sums to %.12g and q to %.12g, not 1", sp, sq);
-  acct_entry en = {.kind = ACCT_DISCRETE, .count = count, .k = k,
-                   .p = (double *)p, .q = (double *)q};
+    return DPGD_FAIL(DPGD_EINVAL, "discrete pair: p sums to %.12g and q to %.12g, not 1", sp,
+                     sq);
+  acct_entry en = {
+      .kind = ACCT_DISCRETE, .count = count, .k = k, .p = (double *)p, .q = (double *)q};
   return dpgd_acct_push(a, &en);
 }
 
@@ -157,7 +161,8 @@ int dpgd_acct_add_subsampled_gaussian(dpgd_accountant *a, double q, double sigma
   if (!(q >= 0 && q <= 1))
     return DPGD_FAIL(DPGD_EINVAL, "sampling rate q must lie in [0, 1] (got %g)", q);
   if (!(sigma > 0) || isinf(sigma))
-    return DPGD_FAIL(DPGD_EINVAL, "noise multiplier sigma must be finite and > 0 (got %g)", sigma);
+    return DPGD_FAIL(DPGD_EINVAL, "noise multiplier sigma must be finite and > 0 (got %g)",
+                     sigma);
   if (q == 0) return dpgd_acct_add_gaussian(a, 0, count); /* samples no one: mu = 0 */
   if (q == 1) return dpgd_acct_add_gaussian(a, 1 / sigma, count);
   acct_entry en = {.kind = ACCT_SUBSAMPLED, .count = count, .par = {q, sigma}};
@@ -175,7 +180,8 @@ double dpgd_acct_gauss_mu2(const dpgd_accountant *a)
 {
   double s = 0;
   for (size_t i = 0; i < a->n; i++)
-    if (a->e[i].kind == ACCT_GAUSSIAN) s += (double)a->e[i].count * a->e[i].par[0] * a->e[i].par[0];
+    if (a->e[i].kind == ACCT_GAUSSIAN)
+      s += (double)a->e[i].count * a->e[i].par[0] * a->e[i].par[0];
   return s;
 }
 

@@ -11,11 +11,11 @@
 #include "dpgd_accounting.h"
 
 typedef enum {
-  ACCT_GAUSSIAN = 1,   /* par[0] = mu */
-  ACCT_LAPLACE = 2,    /* par[0] = a = sensitivity/scale */
-  ACCT_RR = 3,         /* par[0] = eps0 */
-  ACCT_DISCRETE = 4,   /* p[k], q[k] */
-  ACCT_SUBSAMPLED = 5  /* par[0] = q (rate), par[1] = sigma */
+  ACCT_GAUSSIAN = 1,  /* par[0] = mu */
+  ACCT_LAPLACE = 2,   /* par[0] = a = sensitivity/scale */
+  ACCT_RR = 3,        /* par[0] = eps0 */
+  ACCT_DISCRETE = 4,  /* p[k], q[k] */
+  ACCT_SUBSAMPLED = 5 /* par[0] = q (rate), par[1] = sigma */
 } acct_kind;
 
 typedef struct {
@@ -125,9 +125,9 @@ int dpgd_acct_push(dpgd_accountant *a, const acct_entry *en);
 /* Composed RDP eps_hat(alpha); +inf if not finite; alpha > 1. */
 double dpgd_acct_rdp_curve(const dpgd_accountant *a, double alpha);
 int dpgd_acct_rdp_epsilon(const dpgd_accountant *a, dpgd_acct_method m, double delta,
-                     dpgd_acct_value *out);
+                          dpgd_acct_value *out);
 int dpgd_acct_rdp_delta(const dpgd_accountant *a, dpgd_acct_method m, double eps,
-                   dpgd_acct_value *out);
+                        dpgd_acct_value *out);
 /* One conversion at one order: eps for (alpha, zeta = eps_hat(alpha)). */
 double dpgd_acct_rdp_conv_classic(double alpha, double zeta, double delta);
 double dpgd_acct_rdp_conv_balle(double alpha, double zeta, double delta);
@@ -139,13 +139,14 @@ int dpgd_acct_rdp_conv_optimal(double alpha, double zeta, double delta, double *
 double complex dpgd_acct_log_mgf(const dpgd_accountant *a, int dir, double complex s);
 /* delta(eps) by formula B (dir 0 or 1), by formula A, by enumeration. */
 int dpgd_acct_delta_formula_b(const dpgd_accountant *a, int dir, double eps,
-                         dpgd_acct_value *out);
+                              dpgd_acct_value *out);
 int dpgd_acct_delta_formula_a(const dpgd_accountant *a, int dir, double eps,
-                         dpgd_acct_value *out);
+                              dpgd_acct_value *out);
 int dpgd_acct_delta_enum(const dpgd_accountant *a, double eps, dpgd_acct_value *out);
 /* delta(eps) of one Poisson-subsampled Gaussian release in direction dir, in closed
  * form (its privacy loss is monotone in the output). */
-int dpgd_acct_delta_single_sg(double q, double sigma, int dir, double eps, dpgd_acct_value *out);
+int dpgd_acct_delta_single_sg(double q, double sigma, int dir, double eps,
+                              dpgd_acct_value *out);
 /* 1 if the composition has an asymmetric entry (two directions to take the max of). */
 int dpgd_acct_asymmetric(const dpgd_accountant *a);
 /* The exact method: delta(eps) (max over directions, error added). */

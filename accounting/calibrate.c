@@ -11,7 +11,7 @@ typedef struct {
   dpgd_accountant *acc; /* extra releases + the calibrated Gaussian as its last entry */
   dpgd_acct_method m;
   double eps, delta;
-  uint64_t steps; /* sigma: steps of mu = 1/sigma; budget: 0 */
+  uint64_t steps;    /* sigma: steps of mu = 1/sigma; budget: 0 */
   double sigma_clip; /* budget: sigma * clip */
   int status;
 } calib;
@@ -20,7 +20,7 @@ typedef struct {
  * positive means "not private enough". */
 static double calib_mu(const calib *c, double x)
 {
-  if (c->steps) return exp(-x); /* mu = 1/sigma */
+  if (c->steps) return exp(-x);      /* mu = 1/sigma */
   return exp(x / 2) / c->sigma_clip; /* mu = sqrt(B)/(sigma C) */
 }
 
@@ -64,7 +64,8 @@ static int calib_solve(calib *c, double x0, double *x)
   } else {
     for (int i = 0; calib_f(lo, c) > 0; i++) {
       if (c->status) return c->status;
-      if (i > 64) return DPGD_FAIL(DPGD_ERANGE, "calibration: no budget reaches eps=%g", c->eps);
+      if (i > 64)
+        return DPGD_FAIL(DPGD_ERANGE, "calibration: no budget reaches eps=%g", c->eps);
       lo -= step, step *= 2;
     }
     step = 1;
@@ -85,8 +86,10 @@ static int calib_solve(calib *c, double x0, double *x)
 
 static int check_target(double eps, double delta)
 {
-  if (!(eps > 0) || isinf(eps)) return DPGD_FAIL(DPGD_EINVAL, "target eps must be finite and > 0 (got %g)", eps);
-  if (!(delta > 0 && delta < 1)) return DPGD_FAIL(DPGD_EINVAL, "delta must lie in (0, 1) (got %g)", delta);
+  if (!(eps > 0) || isinf(eps))
+    return DPGD_FAIL(DPGD_EINVAL, "target eps must be finite and > 0 (got %g)", eps);
+  if (!(delta > 0 && delta < 1))
+    return DPGD_FAIL(DPGD_EINVAL, "delta must lie in (0, 1) (got %g)", delta);
   return DPGD_OK;
 }
 
@@ -131,9 +134,15 @@ int dpgd_calibrate_sigma(dpgd_acct_method m, double eps, double delta, uint64_t 
   /* Verify and step up until the target holds as evaluated. */
   for (int i = 0; !st; i++) {
     double f = calib_eval(&c, 1 / s);
-    if (c.status) { st = c.status; break; }
+    if (c.status) {
+      st = c.status;
+      break;
+    }
     if (f <= 0) break;
-    if (i > 200) { st = DPGD_FAIL(DPGD_ENOCONV, "calibrated sigma could not be verified"); break; }
+    if (i > 200) {
+      st = DPGD_FAIL(DPGD_ENOCONV, "calibrated sigma could not be verified");
+      break;
+    }
     s *= 1 + 1e-12 * (1 << (i < 30 ? i : 30));
   }
   dpgd_acct_free(c.acc);
@@ -146,8 +155,10 @@ int dpgd_calibrate_budget(dpgd_acct_method m, double eps, double delta, double s
                           double clip, const dpgd_accountant *extra, double *budget)
 {
   if (!budget) return DPGD_FAIL(DPGD_EINVAL, "calibrate: NULL output");
-  if (!(sigma > 0) || isinf(sigma)) return DPGD_FAIL(DPGD_EINVAL, "sigma must be finite and > 0 (got %g)", sigma);
-  if (!(clip > 0) || isinf(clip)) return DPGD_FAIL(DPGD_EINVAL, "clip must be finite and > 0 (got %g)", clip);
+  if (!(sigma > 0) || isinf(sigma))
+    return DPGD_FAIL(DPGD_EINVAL, "sigma must be finite and > 0 (got %g)", sigma);
+  if (!(clip > 0) || isinf(clip))
+    return DPGD_FAIL(DPGD_EINVAL, "clip must be finite and > 0 (got %g)", clip);
   if (extra && !dpgd_acct_all_gaussian(extra))
     return DPGD_FAIL(DPGD_EINVAL, "budget calibration composes with Gaussian releases only");
   calib c = {0};
@@ -160,9 +171,15 @@ int dpgd_calibrate_budget(dpgd_acct_method m, double eps, double delta, double s
   double b = exp(x);
   for (int i = 0; !st; i++) {
     double f = calib_eval(&c, sqrt(b) / c.sigma_clip);
-    if (c.status) { st = c.status; break; }
+    if (c.status) {
+      st = c.status;
+      break;
+    }
     if (f <= 0) break;
-    if (i > 200) { st = DPGD_FAIL(DPGD_ENOCONV, "calibrated budget could not be verified"); break; }
+    if (i > 200) {
+      st = DPGD_FAIL(DPGD_ENOCONV, "calibrated budget could not be verified");
+      break;
+    }
     b *= 1 - 1e-12 * (1 << (i < 30 ? i : 30));
   }
   dpgd_acct_free(c.acc);

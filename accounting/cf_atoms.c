@@ -197,4 +197,3 @@ double dpgd_acct_cf_peel_delta(const atoms *at, double eps, double *err)
   *err = s * nt * 8 * DBL_EPSILON;
   return s;
 }
-

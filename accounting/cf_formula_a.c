@@ -17,8 +17,8 @@
 /* ---- formula A (Gil-Pelaez), for compositions with a Gaussian entry ---- */
 
 typedef struct {
-  cf_ctx b;     /* c unused */
-  double mu_g;  /* sqrt(sum n mu^2) of the Gaussian entries */
+  cf_ctx b;    /* c unused */
+  double mu_g; /* sqrt(sum n mu^2) of the Gaussian entries */
 } a_ctx;
 
 static double a_integrand(double t, void *vp)
@@ -53,7 +53,7 @@ static double a_tail(const void *vp, double T)
 }
 
 int dpgd_acct_delta_formula_a(const dpgd_accountant *a, int dir, double eps,
-                         dpgd_acct_value *out)
+                              dpgd_acct_value *out)
 {
   if (dpgd_acct_cf_gl_init()) return DPGD_ENOMEM;
   double mu2 = dpgd_acct_gauss_mu2(a);
@@ -81,7 +81,9 @@ int dpgd_acct_delta_enum(const dpgd_accountant *a, double eps, dpgd_acct_value *
     atoms at;
     int st = dpgd_acct_cf_enumerate(a, dir, &at);
     if (st) return st;
-    if (at.too_big) return DPGD_FAIL(DPGD_ERANGE, "enumeration needs more than %d atoms", ACCT_ENUM_MAX_ATOMS);
+    if (at.too_big)
+      return DPGD_FAIL(DPGD_ERANGE, "enumeration needs more than %d atoms",
+                       ACCT_ENUM_MAX_ATOMS);
     double err, v = dpgd_acct_cf_atoms_delta(&at, eps, &err);
     dpgd_acct_cf_atoms_free(&at);
     dpgd_acct_value o;
@@ -91,4 +93,3 @@ int dpgd_acct_delta_enum(const dpgd_accountant *a, double eps, dpgd_acct_value *
   *out = best;
   return DPGD_OK;
 }
-

@@ -46,8 +46,8 @@ static void memo_grow(lm_memo *m)
   *m = g;
 }
 
-double complex dpgd_acct_cf_memo_log_mgf(lm_memo *m, const dpgd_accountant *a, int dir, double c,
-                                   double t)
+double complex dpgd_acct_cf_memo_log_mgf(lm_memo *m, const dpgd_accountant *a, int dir,
+                                         double c, double t)
 {
   size_t i = memo_slot(m, t);
   for (size_t k = 0; k < m->cap && !isnan(m->t[i]); k++, i = (i + 1) % m->cap)
@@ -239,8 +239,7 @@ static int quad_fixed(gsl_function *F, double a, double b, double abstol, double
       s += r, e += ee, ra += rabs;
     }
     if (!isfinite(s) || !isfinite(e)) break;
-    if (e <= fmax(ACCT_QUAD_RELTOL * fabs(s), abstol) || e <= 50 * DBL_EPSILON * ra)
-      break;
+    if (e <= fmax(ACCT_QUAD_RELTOL * fabs(s), abstol) || e <= 50 * DBL_EPSILON * ra) break;
   }
   if (!isfinite(s) || !isfinite(e)) return GSL_EMAXITER;
   *res = s, *err = e;
@@ -248,7 +247,7 @@ static int quad_fixed(gsl_function *F, double a, double b, double abstol, double
 }
 
 int dpgd_acct_cf_integrate_tail(gsl_function *F, const void *ctx, tail_fn *tail, int estimate,
-                          int fixed, double T0, double base, double *val, double *err)
+                                int fixed, double T0, double base, double *val, double *err)
 {
   gsl_integration_workspace *w = gsl_integration_workspace_alloc(ACCT_QUAD_LIMIT);
   if (!w) return DPGD_FAIL(DPGD_ENOMEM, "out of memory (quadrature workspace)");
@@ -264,7 +263,8 @@ int dpgd_acct_cf_integrate_tail(gsl_function *F, const void *ctx, tail_fn *tail,
     if ((gs && gs != GSL_EROUND && gs != GSL_EMAXITER) || !isfinite(r) || !isfinite(e)) {
       st = DPGD_FAIL(DPGD_ERANGE,
                      "the characteristic function decays too slowly for the contour "
-                     "integral beyond t = %g (few subsampled releases at a small rate?)", lo);
+                     "integral beyond t = %g (few subsampled releases at a small rate?)",
+                     lo);
       break;
     }
     sum += r, E += e;
@@ -358,7 +358,7 @@ void dpgd_acct_cf_clamp_delta(dpgd_acct_value *out, double v, double err)
 }
 
 int dpgd_acct_cf_formula_b(const dpgd_accountant *a, int dir, double eps, const atoms *at,
-                     lm_memo *memo, dpgd_acct_value *out)
+                           lm_memo *memo, dpgd_acct_value *out)
 {
   cf_ctx x = {.a = a, .dir = dir, .eps = eps, .subtract = at && at->n > 0, .memo = memo};
   double dv = 0, derr = 0;
@@ -389,14 +389,15 @@ int dpgd_acct_cf_formula_b(const dpgd_accountant *a, int dir, double eps, const 
   double v = 0, e = 0;
   double t0 = memo && memo->t0 > 0 ? memo->t0 : t_scale(&x);
   if (memo) memo->t0 = t0;
-  int st = dpgd_acct_cf_integrate_tail(&F, &x, b_tail, has_sg_only(a), memo != NULL, t0, dv, &v, &e);
+  int st =
+      dpgd_acct_cf_integrate_tail(&F, &x, b_tail, has_sg_only(a), memo != NULL, t0, dv, &v, &e);
   if (st) return st;
   dpgd_acct_cf_clamp_delta(out, v + dv, e + derr);
   return DPGD_OK;
 }
 
 int dpgd_acct_delta_formula_b(const dpgd_accountant *a, int dir, double eps,
-                         dpgd_acct_value *out)
+                              dpgd_acct_value *out)
 {
   if (dpgd_acct_cf_gl_init()) return DPGD_ENOMEM;
   atoms at;
@@ -407,4 +408,3 @@ int dpgd_acct_delta_formula_b(const dpgd_accountant *a, int dir, double eps,
   dpgd_acct_cf_atoms_free(&at);
   return st;
 }
-

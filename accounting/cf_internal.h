@@ -43,7 +43,7 @@ typedef struct {
  * formula B's QAG visits the same nodes t for every eps and M, the expensive part for
  * subsampled Gaussians, is computed once per node. Open addressing on the bits of t. */
 typedef struct lm_memo {
-  double c; /* 0 until the first evaluation fixes it */
+  double c;  /* 0 until the first evaluation fixes it */
   double t0; /* t_scale at c, 0 until computed */
   size_t cap, n;
   double *t;         /* (cap), NAN where empty */
@@ -61,7 +61,6 @@ typedef struct lm_memo {
  * base + |integral|, so a continuous part far smaller than the atoms' delta is not
  * resolved to a relative accuracy nobody asked for (every error is still added). */
 typedef double tail_fn(const void *ctx, double T);
-
 
 /* ---- cf_mgf.c ---- */
 double dpgd_acct_cf_sg_u(double q, double sigma, double o);
@@ -81,12 +80,15 @@ double dpgd_acct_cf_atoms_delta(const atoms *at, double eps, double *err);
 double dpgd_acct_cf_peel_delta(const atoms *at, double eps, double *err);
 
 /* ---- cf_formula_b.c ---- */
-double complex dpgd_acct_cf_memo_log_mgf(lm_memo *m, const dpgd_accountant *a, int dir, double c, double t);
+double complex dpgd_acct_cf_memo_log_mgf(lm_memo *m, const dpgd_accountant *a, int dir,
+                                         double c, double t);
 void dpgd_acct_cf_bound_logs(const cf_ctx *x, double t, double *A, double *Bd, double *H);
 double dpgd_acct_cf_find_c(cf_ctx *x);
-int dpgd_acct_cf_integrate_tail(gsl_function *F, const void *ctx, tail_fn *tail, int estimate, int fixed, double T0, double base, double *val, double *err);
+int dpgd_acct_cf_integrate_tail(gsl_function *F, const void *ctx, tail_fn *tail, int estimate,
+                                int fixed, double T0, double base, double *val, double *err);
 void dpgd_acct_cf_clamp_delta(dpgd_acct_value *out, double v, double err);
-int dpgd_acct_cf_formula_b(const dpgd_accountant *a, int dir, double eps, const atoms *at, lm_memo *memo, dpgd_acct_value *out);
+int dpgd_acct_cf_formula_b(const dpgd_accountant *a, int dir, double eps, const atoms *at,
+                           lm_memo *memo, dpgd_acct_value *out);
 /* Gauss-Legendre nodes and weights on [-1, 1] (this thread's, after dpgd_acct_cf_gl_init). */
 extern _Thread_local double dpgd_acct_gl_x[ACCT_SG_GL_NODES], dpgd_acct_gl_w[ACCT_SG_GL_NODES];
 

@@ -310,8 +310,8 @@ static double complex laplace_log_mgf(double a, double complex s)
 {
   double complex z = 1 + 2 * s;
   double complex e = cexp(-a * z);
-  double complex frac = fabs(creal(z)) < 1e-8 && fabs(cimag(z)) < 1e-8 ? a * (1 - a * z / 2)
-                                                                       : (1 - e) / z;
+  double complex frac =
+      fabs(creal(z)) < 1e-8 && fabs(cimag(z)) < 1e-8 ? a * (1 - a * z / 2) : (1 - e) / z;
   return s * a + dpgd_acct_cf_log_c(0.5 + 0.5 * e + 0.5 * frac);
 }
 
@@ -372,7 +372,8 @@ double complex dpgd_acct_log_mgf(const dpgd_accountant *a, int dir, double compl
 {
   if (dpgd_acct_cf_gl_init()) return NAN;
   double complex r = 0;
-  for (size_t i = 0; i < a->n; i++) r += (double)a->e[i].count * dpgd_acct_cf_entry_log_mgf(&a->e[i], dir, s);
+  for (size_t i = 0; i < a->n; i++)
+    r += (double)a->e[i].count * dpgd_acct_cf_entry_log_mgf(&a->e[i], dir, s);
   return r;
 }
 
@@ -382,4 +383,3 @@ int dpgd_acct_asymmetric(const dpgd_accountant *a)
     if (a->e[i].kind == ACCT_DISCRETE || a->e[i].kind == ACCT_SUBSAMPLED) return 1;
   return 0;
 }
-

@@ -29,19 +29,22 @@ static double sg1_delta(double q, double sigma, int dir, double eps)
     double r = expm1(eps) + q;
     if (r <= 0) return -expm1(eps);
     double x = log(r / q), o = (2 * sigma * sigma * x + 1) / 2;
-    return (1 - q) * qtail(o / sigma) + q * qtail((o - 1) / sigma) - exp(eps) * qtail(o / sigma);
+    return (1 - q) * qtail(o / sigma) + q * qtail((o - 1) / sigma) -
+           exp(eps) * qtail(o / sigma);
   }
   /* add: L = -u(o) > eps  <=>  (1 - q) + q e^x < e^{-eps} */
   double r = expm1(-eps) + q; /* e^{-eps} - (1 - q) */
   if (r <= 0) return 0;
   double x = log(r / q), o = (2 * sigma * sigma * x + 1) / 2;
-  return qtail(-o / sigma) - exp(eps) * ((1 - q) * qtail(-o / sigma) + q * qtail(-(o - 1) / sigma));
+  return qtail(-o / sigma) -
+         exp(eps) * ((1 - q) * qtail(-o / sigma) + q * qtail(-(o - 1) / sigma));
 }
 
 int dpgd_acct_delta_single_sg(double q, double sigma, int dir, double eps, dpgd_acct_value *out)
 {
   double v = sg1_delta(q, sigma, dir, eps);
-  dpgd_acct_cf_clamp_delta(out, v, 16 * DBL_EPSILON * (1 + exp(eps)) * fmax(q, 1e-300) + 1e-300);
+  dpgd_acct_cf_clamp_delta(out, v,
+                           16 * DBL_EPSILON * (1 + exp(eps)) * fmax(q, 1e-300) + 1e-300);
   return DPGD_OK;
 }
 
@@ -61,7 +64,8 @@ static double sg_few(double q, double sigma, int dir, uint64_t k, double eps, in
       double l0 = ln - o * o / (2 * sigma * sigma);
       /* P's density: the mixture (remove) or N(0, sigma^2) (add) */
       double dens = dir ? exp(l0) : exp(l0 + u);
-      s += 0.5 * h * dpgd_acct_gl_w[i] * dens * sg_few(q, sigma, dir, k - 1, eps - (dir ? -u : u), panels);
+      s += 0.5 * h * dpgd_acct_gl_w[i] * dens *
+           sg_few(q, sigma, dir, k - 1, eps - (dir ? -u : u), panels);
     }
   return s;
 }
@@ -76,8 +80,10 @@ static int sg_few_delta(double q, double sigma, int dir, uint64_t k, double eps,
   if (dpgd_acct_cf_gl_init()) return DPGD_ENOMEM;
   double v1 = sg_few(q, sigma, dir, k, eps, ACCT_SG_FEW_PANELS);
   double v2 = sg_few(q, sigma, dir, k, eps, 2 * ACCT_SG_FEW_PANELS);
-  if (!isfinite(v2)) return DPGD_FAIL(DPGD_ERANGE, "few-release subsampled integral is not finite");
-  dpgd_acct_cf_clamp_delta(out, v2, ACCT_TAIL_SAFETY * fabs(v2 - v1) + 64 * DBL_EPSILON * (1 + exp(eps)));
+  if (!isfinite(v2))
+    return DPGD_FAIL(DPGD_ERANGE, "few-release subsampled integral is not finite");
+  dpgd_acct_cf_clamp_delta(
+      out, v2, ACCT_TAIL_SAFETY * fabs(v2 - v1) + 64 * DBL_EPSILON * (1 + exp(eps)));
   return DPGD_OK;
 }
 
@@ -111,7 +117,8 @@ static int exact_dir(const dpgd_accountant *a, int dir, double eps, search *S,
                      dpgd_acct_value *o)
 {
   const acct_entry *e0 = &a->e[0];
-  if (few_sg(a) && e0->count == 1) return dpgd_acct_delta_single_sg(e0->par[0], e0->par[1], dir, eps, o);
+  if (few_sg(a) && e0->count == 1)
+    return dpgd_acct_delta_single_sg(e0->par[0], e0->par[1], dir, eps, o);
   if (few_sg(a)) return sg_few_delta(e0->par[0], e0->par[1], dir, e0->count, eps, o);
   int st;
   if (!S) {
@@ -130,7 +137,8 @@ static int exact_dir(const dpgd_accountant *a, int dir, double eps, search *S,
       S->ready[dir] = 1;
     }
     dpgd_acct_gsl_quiet();
-    st = dpgd_acct_cf_formula_b(a, dir, eps, &S->at[dir], S->use_memo ? &S->memo[dir] : NULL, o);
+    st =
+        dpgd_acct_cf_formula_b(a, dir, eps, &S->at[dir], S->use_memo ? &S->memo[dir] : NULL, o);
     if (st && S->use_memo) { /* the fixed c may be poor far from the root: choose afresh */
       dpgd_error_clear();
       st = dpgd_acct_cf_formula_b(a, dir, eps, &S->at[dir], NULL, o);

@@ -123,8 +123,8 @@ int dpgd_acct_add_gaussian(dpgd_accountant *a, double mu, uint64_t count);
 int dpgd_acct_add_laplace(dpgd_accountant *a, double a0 /* sensitivity/scale */,
                           uint64_t count);
 int dpgd_acct_add_rr(dpgd_accountant *a, double eps0, uint64_t count);
-int dpgd_acct_add_discrete(dpgd_accountant *a, const double *p, const double *q,
-                           size_t k, uint64_t count);
+int dpgd_acct_add_discrete(dpgd_accountant *a, const double *p, const double *q, size_t k,
+                           uint64_t count);
 int dpgd_acct_add_subsampled_gaussian(dpgd_accountant *a, double q, double sigma,
                                       uint64_t count);
 

@@ -168,7 +168,8 @@ int dpgd_acct_brent(gsl_function *F, double lo, double hi, int upper, double *x)
 
 int dpgd_gdp_epsilon(double mu, double delta, double *eps)
 {
-  if (!(mu >= 0) || isinf(mu)) return DPGD_FAIL(DPGD_EINVAL, "mu must be finite and >= 0 (got %g)", mu);
+  if (!(mu >= 0) || isinf(mu))
+    return DPGD_FAIL(DPGD_EINVAL, "mu must be finite and >= 0 (got %g)", mu);
   if (!(delta > 0 && delta < 1))
     return DPGD_FAIL(DPGD_EINVAL, "delta must lie in (0, 1) (got %g)", delta);
   gdp_root_par p = {mu, 0, log(delta)};
@@ -203,12 +204,14 @@ int dpgd_gdp_mu(double eps, double delta, double *mu)
   gdp_root_par p = {0, eps, log(delta)};
   double hi = 1;
   for (int i = 0; f_of_mu(hi, &p) <= 0; i++) {
-    if (i > 1100) return DPGD_FAIL(DPGD_ERANGE, "mu(eps=%g, delta=%g) out of range", eps, delta);
+    if (i > 1100)
+      return DPGD_FAIL(DPGD_ERANGE, "mu(eps=%g, delta=%g) out of range", eps, delta);
     hi *= 2;
   }
   double lo = hi / 2;
   for (int i = 0; f_of_mu(lo, &p) >= 0; i++) {
-    if (i > 1100) return DPGD_FAIL(DPGD_ERANGE, "mu(eps=%g, delta=%g) out of range", eps, delta);
+    if (i > 1100)
+      return DPGD_FAIL(DPGD_ERANGE, "mu(eps=%g, delta=%g) out of range", eps, delta);
     lo /= 2;
   }
   gsl_function F = {f_of_mu, &p};

@@ -33,8 +33,9 @@ int dpgd_odometer_init(dpgd_odometer *o, double mu_max, double max_step_mu2, dou
   /* Delta >= the largest one-step increment (Feldman & Zrnic, Prop. 4.10), at most
    * DPGD_ODOMETER_MAX_LEVELS levels. */
   double fit = floor(top / max_step_mu2);
-  size_t L = fit < 1 ? 1 : fit > DPGD_ODOMETER_MAX_LEVELS ? DPGD_ODOMETER_MAX_LEVELS
-                                                          : (size_t)fit;
+  size_t L = fit < 1                          ? 1
+             : fit > DPGD_ODOMETER_MAX_LEVELS ? DPGD_ODOMETER_MAX_LEVELS
+                                              : (size_t)fit;
   o->levels = L;
   /* Rounded up so that L Delta >= mu_max^2: the top level holds every point. */
   o->level_mu2 = nextafter(top / (double)L, INFINITY);

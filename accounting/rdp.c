@@ -35,8 +35,8 @@ static double rdp_entry(const acct_entry *en, double a)
   case ACCT_GAUSSIAN: return a * en->par[0] * en->par[0] / 2;
   case ACCT_LAPLACE: {
     double a0 = en->par[0];
-    double l = logsumexp2(log(a / (2 * a - 1)) + (a - 1) * a0,
-                          log((a - 1) / (2 * a - 1)) - a * a0);
+    double l =
+        logsumexp2(log(a / (2 * a - 1)) + (a - 1) * a0, log((a - 1) / (2 * a - 1)) - a * a0);
     return l / (a - 1);
   }
   case ACCT_RR: {
@@ -134,8 +134,9 @@ static double opt_min_logm(const opt_par *o)
   gsl_function F = {opt_logm, (void *)o};
   gsl_min_fminimizer *m = gsl_min_fminimizer_alloc(gsl_min_fminimizer_brent);
   if (!m) return best;
-  if (gsl_min_fminimizer_set_with_values(m, &F, bp, best, ps[bi - 1], opt_logm(ps[bi - 1], (void *)o),
-                                         ps[bi + 1], opt_logm(ps[bi + 1], (void *)o)) == GSL_SUCCESS) {
+  if (gsl_min_fminimizer_set_with_values(m, &F, bp, best, ps[bi - 1],
+                                         opt_logm(ps[bi - 1], (void *)o), ps[bi + 1],
+                                         opt_logm(ps[bi + 1], (void *)o)) == GSL_SUCCESS) {
     for (int it = 0; it < ACCT_MAX_ITER; it++) {
       if (gsl_min_fminimizer_iterate(m)) break;
       double lo = gsl_min_fminimizer_x_lower(m), hi = gsl_min_fminimizer_x_upper(m);
@@ -284,8 +285,8 @@ static double rdp_minimise_range(const rdp_obj *o, int i0, int i1, int *pick)
       gsl_min_fminimizer_set_with_values(m, &F, ba, best, left, fl, right, fr) == GSL_SUCCESS) {
     for (int it = 0; it < 60; it++) {
       if (gsl_min_fminimizer_iterate(m)) break;
-      if (gsl_min_test_interval(gsl_min_fminimizer_x_lower(m), gsl_min_fminimizer_x_upper(m),
-                                0, 1e-6) == GSL_SUCCESS)
+      if (gsl_min_test_interval(gsl_min_fminimizer_x_lower(m), gsl_min_fminimizer_x_upper(m), 0,
+                                1e-6) == GSL_SUCCESS)
         break;
     }
     double v = gsl_min_fminimizer_f_minimum(m);
@@ -308,12 +309,13 @@ static double rdp_minimise(const rdp_obj *o)
   b.m = DPGD_ACCT_RDP_BALLE;
   double vb = rdp_minimise_range(&b, 0, 1 << 20, &pick);
   if (pick < 0) return vb;
-  double vo = rdp_minimise_range(o, pick - ACCT_RDP_OPT_HALFWIDTH, pick + ACCT_RDP_OPT_HALFWIDTH, &pick);
+  double vo = rdp_minimise_range(o, pick - ACCT_RDP_OPT_HALFWIDTH,
+                                 pick + ACCT_RDP_OPT_HALFWIDTH, &pick);
   return vo < vb ? vo : vb;
 }
 
 int dpgd_acct_rdp_epsilon(const dpgd_accountant *a, dpgd_acct_method m, double delta,
-                     dpgd_acct_value *out)
+                          dpgd_acct_value *out)
 {
   dpgd_acct_gsl_quiet();
   rdp_obj o = {a, m, delta, 0};
@@ -327,7 +329,7 @@ int dpgd_acct_rdp_epsilon(const dpgd_accountant *a, dpgd_acct_method m, double d
 }
 
 int dpgd_acct_rdp_delta(const dpgd_accountant *a, dpgd_acct_method m, double eps,
-                   dpgd_acct_value *out)
+                        dpgd_acct_value *out)
 {
   dpgd_acct_gsl_quiet();
   rdp_obj o = {a, m, eps, 1};

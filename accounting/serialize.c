@@ -97,8 +97,9 @@ static int add_entry(dpgd_accountant *a, uint64_t kind, uint64_t count, const do
   case ACCT_RR: return dpgd_acct_add_rr(a, par[0], count);
   case ACCT_DISCRETE: return dpgd_acct_add_discrete(a, p, q, k, count);
   case ACCT_SUBSAMPLED: return dpgd_acct_add_subsampled_gaussian(a, par[0], par[1], count);
-  default: return DPGD_FAIL(DPGD_EFORMAT, "accountant state: unknown mechanism %llu",
-                            (unsigned long long)kind);
+  default:
+    return DPGD_FAIL(DPGD_EFORMAT, "accountant state: unknown mechanism %llu",
+                     (unsigned long long)kind);
   }
 }
 
@@ -107,17 +108,20 @@ static int add_entry(dpgd_accountant *a, uint64_t kind, uint64_t count, const do
 static int read_header(rbuf *r, const unsigned char *b, size_t len, uint64_t *n_out)
 {
   if (len < 8 + 8 + 8 + 4 || memcmp(b, ACCT_MAGIC, 8))
-    return DPGD_FAIL(DPGD_EFORMAT, "accountant state: bad magic or too short (not a dpgd accountant state)");
+    return DPGD_FAIL(DPGD_EFORMAT,
+                     "accountant state: bad magic or too short (not a dpgd accountant state)");
   uint32_t crc = 0;
   for (int i = 0; i < 4; i++) crc |= (uint32_t)b[len - 4 + i] << (8 * i);
   if (crc != dpgd_crc32(b, len - 4))
-    return DPGD_FAIL(DPGD_EFORMAT, "accountant state: checksum mismatch (corrupt or truncated)");
+    return DPGD_FAIL(DPGD_EFORMAT,
+                     "accountant state: checksum mismatch (corrupt or truncated)");
   *r = (rbuf){b, len - 4, 8};
   uint64_t version, n;
   if (get_u64(r, &version) || get_u64(r, &n))
     return DPGD_FAIL(DPGD_EFORMAT, "accountant state: truncated header");
   if (version != ACCT_VERSION)
-    return DPGD_FAIL(DPGD_EFORMAT, "accountant state: version %llu, this build reads %u "
+    return DPGD_FAIL(DPGD_EFORMAT,
+                     "accountant state: version %llu, this build reads %u "
                      "(re-create the checkpoint with this build)",
                      (unsigned long long)version, ACCT_VERSION);
   if (n > (r->len - r->pos) / 40)
@@ -132,26 +136,30 @@ static int read_entry(dpgd_accountant *a, rbuf *r, uint64_t i)
 {
   uint64_t kind, count, k;
   double par[2];
-  if (get_u64(r, &kind) || get_u64(r, &count) || get_f64(r, &par[0]) ||
-      get_f64(r, &par[1]) || get_u64(r, &k))
-    return DPGD_FAIL(DPGD_EFORMAT, "accountant state: truncated entry %llu", (unsigned long long)i);
+  if (get_u64(r, &kind) || get_u64(r, &count) || get_f64(r, &par[0]) || get_f64(r, &par[1]) ||
+      get_u64(r, &k))
+    return DPGD_FAIL(DPGD_EFORMAT, "accountant state: truncated entry %llu",
+                     (unsigned long long)i);
   int st = DPGD_OK;
   double *p = NULL, *q = NULL;
   if (kind == ACCT_DISCRETE) {
     if (k < 1 || k > (r->len - r->pos) / 16)
-      return DPGD_FAIL(DPGD_EFORMAT, "accountant state: entry %llu has a bad size", (unsigned long long)i);
+      return DPGD_FAIL(DPGD_EFORMAT, "accountant state: entry %llu has a bad size",
+                       (unsigned long long)i);
     p = malloc(k * sizeof *p);
     q = malloc(k * sizeof *q);
     if (!p || !q) st = DPGD_FAIL(DPGD_ENOMEM, "out of memory (deserialize)");
     for (size_t j = 0; j < k && !st; j++) get_f64(r, &p[j]);
     for (size_t j = 0; j < k && !st; j++) get_f64(r, &q[j]);
   } else if (k != 0) {
-    st = DPGD_FAIL(DPGD_EFORMAT, "accountant state: entry %llu is malformed", (unsigned long long)i);
+    st = DPGD_FAIL(DPGD_EFORMAT, "accountant state: entry %llu is malformed",
+                   (unsigned long long)i);
   }
   if (!st) {
     st = add_entry(a, kind, count, par, p, q, (size_t)k);
     if (st && st != DPGD_ENOMEM)
-      st = DPGD_FAIL(DPGD_EFORMAT, "accountant state: entry %llu is invalid", (unsigned long long)i);
+      st = DPGD_FAIL(DPGD_EFORMAT, "accountant state: entry %llu is invalid",
+                     (unsigned long long)i);
   }
   free(p);
   free(q);

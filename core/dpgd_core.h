@@ -63,8 +63,7 @@ int dpgd_file_close(int fd);
  * or -1 with errno set and *failed (when not NULL) set to the step that failed as a verb
  * for "cannot <failed> <path>": "create", "write", "fsync", "close", "rename into place"
  * or "sync the directory of" (the last after the rename: path is the new file). */
-int dpgd_file_write_atomic(const char *path, const void *buf, size_t len,
-                           const char **failed);
+int dpgd_file_write_atomic(const char *path, const void *buf, size_t len, const char **failed);
 
 /* ===== Fault injection (tests) ======================================================
  * Only with DPGD_FAULT_INJECTION defined. Kinds of call: */

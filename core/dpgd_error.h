@@ -7,18 +7,17 @@
 
 enum {
   DPGD_OK = 0,
-  DPGD_EINVAL = 1,   /* invalid argument or configuration value */
-  DPGD_ENOMEM = 2,   /* allocation failed */
-  DPGD_EIO = 3,      /* file missing, unreadable, or a write failed */
-  DPGD_EFORMAT = 4,  /* file content malformed: magic, sizes, checksum, truncation */
-  DPGD_ERANGE = 5,   /* result not representable / outside the supported range */
-  DPGD_ENOCONV = 6   /* an iterative method did not converge */
+  DPGD_EINVAL = 1,  /* invalid argument or configuration value */
+  DPGD_ENOMEM = 2,  /* allocation failed */
+  DPGD_EIO = 3,     /* file missing, unreadable, or a write failed */
+  DPGD_EFORMAT = 4, /* file content malformed: magic, sizes, checksum, truncation */
+  DPGD_ERANGE = 5,  /* result not representable / outside the supported range */
+  DPGD_ENOCONV = 6  /* an iterative method did not converge */
 };
 
 /* The handler receives the formatted reason, the source location and the status.
  * The default handler stores the reason (see dpgd_error_last) and returns. */
-typedef void dpgd_error_handler_t(const char *reason, const char *file, int line,
-                                  int status);
+typedef void dpgd_error_handler_t(const char *reason, const char *file, int line, int status);
 
 /* Installs h (NULL restores the default) and returns the previous handler. */
 dpgd_error_handler_t *dpgd_error_set_handler(dpgd_error_handler_t *h);

@@ -107,13 +107,9 @@ int dpgd_file_sync_dir(const char *path)
   return rc;
 }
 
-int dpgd_file_close(int fd)
-{
-  return close(fd);
-}
+int dpgd_file_close(int fd) { return close(fd); }
 
-int dpgd_file_write_atomic(const char *path, const void *buf, size_t len,
-                           const char **failed)
+int dpgd_file_write_atomic(const char *path, const void *buf, size_t len, const char **failed)
 {
   const char *dummy;
   if (!failed) failed = &dummy;

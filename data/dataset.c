@@ -38,9 +38,8 @@ dpgd_dataset *dpgd_data_wrap(uint8_t *pixels, uint8_t *labels, size_t n, size_t 
 dpgd_dataset *dpgd_data_alloc(size_t n, size_t rows, size_t cols, int n_classes)
 {
   size_t d, bytes;
-  if (n == 0 || dpgd_data_check_classes(n_classes) ||
-      __builtin_mul_overflow(rows, cols, &d) || d == 0 ||
-      __builtin_mul_overflow(n, d, &bytes))
+  if (n == 0 || dpgd_data_check_classes(n_classes) || __builtin_mul_overflow(rows, cols, &d) ||
+      d == 0 || __builtin_mul_overflow(n, d, &bytes))
     return NULL;
   return dpgd_data_wrap(malloc(bytes), malloc(n), n, rows, cols, n_classes);
 }
@@ -76,8 +75,7 @@ void dpgd_data_unpack(float *out, const dpgd_dataset *ds, size_t first, size_t c
   for (size_t i = 0; i < count * ds->d; i++) out[i] = (float)p[i] * scale - shift;
 }
 
-void dpgd_data_unpack_idx(float *out, const dpgd_dataset *ds, const size_t *idx,
-                          size_t count)
+void dpgd_data_unpack_idx(float *out, const dpgd_dataset *ds, const size_t *idx, size_t count)
 {
   for (size_t k = 0; k < count; k++) dpgd_data_unpack(out + k * ds->d, ds, idx[k], 1);
 }

@@ -42,10 +42,10 @@ dpgd_dataset *dpgd_data_alloc(size_t n, size_t rows, size_t cols, int n_classes)
 /* One IDX array of unsigned bytes as stored in a file: labels (1-D, magic 0x00000801)
  * or images (3-D, magic 0x00000803). Other element types and ranks are rejected. */
 typedef struct dpgd_data_idx {
-  int ndim;        /* 1 (labels) or 3 (images) */
-  size_t dims[3];  /* dims[0] = count; images: dims[1] = rows, dims[2] = cols */
-  size_t size;     /* product of the dims: bytes in data */
-  uint8_t *data;   /* (dims[0], dims[1], dims[2]) row-major, or (dims[0]) */
+  int ndim;       /* 1 (labels) or 3 (images) */
+  size_t dims[3]; /* dims[0] = count; images: dims[1] = rows, dims[2] = cols */
+  size_t size;    /* product of the dims: bytes in data */
+  uint8_t *data;  /* (dims[0], dims[1], dims[2]) row-major, or (dims[0]) */
 } dpgd_data_idx;
 
 /* Parses an IDX file held in memory, gzip-compressed (detected by the gzip magic
@@ -53,8 +53,8 @@ typedef struct dpgd_data_idx {
  * for either. Rejects a wrong magic or rank, zero or oversized dimensions, a truncated
  * file or gzip stream, corrupt gzip data, and any byte after the last element. name
  * appears in error messages. On success *out owns its data (dpgd_data_idx_free). */
-int dpgd_data_idx_parse(dpgd_data_idx **out, const void *buf /* (len) */, size_t len,
-                        int ndim, const char *name);
+int dpgd_data_idx_parse(dpgd_data_idx **out, const void *buf /* (len) */, size_t len, int ndim,
+                        const char *name);
 
 /* Reads the whole file at path and parses it as above. */
 int dpgd_data_idx_read_file(dpgd_data_idx **out, const char *path, int ndim);
@@ -64,8 +64,8 @@ void dpgd_data_idx_free(dpgd_data_idx *a);
 /* Reads an IDX image file (magic 0x00000803) and its label file (0x00000801), gzip or
  * raw. Validates magic, dimensions, matching counts, truncation, trailing bytes, and
  * labels < n_classes. On success *out owns everything (free with dpgd_data_free). */
-int dpgd_data_idx_read(dpgd_dataset **out, const char *images_path,
-                       const char *labels_path, int n_classes);
+int dpgd_data_idx_read(dpgd_dataset **out, const char *images_path, const char *labels_path,
+                       int n_classes);
 
 /* ---- PNG folders ---------------------------------------------------------------- */
 
@@ -87,8 +87,8 @@ int dpgd_data_png_read_sparse(dpgd_dataset **out, size_t **index /* (n) */,
 /* Reads single PNG files (8-bit grayscale, all of one size) into a dataset of n
  * examples in the order given, every label 0: images to classify (`dpgd predict`).
  * Errors name the file, as for the folder readers. */
-int dpgd_data_png_read_files(dpgd_dataset **out, const char *const *paths /* (n) */,
-                             size_t n, int n_classes);
+int dpgd_data_png_read_files(dpgd_dataset **out, const char *const *paths /* (n) */, size_t n,
+                             int n_classes);
 
 /* ---- Dataset directories ------------------------------------------------------ */
 
@@ -96,9 +96,9 @@ enum { DPGD_DATA_IDX = 1, DPGD_DATA_PNG = 2 };
 
 /* Where one split of a dataset directory lives. */
 typedef struct dpgd_data_source {
-  int kind;           /* DPGD_DATA_IDX or DPGD_DATA_PNG */
-  char images[4096];  /* IDX image file, or the PNG split directory */
-  char labels[4096];  /* IDX label file; empty for PNG */
+  int kind;          /* DPGD_DATA_IDX or DPGD_DATA_PNG */
+  char images[4096]; /* IDX image file, or the PNG split directory */
+  char labels[4096]; /* IDX label file; empty for PNG */
 } dpgd_data_source;
 
 /* Finds split "train" or "test" in dir: the IDX pair <p>-images-idx3-ubyte[.gz] and

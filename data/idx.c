@@ -62,8 +62,7 @@ static int src_open(src *s, const void *buf, size_t len, const char *name)
   if (ret == Z_MEM_ERROR)
     return DPGD_FAIL(DPGD_ENOMEM, "%s: out of memory starting gzip decompression", name);
   if (ret != Z_OK)
-    return DPGD_FAIL(DPGD_EFORMAT, "%s: cannot start gzip decompression (zlib %d)", name,
-                     ret);
+    return DPGD_FAIL(DPGD_EFORMAT, "%s: cannot start gzip decompression (zlib %d)", name, ret);
   s->live = 1;
   return DPGD_OK;
 }
@@ -91,9 +90,8 @@ static int src_read(src *s, uint8_t *dst, size_t n, size_t *got)
       if (s->pos == s->len) return DPGD_OK; /* end of the last member: clean EOF */
       /* Concatenated gzip members are one file for gzip(1) and zlib's gz API. */
       if (!is_gzip(s->in + s->pos, s->len - s->pos))
-        return DPGD_FAIL(DPGD_EFORMAT,
-                         "%s: %zu bytes of trailing garbage after the gzip data", s->name,
-                         s->len - s->pos);
+        return DPGD_FAIL(DPGD_EFORMAT, "%s: %zu bytes of trailing garbage after the gzip data",
+                         s->name, s->len - s->pos);
       inflateReset(&s->zs);
       s->member_done = 0;
     }
@@ -111,8 +109,7 @@ static int src_read(src *s, uint8_t *dst, size_t n, size_t *got)
     } else if (ret == Z_BUF_ERROR) {
       /* No progress with output space left: the input ran out inside a member. */
       return DPGD_FAIL(DPGD_EFORMAT,
-                       "%s: truncated: the gzip stream ends before its end marker",
-                       s->name);
+                       "%s: truncated: the gzip stream ends before its end marker", s->name);
     } else if (ret == Z_MEM_ERROR) {
       return DPGD_FAIL(DPGD_ENOMEM, "%s: out of memory decompressing", s->name);
     } else if (ret != Z_OK) {
@@ -136,9 +133,8 @@ static int check_dims(size_t *size, const dpgd_data_idx *a, const char *name)
   if (a->ndim == 3) {
     if (a->dims[1] == 0 || a->dims[2] == 0 || a->dims[1] > DPGD_DATA_MAX_SIDE ||
         a->dims[2] > DPGD_DATA_MAX_SIDE)
-      return DPGD_FAIL(DPGD_EFORMAT,
-                       "%s: image size %zu x %zu is outside 1..%d on a side", name,
-                       a->dims[1], a->dims[2], DPGD_DATA_MAX_SIDE);
+      return DPGD_FAIL(DPGD_EFORMAT, "%s: image size %zu x %zu is outside 1..%d on a side",
+                       name, a->dims[1], a->dims[2], DPGD_DATA_MAX_SIDE);
   }
   size_t prod = 1;
   for (int k = 0; k < a->ndim; k++)
@@ -192,7 +188,8 @@ static int parse(dpgd_data_idx *a, src *s, int ndim)
                      s->name, magic);
   a->ndim = (int)(magic & 0xff);
   if (ndim && a->ndim != ndim)
-    return DPGD_FAIL(DPGD_EFORMAT, "%s: magic 0x%08x marks an IDX %s file, expected %s "
+    return DPGD_FAIL(DPGD_EFORMAT,
+                     "%s: magic 0x%08x marks an IDX %s file, expected %s "
                      "(0x%08x)",
                      s->name, magic, a->ndim == 3 ? "images" : "labels",
                      ndim == 3 ? "images" : "labels", ndim == 3 ? 0x803u : 0x801u);
@@ -206,8 +203,8 @@ static int parse(dpgd_data_idx *a, src *s, int ndim)
   if ((st = check_fits(s, a->size, what))) return st;
   a->data = malloc(a->size);
   if (!a->data)
-    return DPGD_FAIL(DPGD_ENOMEM, "%s: out of memory for %zu bytes of %s", s->name,
-                     a->size, what);
+    return DPGD_FAIL(DPGD_ENOMEM, "%s: out of memory for %zu bytes of %s", s->name, a->size,
+                     what);
   if ((st = src_read(s, a->data, a->size, &got))) return st;
   if (got < a->size)
     return DPGD_FAIL(DPGD_EFORMAT,
@@ -217,7 +214,8 @@ static int parse(dpgd_data_idx *a, src *s, int ndim)
   uint8_t extra[64];
   if ((st = src_read(s, extra, sizeof extra, &got))) return st;
   if (got)
-    return DPGD_FAIL(DPGD_EFORMAT, "%s: trailing garbage after the last %s (the file is "
+    return DPGD_FAIL(DPGD_EFORMAT,
+                     "%s: trailing garbage after the last %s (the file is "
                      "longer than its header says)",
                      s->name, what);
   return DPGD_OK;
@@ -274,10 +272,8 @@ static int slurp(uint8_t **buf, size_t *len, const char *path)
       st = DPGD_FAIL(DPGD_ENOMEM, "out of memory reading %s (%zu bytes)", path, n);
     } else {
       *len = fread(*buf, 1, n, f);
-      if (ferror(f))
-        st = DPGD_FAIL(DPGD_EIO, "read error on %s: %s", path, strerror(errno));
-      else if (*len != n)
-        st = DPGD_FAIL(DPGD_EIO, "%s changed size while being read", path);
+      if (ferror(f)) st = DPGD_FAIL(DPGD_EIO, "read error on %s: %s", path, strerror(errno));
+      else if (*len != n) st = DPGD_FAIL(DPGD_EIO, "%s changed size while being read", path);
     }
   }
   fclose(f);
@@ -300,8 +296,8 @@ int dpgd_data_idx_read_file(dpgd_data_idx **out, const char *path, int ndim)
   return st;
 }
 
-int dpgd_data_idx_read(dpgd_dataset **out, const char *images_path,
-                       const char *labels_path, int n_classes)
+int dpgd_data_idx_read(dpgd_dataset **out, const char *images_path, const char *labels_path,
+                       int n_classes)
 {
   *out = NULL;
   int st = dpgd_data_check_classes(n_classes);
@@ -310,19 +306,19 @@ int dpgd_data_idx_read(dpgd_dataset **out, const char *images_path,
   if ((st = dpgd_data_idx_read_file(&img, images_path, 3))) goto done;
   if ((st = dpgd_data_idx_read_file(&lab, labels_path, 1))) goto done;
   if (img->dims[0] != lab->dims[0]) {
-    st = DPGD_FAIL(DPGD_EFORMAT, "%s holds %zu images but %s holds %zu labels",
-                   images_path, img->dims[0], labels_path, lab->dims[0]);
+    st = DPGD_FAIL(DPGD_EFORMAT, "%s holds %zu images but %s holds %zu labels", images_path,
+                   img->dims[0], labels_path, lab->dims[0]);
     goto done;
   }
   for (size_t i = 0; i < lab->size; i++) {
     if (lab->data[i] >= n_classes) {
-      st = DPGD_FAIL(DPGD_EFORMAT, "%s: label %u of example %zu is outside 0..%d",
-                     labels_path, lab->data[i], i, n_classes - 1);
+      st = DPGD_FAIL(DPGD_EFORMAT, "%s: label %u of example %zu is outside 0..%d", labels_path,
+                     lab->data[i], i, n_classes - 1);
       goto done;
     }
   }
-  *out = dpgd_data_wrap(img->data, lab->data, img->dims[0], img->dims[1], img->dims[2],
-                        n_classes);
+  *out =
+      dpgd_data_wrap(img->data, lab->data, img->dims[0], img->dims[1], img->dims[2], n_classes);
   img->data = lab->data = NULL; /* owned (or already freed) by dpgd_data_wrap */
   if (!*out) st = DPGD_FAIL(DPGD_ENOMEM, "out of memory reading %s", images_path);
 done:

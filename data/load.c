@@ -80,8 +80,7 @@ static int load(dpgd_dataset **out, size_t **index, const char *dir, const char 
   int st = dpgd_data_locate(&src, dir, split);
   if (st) return st;
   if (src.kind == DPGD_DATA_PNG)
-    return index ? dpgd_data_png_read_sparse(out, index, src.images,
-                                             DPGD_DATA_DEFAULT_CLASSES)
+    return index ? dpgd_data_png_read_sparse(out, index, src.images, DPGD_DATA_DEFAULT_CLASSES)
                  : dpgd_data_png_read(out, src.images, DPGD_DATA_DEFAULT_CLASSES);
   st = dpgd_data_idx_read(out, src.images, src.labels, DPGD_DATA_DEFAULT_CLASSES);
   if (st || !index) return st;
@@ -120,7 +119,8 @@ static int holds_dataset(const char *dir)
 static int choose(char *buf, size_t buflen, const char *dir, const char *from)
 {
   if (!dpgd_path_is_dir(dir))
-    return DPGD_FAIL(DPGD_EIO, "data directory %s (%s) does not exist or is not a "
+    return DPGD_FAIL(DPGD_EIO,
+                     "data directory %s (%s) does not exist or is not a "
                      "directory",
                      dir, from);
   int w = snprintf(buf, buflen, "%s", dir);
@@ -137,8 +137,9 @@ int dpgd_data_find_dir(char *buf, size_t buflen, const char *explicit_dir)
   static const char *const defaults[] = {"data/mnist", "../shared/data/mnist"};
   for (size_t k = 0; k < sizeof defaults / sizeof defaults[0]; k++)
     if (holds_dataset(defaults[k])) return choose(buf, buflen, defaults[k], "default");
-  return DPGD_FAIL(DPGD_EIO,
-                   "no dataset found: no --data DIR or data directory in the config, "
-                   "$DPGD_DATA_DIR unset, and neither data/mnist nor ../shared/data/mnist holds one (run "
-                   "data/fetch-mnist.sh)");
+  return DPGD_FAIL(
+      DPGD_EIO,
+      "no dataset found: no --data DIR or data directory in the config, "
+      "$DPGD_DATA_DIR unset, and neither data/mnist nor ../shared/data/mnist holds one (run "
+      "data/fetch-mnist.sh)");
 }

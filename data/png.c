@@ -41,8 +41,7 @@ static int parse_decimal(unsigned long long *v, const char *s, size_t len)
 static int join(char *buf, size_t len, const char *a, const char *b)
 {
   int k = snprintf(buf, len, "%s/%s", a, b);
-  if (k < 0 || (size_t)k >= len)
-    return DPGD_FAIL(DPGD_EINVAL, "path too long: %s/%s", a, b);
+  if (k < 0 || (size_t)k >= len) return DPGD_FAIL(DPGD_EINVAL, "path too long: %s/%s", a, b);
   return DPGD_OK;
 }
 
@@ -109,12 +108,13 @@ static int list_split(entry **out, size_t *n_out, const char *dir, int n_classes
     unsigned long long label;
     if (!parse_decimal(&label, e->d_name, strlen(e->d_name)) ||
         label >= (unsigned long long)n_classes) {
-      st = DPGD_FAIL(DPGD_EFORMAT, "%s: unexpected entry '%s' (expected label folders "
+      st = DPGD_FAIL(DPGD_EFORMAT,
+                     "%s: unexpected entry '%s' (expected label folders "
                      "0..%d)",
                      dir, e->d_name, n_classes - 1);
     } else if (!(st = join(path, sizeof path, dir, e->d_name)) && !dpgd_path_is_dir(path)) {
-      st = DPGD_FAIL(DPGD_EFORMAT, "%s is not a folder (expected label folders 0..%d)",
-                     path, n_classes - 1);
+      st = DPGD_FAIL(DPGD_EFORMAT, "%s is not a folder (expected label folders 0..%d)", path,
+                     n_classes - 1);
     } else {
       seen[label] = 1;
     }
@@ -154,9 +154,9 @@ typedef struct pngr {
   FILE *fp;
   png_structp png;
   png_infop info;
-  int oom;       /* an allocation libpng asked for failed */
+  int oom;        /* an allocation libpng asked for failed */
   size_t refused; /* size of an allocation refused as larger than PNG_ALLOC_MAX; 0 */
-  char why[160]; /* libpng's error message */
+  char why[160];  /* libpng's error message */
 } pngr;
 
 static void on_error(png_structp png, png_const_charp msg)
@@ -202,8 +202,7 @@ static int libpng_failed(pngr *r)
     return DPGD_FAIL(DPGD_EFORMAT, "%s: corrupt PNG (a chunk asks for %zu bytes, over %d MB)",
                      r->path, r->refused, (int)(PNG_ALLOC_MAX >> 20));
   if (r->oom) return DPGD_FAIL(DPGD_ENOMEM, "%s: out of memory decoding PNG", r->path);
-  return DPGD_FAIL(DPGD_EFORMAT, "%s: truncated or corrupt PNG (libpng: %s)", r->path,
-                   r->why);
+  return DPGD_FAIL(DPGD_EFORMAT, "%s: truncated or corrupt PNG (libpng: %s)", r->path, r->why);
 }
 
 static void png_close(pngr *r)
@@ -294,8 +293,8 @@ static int read_image(dpgd_dataset **ds, size_t i, size_t n, int n_classes, cons
     *ds = dpgd_data_alloc(n, h, w, n_classes);
     if (!*ds) st = DPGD_FAIL(DPGD_ENOMEM, "out of memory for %zu images like %s", n, path);
   } else if (!st && (h != (*ds)->rows || w != (*ds)->cols)) {
-    st = DPGD_FAIL(DPGD_EFORMAT, "%s: image is %zu x %zu, expected %zu x %zu like %s", path,
-                   h, w, (*ds)->rows, (*ds)->cols, first);
+    st = DPGD_FAIL(DPGD_EFORMAT, "%s: image is %zu x %zu, expected %zu x %zu like %s", path, h,
+                   w, (*ds)->rows, (*ds)->cols, first);
   }
   if (!st) st = png_pixels(&r, (*ds)->pixels + i * (*ds)->d, h, w);
   png_close(&r);

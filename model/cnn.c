@@ -20,10 +20,21 @@
 #include "model_internal.h"
 
 enum {
-  IMG = 28, C1 = 16, K1 = 8, C2 = 32, K2 = 4, FLAT = 512, HID = 32,
+  IMG = 28,
+  C1 = 16,
+  K1 = 8,
+  C2 = 32,
+  K2 = 4,
+  FLAT = 512,
+  HID = 32,
   /* parameter offsets */
-  OW1 = 0, OB1 = OW1 + C1 * K1 * K1, OW2 = OB1 + C1, OB2 = OW2 + C2 * C1 * K2 * K2,
-  OW3 = OB2 + C2, OB3 = OW3 + HID * FLAT, OW4 = OB3 + HID,
+  OW1 = 0,
+  OB1 = OW1 + C1 * K1 * K1,
+  OW2 = OB1 + C1,
+  OB2 = OW2 + C2 * C1 * K2 * K2,
+  OW3 = OB2 + C2,
+  OB3 = OW3 + HID * FLAT,
+  OW4 = OB3 + HID,
   PCONV = OW3 /* 9264: the conv parameters, formed per example */
 };
 
@@ -65,20 +76,20 @@ static size_t carve(cnn_bufs *b, float *base, size_t B, size_t K)
   b->n2 = b->s2.oh * b->s2.ow;
   b->q2 = (b->s2.oh - 1) * (b->s2.ow - 1);
   size_t off = 0;
-#define TAKE(field, count)                 \
-  do {                                     \
-    if (base) b->field = base + off;       \
-    off += ((count) + 15) / 16 * 16;       \
+#define TAKE(field, count)                                                                     \
+  do {                                                                                         \
+    if (base) b->field = base + off;                                                           \
+    off += ((count) + 15) / 16 * 16;                                                           \
   } while (0)
-#define TAKE_DOUBLES(field, count)                     \
-  do {                                                \
-    if (base) b->field = (double *)(base + off);      \
-    off += ((count) * 2 + 15) / 16 * 16;              \
+#define TAKE_DOUBLES(field, count)                                                             \
+  do {                                                                                         \
+    if (base) b->field = (double *)(base + off);                                               \
+    off += ((count)*2 + 15) / 16 * 16;                                                         \
   } while (0)
-#define TAKE_BYTES(field, count)                      \
-  do {                                                \
-    if (base) b->field = (uint8_t *)(base + off);     \
-    off += ((count) + 63) / 64 * 16;                  \
+#define TAKE_BYTES(field, count)                                                               \
+  do {                                                                                         \
+    if (base) b->field = (uint8_t *)(base + off);                                              \
+    off += ((count) + 63) / 64 * 16;                                                           \
   } while (0)
   TAKE(cols1, B * b->n1 * K1 * K1);
   TAKE(a1, B * b->n1 * C1);
@@ -120,14 +131,16 @@ static void flatten_chw(float *f, const float *p, size_t B, size_t hw, size_t c)
 {
   for (size_t i = 0; i < B; i++)
     for (size_t q = 0; q < hw; q++)
-      for (size_t ch = 0; ch < c; ch++) f[i * hw * c + ch * hw + q] = p[i * hw * c + q * c + ch];
+      for (size_t ch = 0; ch < c; ch++)
+        f[i * hw * c + ch * hw + q] = p[i * hw * c + q * c + ch];
 }
 
 static void unflatten_chw(float *p, const float *f, size_t B, size_t hw, size_t c)
 {
   for (size_t i = 0; i < B; i++)
     for (size_t q = 0; q < hw; q++)
-      for (size_t ch = 0; ch < c; ch++) p[i * hw * c + q * c + ch] = f[i * hw * c + ch * hw + q];
+      for (size_t ch = 0; ch < c; ch++)
+        p[i * hw * c + q * c + ch] = f[i * hw * c + ch * hw + q];
 }
 
 /* Batched forward of B examples up to the logits (b->z), keeping what backward needs. */
@@ -180,7 +193,8 @@ static double cnn_flops(const dpgd_model *m)
   cnn_bufs b;
   carve(&b, NULL, 1, (size_t)m->n_classes);
   double K = m->n_classes;
-  double conv1 = 2.0 * (double)b.n1 * K1 * K1 * C1, conv2 = 2.0 * (double)b.n2 * C1 * K2 * K2 * C2;
+  double conv1 = 2.0 * (double)b.n1 * K1 * K1 * C1,
+         conv2 = 2.0 * (double)b.n2 * C1 * K2 * K2 * C2;
   double lin = 2.0 * FLAT * HID + 2.0 * HID * K;
   double norms = 2.0 * (PCONV + FLAT + HID + HID + K);
   return 2.0 * conv1 + 3.0 * conv2 + 3.0 * lin + norms;
@@ -215,10 +229,10 @@ static void cnn_chunk_step(const dpgd_model *m, float *scratch, double *acc, dou
   /* Per-example conv gradients, norms over all parameters, clip factors. */
   for (size_t i = 0; i < B; i++) {
     float *g = b.G + i * PCONV;
-    conv_grad_example(g + OW1, g + OB1, b.da1 + i * b.n1 * C1, b.cols1 + i * b.n1 * kc1,
-                      b.n1, kc1, C1);
-    conv_grad_example(g + OW2, g + OB2, b.da2 + i * b.n2 * C2, b.cols2 + i * b.n2 * kc2,
-                      b.n2, kc2, C2);
+    conv_grad_example(g + OW1, g + OB1, b.da1 + i * b.n1 * C1, b.cols1 + i * b.n1 * kc1, b.n1,
+                      kc1, C1);
+    conv_grad_example(g + OW2, g + OB2, b.da2 + i * b.n2 * C2, b.cols2 + i * b.n2 * kc2, b.n2,
+                      kc2, C2);
     double sq = dpgd_sqnorm_d(g, PCONV);
     sq += dpgd_linear_sqnorm(b.da3 + i * HID, b.f + i * FLAT, HID, FLAT);
     sq += dpgd_linear_sqnorm(b.dz + i * K, b.a3 + i * HID, K, HID);
@@ -227,7 +241,7 @@ static void cnn_chunk_step(const dpgd_model *m, float *scratch, double *acc, dou
   dpgd_accumulate_rows(acc, b.G, b.scale, B, PCONV);
   dpgd_accumulate_linear(acc + OW3, acc + OB3, b.rsd, b.xd, b.da3, b.f, b.scale, B, HID, FLAT);
   dpgd_accumulate_linear(acc + OW4, acc + OW4 + K * HID, b.rsd, b.xd, b.dz, b.a3, b.scale, B, K,
-                    HID);
+                         HID);
 }
 
 static const dpgd_model_type cnn_type = {

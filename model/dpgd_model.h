@@ -25,13 +25,13 @@ const dpgd_model_type *dpgd_model_type_find(const char *name);
 const char *dpgd_model_type_name(const dpgd_model_type *t);
 
 /* A model for images of rows x cols with n_classes outputs. */
-dpgd_model *dpgd_model_alloc(const dpgd_model_type *t, dpgd_activation act,
-                             size_t rows, size_t cols, int n_classes);
+dpgd_model *dpgd_model_alloc(const dpgd_model_type *t, dpgd_activation act, size_t rows,
+                             size_t cols, int n_classes);
 void dpgd_model_free(dpgd_model *m);
 
 size_t dpgd_model_n_params(const dpgd_model *m);
-int dpgd_model_n_classes(const dpgd_model *m); /* outputs (labels 0..n_classes-1) */
-float *dpgd_model_params(dpgd_model *m);                  /* (P) one contiguous slab */
+int dpgd_model_n_classes(const dpgd_model *m);             /* outputs (labels 0..n_classes-1) */
+float *dpgd_model_params(dpgd_model *m);                   /* (P) one contiguous slab */
 const float *dpgd_model_params_const(const dpgd_model *m); /* (P) */
 
 /* PyTorch-default initialisation: uniform(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weights
@@ -43,9 +43,9 @@ void dpgd_model_init(dpgd_model *m, uint64_t seed);
  * threads over chunks of examples (threads = 0: OpenMP's default) with single-threaded
  * OpenBLAS inside, as in the private step; the loss is reduced in chunk order, so the
  * results do not depend on the thread count. */
-int dpgd_model_evaluate(const dpgd_model *m, const dpgd_dataset *ds, size_t first,
-                        size_t count, int threads, uint8_t *pred /* (count) or NULL */,
-                        size_t *n_correct, double *loss_sum);
+int dpgd_model_evaluate(const dpgd_model *m, const dpgd_dataset *ds, size_t first, size_t count,
+                        int threads, uint8_t *pred /* (count) or NULL */, size_t *n_correct,
+                        double *loss_sum);
 
 /* Workspace of the per-example engine: chunk buffers per thread, sized at alloc so
  * the step does not allocate. chunk = 0 picks the measured default. threads = 0 uses
@@ -88,8 +88,7 @@ void dpgd_grad_ws_replay_id(const dpgd_grad_ws *ws, char *buf, size_t len);
  * one example is added or removed (and no other g_j changes) the sum moves by at most
  * caps[i] + 2 gamma sum_j caps[j]. */
 int dpgd_model_clipped_grad_sum(dpgd_model *m, dpgd_grad_ws *ws, const dpgd_dataset *ds,
-                                const double *caps /* (n) */,
-                                double *sum /* (P) out */,
+                                const double *caps /* (n) */, double *sum /* (P) out */,
                                 double *sqnorm_pre /* (n) out or NULL */,
                                 double *sqnorm_post /* (n) out or NULL */);
 

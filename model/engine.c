@@ -100,20 +100,20 @@ static void linear_rows(double *rs, double *xd, const float *r, const float *x,
 }
 
 void dpgd_accumulate_linear(double *accW, double *accb, double *rs, double *xd, const float *r,
-                       const float *x, const float *scale, size_t B, size_t K, size_t d)
+                            const float *x, const float *scale, size_t B, size_t K, size_t d)
 {
   size_t used = 0;
   for (size_t i = 0; i < B; i++) used += scale[i] != 0.0f;
   if (used == 0) return;
   linear_rows(rs, xd, r, x, scale, B, K, d);
-  cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)K, (int)d, (int)B, 1.0, rs,
-              (int)K, xd, (int)d, 1.0, accW, (int)d);
+  cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)K, (int)d, (int)B, 1.0, rs, (int)K,
+              xd, (int)d, 1.0, accW, (int)d);
   for (size_t i = 0; i < B; i++)
     for (size_t k = 0; k < K; k++) accb[k] += rs[i * K + k];
 }
 
 void dpgd_accumulate_linear_ref(double *accW, double *accb, const float *r, const float *x,
-                           const float *scale, size_t B, size_t K, size_t d)
+                                const float *scale, size_t B, size_t K, size_t d)
 {
   for (size_t i = 0; i < B; i++) {
     if (scale[i] == 0.0f) continue;
@@ -155,17 +155,16 @@ double dpgd_linear_sqnorm(const float *r, const float *x, size_t K, size_t d)
 static size_t round_up(size_t bytes) { return (bytes + ALIGN - 1) / ALIGN * ALIGN; }
 
 /* Bytes of one thread's block and, when base is non-NULL, the pointers carved from it. */
-static size_t carve(chunk_ws *w, char *base, size_t scratch, size_t chunk, size_t d,
-                    size_t P)
+static size_t carve(chunk_ws *w, char *base, size_t scratch, size_t chunk, size_t d, size_t P)
 {
   size_t off = 0;
-#define CARVE(field, type, count)                                   \
-  do {                                                              \
-    if (base) w->field = (type *)(base + off);                      \
-    off += round_up((count) * sizeof(type));                        \
+#define CARVE(field, type, count)                                                              \
+  do {                                                                                         \
+    if (base) w->field = (type *)(base + off);                                                 \
+    off += round_up((count) * sizeof(type));                                                   \
   } while (0)
   CARVE(scratch, float, scratch);
-  CARVE(x, float, chunk * d);
+  CARVE(x, float, chunk *d);
   CARVE(acc, double, P);
   CARVE(caps, double, chunk);
   CARVE(pre, double, chunk);
@@ -206,8 +205,8 @@ dpgd_grad_ws *dpgd_grad_ws_alloc(const dpgd_model *m, size_t chunk, int threads)
   if (!slab) {
     free(ws);
     free(pt);
-    DPGD_FAIL(DPGD_ENOMEM, "out of memory for the gradient workspace (%d x %zu bytes)",
-              threads, block);
+    DPGD_FAIL(DPGD_ENOMEM, "out of memory for the gradient workspace (%d x %zu bytes)", threads,
+              block);
     return NULL;
   }
   char *base = (char *)slab + (ALIGN - (uintptr_t)slab % ALIGN) % ALIGN;
@@ -226,9 +225,8 @@ dpgd_grad_ws *dpgd_grad_ws_alloc(const dpgd_model *m, size_t chunk, int threads)
 void dpgd_grad_ws_replay_id(const dpgd_grad_ws *ws, char *buf, size_t len)
 {
   char *core = openblas_get_corename(), *config = openblas_get_config();
-  snprintf(buf, len, "blas %s (%s); threads %d; chunk %zu; constant_time %d",
-           core ? core : "?", config ? config : "?", ws->threads, ws->chunk,
-           ws->constant_time);
+  snprintf(buf, len, "blas %s (%s); threads %d; chunk %zu; constant_time %d", core ? core : "?",
+           config ? config : "?", ws->threads, ws->chunk, ws->constant_time);
 }
 
 void dpgd_grad_ws_set_constant_time(dpgd_grad_ws *ws, int on) { ws->constant_time = on != 0; }
@@ -250,12 +248,13 @@ static int check_ws(const dpgd_model *m, const dpgd_grad_ws *ws)
 }
 
 int dpgd_model_chunk_step_x(dpgd_model *m, dpgd_grad_ws *ws, double *acc, double *pre,
-                       double *post, float *x, const uint8_t *y, const double *caps,
-                       size_t B)
+                            double *post, float *x, const uint8_t *y, const double *caps,
+                            size_t B)
 {
   int st = check_ws(m, ws);
   if (st) return st;
-  if (B > ws->chunk) return DPGD_FAIL(DPGD_EINVAL, "%zu rows exceed the chunk size %zu", B, ws->chunk);
+  if (B > ws->chunk)
+    return DPGD_FAIL(DPGD_EINVAL, "%zu rows exceed the chunk size %zu", B, ws->chunk);
   int saved = openblas_get_num_threads();
   openblas_set_num_threads(1);
   m->type->chunk_step(m, ws->per_thread[0].scratch, acc, pre, post, x, y, caps, B);
@@ -283,10 +282,8 @@ static void run_chunk(const dpgd_model *m, chunk_ws *w, const dpgd_dataset *ds,
     }
   }
   if (B == 0) return;
-  if (B == hi - lo)
-    dpgd_data_unpack(w->x, ds, lo, B);
-  else
-    dpgd_data_unpack_idx(w->x, ds, w->idx, B);
+  if (B == hi - lo) dpgd_data_unpack(w->x, ds, lo, B);
+  else dpgd_data_unpack_idx(w->x, ds, w->idx, B);
   m->type->chunk_step(m, w->scratch, w->acc, w->pre, w->post, w->x, w->y, w->caps, B);
   for (size_t b = 0; b < B; b++) {
     if (pre) pre[w->idx[b]] = w->pre[b];
@@ -307,8 +304,8 @@ int dpgd_model_clipped_grad_sum(dpgd_model *m, dpgd_grad_ws *ws, const dpgd_data
       return DPGD_FAIL(DPGD_EINVAL, "cap of example %zu is %g; caps must be >= 0", i, caps[i]);
   for (size_t i = 0; i < ds->n; i++)
     if (ds->labels[i] >= m->n_classes)
-      return DPGD_FAIL(DPGD_EINVAL, "label %u of example %zu is outside 0..%d",
-                       ds->labels[i], i, m->n_classes - 1);
+      return DPGD_FAIL(DPGD_EINVAL, "label %u of example %zu is outside 0..%d", ds->labels[i],
+                       i, m->n_classes - 1);
 
   const size_t n = ds->n, chunk = ws->chunk, P = m->n_params;
   const size_t n_chunks = (n + chunk - 1) / chunk;

@@ -130,8 +130,9 @@ static int parse(dpgd_model **out, const unsigned char *buf, size_t len, const c
     return DPGD_FAIL(DPGD_EFORMAT, "model file %s is truncated (%zu bytes)", path, len);
   uint32_t version = get_u32(buf + 8);
   if (version != MODEL_FILE_VERSION)
-    return DPGD_FAIL(DPGD_EFORMAT, "model file %s has format version %u, this dpgd reads %u; "
-                     HINT, path, version, MODEL_FILE_VERSION);
+    return DPGD_FAIL(DPGD_EFORMAT,
+                     "model file %s has format version %u, this dpgd reads %u; " HINT, path,
+                     version, MODEL_FILE_VERSION);
   uint64_t P = get_u64(buf + 32);
   if (P > len / 4 || len < HEADER_BYTES + 4 * P + 4)
     return DPGD_FAIL(DPGD_EFORMAT, "model file %s is truncated: %zu bytes for %llu parameters",
@@ -154,15 +155,18 @@ static int parse(dpgd_model **out, const unsigned char *buf, size_t len, const c
   int n_classes = (int)get_u32(buf + 28);
   if (rows == 0 || cols == 0 || rows > DPGD_DATA_MAX_SIDE || cols > DPGD_DATA_MAX_SIDE ||
       n_classes < 2 || n_classes > 256 || (nt = t->layout(spec, rows, cols, n_classes)) == 0)
-    return DPGD_FAIL(DPGD_EFORMAT, "model file %s: a %s model of %zu x %zu images and %d classes is not supported",
-                     path, t->name, rows, cols, n_classes);
+    return DPGD_FAIL(
+        DPGD_EFORMAT,
+        "model file %s: a %s model of %zu x %zu images and %d classes is not supported", path,
+        t->name, rows, cols, n_classes);
   /* The shape's parameter count, checked against the file before anything is
    * allocated: a header may claim a shape far larger than the file holds (a softmax
    * of 16384 x 16384 images and 256 classes would ask for 275 GB). */
   size_t want = 0;
   for (size_t k = 0; k < nt; k++) want += spec[k].size;
   if (want != P)
-    return DPGD_FAIL(DPGD_EFORMAT, "model file %s holds %llu parameters, a %s model of its shape has %zu",
+    return DPGD_FAIL(DPGD_EFORMAT,
+                     "model file %s holds %llu parameters, a %s model of its shape has %zu",
                      path, (unsigned long long)P, t->name, want);
   dpgd_model *m = dpgd_model_alloc(t, (dpgd_activation)act, rows, cols, n_classes);
   if (!m) return DPGD_ENOMEM; /* reported by dpgd_model_alloc */

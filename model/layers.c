@@ -11,7 +11,7 @@
 #include "layers.h"
 
 conv_shape dpgd_conv_shape_make(size_t h, size_t w, size_t cin, size_t cout, size_t k,
-                           size_t stride, size_t pad)
+                                size_t stride, size_t pad)
 {
   conv_shape s = {h, w, cin, k, stride, pad, 0, 0, cout};
   s.oh = (h + 2 * pad - k) / stride + 1;
@@ -94,11 +94,13 @@ static void patch_map_ref(float *cols, float *x, const conv_shape *s, size_t B, 
         for (size_t c = 0; c < s->cin; c++)
           for (size_t ky = 0; ky < s->k; ky++)
             for (size_t kx = 0; kx < s->k; kx++) {
-              float *col = &cols[((b * s->oh + oy) * s->ow + ox) * K + (c * s->k + ky) * s->k + kx];
+              float *col =
+                  &cols[((b * s->oh + oy) * s->ow + ox) * K + (c * s->k + ky) * s->k + kx];
               long iy = (long)(oy * s->stride + ky) - (long)s->pad;
               long ix = (long)(ox * s->stride + kx) - (long)s->pad;
               int inside = iy >= 0 && ix >= 0 && iy < (long)s->h && ix < (long)s->w;
-              size_t at = inside ? ((b * s->h + (size_t)iy) * s->w + (size_t)ix) * s->cin + c : 0;
+              size_t at =
+                  inside ? ((b * s->h + (size_t)iy) * s->w + (size_t)ix) * s->cin + c : 0;
               if (scatter) {
                 if (inside) x[at] += *col;
               } else {
@@ -142,15 +144,15 @@ void dpgd_col2im_ref(float *dx, const float *dcols, const conv_shape *s, size_t 
 }
 
 void dpgd_linear_forward(float *y, const float *x, const float *W, const float *b, size_t rows,
-                    size_t K, size_t cout)
+                         size_t K, size_t cout)
 {
   for (size_t r = 0; r < rows; r++) memcpy(y + r * cout, b, cout * sizeof(float));
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)cout, (int)K, 1.0f,
-              x, (int)K, W, (int)K, 1.0f, y, (int)cout);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)cout, (int)K, 1.0f, x,
+              (int)K, W, (int)K, 1.0f, y, (int)cout);
 }
 
 void dpgd_linear_forward_ref(float *y, const float *x, const float *W, const float *b,
-                        size_t rows, size_t K, size_t cout)
+                             size_t rows, size_t K, size_t cout)
 {
   for (size_t r = 0; r < rows; r++)
     for (size_t o = 0; o < cout; o++) {
@@ -161,14 +163,14 @@ void dpgd_linear_forward_ref(float *y, const float *x, const float *W, const flo
 }
 
 void dpgd_linear_backward_input(float *dx, const float *dy, const float *W, size_t rows,
-                           size_t K, size_t cout)
+                                size_t K, size_t cout)
 {
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)K, (int)cout, 1.0f,
-              dy, (int)cout, W, (int)K, 0.0f, dx, (int)K);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)K, (int)cout, 1.0f, dy,
+              (int)cout, W, (int)K, 0.0f, dx, (int)K);
 }
 
 void dpgd_linear_backward_input_ref(float *dx, const float *dy, const float *W, size_t rows,
-                               size_t K, size_t cout)
+                                    size_t K, size_t cout)
 {
   for (size_t r = 0; r < rows; r++)
     for (size_t k = 0; k < K; k++) {
@@ -199,7 +201,7 @@ void dpgd_act_backward(float *dy, const float *a, size_t n, dpgd_activation act)
 /* Channel runs are contiguous: the four candidates of every output pixel are compared
  * over the channel vector at once. */
 void dpgd_maxpool2s1_forward(float *y, uint8_t *arg, const float *x, size_t B, size_t h,
-                        size_t w, size_t c)
+                             size_t w, size_t c)
 {
   const size_t oh = h - 1, ow = w - 1;
   for (size_t b = 0; b < B; b++)
@@ -212,9 +214,18 @@ void dpgd_maxpool2s1_forward(float *y, uint8_t *arg, const float *x, size_t B, s
         for (size_t ch = 0; ch < c; ch++) {
           float m = x00[ch];
           uint8_t a = 0;
-          if (x01[ch] > m || (x01[ch] != x01[ch] && m == m)) { m = x01[ch]; a = 1; }
-          if (x10[ch] > m || (x10[ch] != x10[ch] && m == m)) { m = x10[ch]; a = 2; }
-          if (x11[ch] > m || (x11[ch] != x11[ch] && m == m)) { m = x11[ch]; a = 3; }
+          if (x01[ch] > m || (x01[ch] != x01[ch] && m == m)) {
+            m = x01[ch];
+            a = 1;
+          }
+          if (x10[ch] > m || (x10[ch] != x10[ch] && m == m)) {
+            m = x10[ch];
+            a = 2;
+          }
+          if (x11[ch] > m || (x11[ch] != x11[ch] && m == m)) {
+            m = x11[ch];
+            a = 3;
+          }
           yo[ch] = m;
           ao[ch] = a;
         }
@@ -222,7 +233,7 @@ void dpgd_maxpool2s1_forward(float *y, uint8_t *arg, const float *x, size_t B, s
 }
 
 void dpgd_maxpool2s1_forward_ref(float *y, uint8_t *arg, const float *x, size_t B, size_t h,
-                            size_t w, size_t c)
+                                 size_t w, size_t c)
 {
   const size_t oh = h - 1, ow = w - 1;
   for (size_t b = 0; b < B; b++)
@@ -245,7 +256,7 @@ void dpgd_maxpool2s1_forward_ref(float *y, uint8_t *arg, const float *x, size_t 
 }
 
 void dpgd_maxpool2s1_backward(float *dx, const float *dy, const uint8_t *arg, size_t B,
-                         size_t h, size_t w, size_t c)
+                              size_t h, size_t w, size_t c)
 {
   const size_t oh = h - 1, ow = w - 1;
   memset(dx, 0, B * h * w * c * sizeof(float));
@@ -261,7 +272,7 @@ void dpgd_maxpool2s1_backward(float *dx, const float *dy, const uint8_t *arg, si
 }
 
 void dpgd_maxpool2s1_backward_ref(float *dx, const float *dy, const uint8_t *arg, size_t B,
-                             size_t h, size_t w, size_t c)
+                                  size_t h, size_t w, size_t c)
 {
   const size_t oh = h - 1, ow = w - 1;
   for (size_t q = 0; q < B * h * w * c; q++) dx[q] = 0.0f;

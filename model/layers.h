@@ -13,36 +13,37 @@
 
 /* Geometry of a square-kernel convolution on channels-last images. */
 typedef struct conv_shape {
-  size_t h, w, cin;    /* input */
+  size_t h, w, cin; /* input */
   size_t k, stride, pad;
   size_t oh, ow, cout; /* output */
 } conv_shape;
 
 conv_shape dpgd_conv_shape_make(size_t h, size_t w, size_t cin, size_t cout, size_t k,
-                           size_t stride, size_t pad);
+                                size_t stride, size_t pad);
 
 /* im2col of B channels-last images: cols (B * oh * ow, cin * k * k), columns ordered
  * (cin, ky, kx) like PyTorch's weight (cout, cin, k, k); zero padding. */
-void dpgd_im2col(float *cols, const float *x /* (B, h, w, cin) */, const conv_shape *s, size_t B);
+void dpgd_im2col(float *cols, const float *x /* (B, h, w, cin) */, const conv_shape *s,
+                 size_t B);
 void dpgd_im2col_ref(float *cols, const float *x, const conv_shape *s, size_t B);
 
 /* Adjoint of im2col: dx (B, h, w, cin) += scatter of dcols. */
 void dpgd_col2im(float *dx, const float *dcols /* (B * oh * ow, cin * k * k) */,
-            const conv_shape *s, size_t B);
+                 const conv_shape *s, size_t B);
 void dpgd_col2im_ref(float *dx, const float *dcols, const conv_shape *s, size_t B);
 
 /* y (rows, cout) = cols (rows, K) W^T + b, W (cout, K): a convolution after im2col, or a
  * linear layer (rows = B). */
 void dpgd_linear_forward(float *y, const float *x, const float *W, const float *b, size_t rows,
-                    size_t K, size_t cout);
+                         size_t K, size_t cout);
 void dpgd_linear_forward_ref(float *y, const float *x, const float *W, const float *b,
-                        size_t rows, size_t K, size_t cout);
+                             size_t rows, size_t K, size_t cout);
 
 /* dx (rows, K) = dy (rows, cout) W (overwrites dx). */
 void dpgd_linear_backward_input(float *dx, const float *dy, const float *W, size_t rows,
-                           size_t K, size_t cout);
+                                size_t K, size_t cout);
 void dpgd_linear_backward_input_ref(float *dx, const float *dy, const float *W, size_t rows,
-                               size_t K, size_t cout);
+                                    size_t K, size_t cout);
 
 /* In place activation; backward multiplies dy by the derivative, computed from the
  * activation's output a (relu: a > 0; tanh: 1 - a^2). */
@@ -52,14 +53,14 @@ void dpgd_act_backward(float *dy, const float *a, size_t n, dpgd_activation act)
 /* Max pooling, kernel 2, stride 1, channels-last: y (B, h-1, w-1, c); arg (same shape)
  * the offset 0..3 (dy * 2 + dx) of the maximum, first in scan order on ties (PyTorch). */
 void dpgd_maxpool2s1_forward(float *y, uint8_t *arg, const float *x, size_t B, size_t h,
-                        size_t w, size_t c);
+                             size_t w, size_t c);
 void dpgd_maxpool2s1_forward_ref(float *y, uint8_t *arg, const float *x, size_t B, size_t h,
-                            size_t w, size_t c);
+                                 size_t w, size_t c);
 /* dx (B, h, w, c) = scatter of dy to the maxima (overwrites dx). */
 void dpgd_maxpool2s1_backward(float *dx, const float *dy, const uint8_t *arg, size_t B,
-                         size_t h, size_t w, size_t c);
+                              size_t h, size_t w, size_t c);
 void dpgd_maxpool2s1_backward_ref(float *dx, const float *dy, const uint8_t *arg, size_t B,
-                             size_t h, size_t w, size_t c);
+                                  size_t h, size_t w, size_t c);
 
 /* Softmax over K logits per row, then minus the one-hot label: r = p - y (in place). */
 void dpgd_softmax_residual(float *r /* (B, K) */, const uint8_t *y /* (B) */, size_t B, int K);

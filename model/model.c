@@ -126,9 +126,9 @@ int dpgd_model_check_dataset(const dpgd_model *m, const dpgd_dataset *ds)
 
 /* Examples [lo, hi) in one chunk buffer: predictions into pred[lo - first ...], the
  * number correct and the summed loss of the chunk. */
-static void evaluate_chunk(const dpgd_model *m, const dpgd_dataset *ds, size_t first,
-                           size_t lo, size_t hi, float *x, float *z, float *scratch,
-                           uint8_t *pred, size_t *n_correct, double *loss_sum)
+static void evaluate_chunk(const dpgd_model *m, const dpgd_dataset *ds, size_t first, size_t lo,
+                           size_t hi, float *x, float *z, float *scratch, uint8_t *pred,
+                           size_t *n_correct, double *loss_sum)
 {
   size_t K = (size_t)m->n_classes, B = hi - lo, correct = 0;
   double loss = 0.0;
@@ -165,9 +165,8 @@ static int check_evaluate_args(const dpgd_model *m, const dpgd_dataset *ds, size
   return DPGD_OK;
 }
 
-int dpgd_model_evaluate(const dpgd_model *m, const dpgd_dataset *ds, size_t first,
-                        size_t count, int threads, uint8_t *pred, size_t *n_correct,
-                        double *loss_sum)
+int dpgd_model_evaluate(const dpgd_model *m, const dpgd_dataset *ds, size_t first, size_t count,
+                        int threads, uint8_t *pred, size_t *n_correct, double *loss_sum)
 {
   int st = check_evaluate_args(m, ds, first, count, threads);
   if (st) return st;
@@ -205,7 +204,8 @@ int dpgd_model_evaluate(const dpgd_model *m, const dpgd_dataset *ds, size_t firs
     float *x = buf + per * (size_t)t, *z = x + chunk * m->d, *scratch = z + chunk * K;
     size_t c0 = n_chunks * (size_t)t / (size_t)nt, c1 = n_chunks * (size_t)(t + 1) / (size_t)nt;
     for (size_t c = c0; c < c1; c++) {
-      size_t lo = first + c * chunk, hi = lo + chunk < first + count ? lo + chunk : first + count;
+      size_t lo = first + c * chunk,
+             hi = lo + chunk < first + count ? lo + chunk : first + count;
       evaluate_chunk(m, ds, first, lo, hi, x, z, scratch, pred, &c_correct[c], &c_loss[c]);
     }
   }

@@ -22,20 +22,20 @@ typedef struct tensor_spec {
 /* Per-thread scratch of the engine, carved from one slab: the model type's chunk
  * buffers plus the engine's own (inputs, labels, caps, norms). */
 typedef struct chunk_ws {
-  float *scratch;   /* (type->scratch_floats(m, chunk)) model's buffers */
-  float *x;         /* (chunk, d) normalised inputs */
-  uint8_t *y;       /* (chunk) labels */
-  double *caps;     /* (chunk) */
-  double *pre;      /* (chunk) pre-clip squared norms */
-  double *post;     /* (chunk) post-clip squared norms */
-  size_t *idx;      /* (chunk) example index of each row */
-  double *acc;      /* (P) this thread's running clipped sum */
+  float *scratch; /* (type->scratch_floats(m, chunk)) model's buffers */
+  float *x;       /* (chunk, d) normalised inputs */
+  uint8_t *y;     /* (chunk) labels */
+  double *caps;   /* (chunk) */
+  double *pre;    /* (chunk) pre-clip squared norms */
+  double *post;   /* (chunk) post-clip squared norms */
+  size_t *idx;    /* (chunk) example index of each row */
+  double *acc;    /* (P) this thread's running clipped sum */
 } chunk_ws;
 
 struct dpgd_model_type {
   const char *name;
-  uint32_t file_id;      /* type code in model files; never reuse one */
-  size_t default_chunk;  /* measured default (see the benchmark) */
+  uint32_t file_id;     /* type code in model files; never reuse one */
+  size_t default_chunk; /* measured default (see the benchmark) */
   /* Checks that the model supports images of rows x cols and n_classes outputs; fills
    * the tensor list in slab order and returns the number of tensors (0 on failure,
    * after DPGD_FAIL). */
@@ -53,8 +53,8 @@ struct dpgd_model_type {
    * post are set for every row (no row is skipped here). */
   void (*chunk_step)(const dpgd_model *m, float *scratch, double *acc /* (P) */,
                      double *pre /* (B) */, double *post /* (B) */,
-                     float *x /* (B, d), may be overwritten */,
-                     const uint8_t *y /* (B) */, const double *caps /* (B) */, size_t B);
+                     float *x /* (B, d), may be overwritten */, const uint8_t *y /* (B) */,
+                     const double *caps /* (B) */, size_t B);
 };
 
 struct dpgd_model {
@@ -72,7 +72,7 @@ struct dpgd_grad_ws {
   const dpgd_model_type *type;
   size_t n_params, d, chunk;
   int threads;
-  int constant_time;    /* 1: rows with cap 0 are computed too (dpgd_grad_ws_set_constant_time) */
+  int constant_time; /* 1: rows with cap 0 are computed too (dpgd_grad_ws_set_constant_time) */
   chunk_ws *per_thread; /* (threads) */
   void *slab;           /* everything the per_thread pointers point into */
 };
@@ -96,7 +96,7 @@ float dpgd_clip_scale(double sq, double cap, size_t P, double *pre_out, double *
  * skipped, so a NaN row contributes nothing), in double: scale[i] * G[i, p] is exact in
  * double, and each element is added to acc row after row. */
 void dpgd_accumulate_rows(double *acc /* (P) */, const float *G /* (B, P) */,
-                     const float *scale /* (B) */, size_t B, size_t P);
+                          const float *scale /* (B) */, size_t B, size_t P);
 
 /* The clipped sum of a linear layer's per-example gradients r_i x_i^T (weights) and r_i
  * (bias), without forming one outer product: accW (K, d) += (S R)^T X in ONE dgemm,
@@ -104,15 +104,15 @@ void dpgd_accumulate_rows(double *acc /* (P) */, const float *G /* (B, P) */,
  * scratch for S R and X in double (S R is exact there); rows with scale 0 are zero in
  * both (their r or x may be NaN). */
 void dpgd_accumulate_linear(double *accW /* (K, d) */, double *accb /* (K) */,
-                       double *rs /* (B, K) scratch */, double *xd /* (B, d) scratch */,
-                       const float *r /* (B, K) */, const float *x /* (B, d) */,
-                       const float *scale /* (B) */, size_t B, size_t K, size_t d);
+                            double *rs /* (B, K) scratch */, double *xd /* (B, d) scratch */,
+                            const float *r /* (B, K) */, const float *x /* (B, d) */,
+                            const float *scale /* (B) */, size_t B, size_t K, size_t d);
 
 /* accumulate_linear by plain loops in double, example after example (the reference the
  * tests compare the dgemm against). */
 void dpgd_accumulate_linear_ref(double *accW /* (K, d) */, double *accb /* (K) */,
-                           const float *r /* (B, K) */, const float *x /* (B, d) */,
-                           const float *scale /* (B) */, size_t B, size_t K, size_t d);
+                                const float *r /* (B, K) */, const float *x /* (B, d) */,
+                                const float *scale /* (B) */, size_t B, size_t K, size_t d);
 
 /* ||v||^2 accumulated in double, in eight interleaved partial sums (a fixed order,
  * so results do not depend on anything but v; eight independent additions in flight
@@ -121,7 +121,8 @@ double dpgd_sqnorm_d(const float *v /* (n) */, size_t n);
 
 /* Squared norm of one example's linear-layer gradient r x^T (+ bias r):
  * (||x||^2 + 1) ||r||^2, in double. */
-double dpgd_linear_sqnorm(const float *r /* (K) */, const float *x /* (d) */, size_t K, size_t d);
+double dpgd_linear_sqnorm(const float *r /* (K) */, const float *x /* (d) */, size_t K,
+                          size_t d);
 
 /* Checks that a dataset fits the model (image size, classes). */
 int dpgd_model_check_dataset(const dpgd_model *m, const dpgd_dataset *ds);
@@ -130,8 +131,8 @@ int dpgd_model_check_dataset(const dpgd_model *m, const dpgd_dataset *ds);
  * chunk after unpacking), in thread 0's scratch; for tests that need inputs a
  * dataset cannot hold (NaN). Skips nothing. */
 int dpgd_model_chunk_step_x(dpgd_model *m, dpgd_grad_ws *ws, double *acc /* (P) */,
-                       double *pre /* (B) */, double *post /* (B) */,
-                       float *x /* (B, d), overwritten */, const uint8_t *y /* (B) */,
-                       const double *caps /* (B) */, size_t B);
+                            double *pre /* (B) */, double *post /* (B) */,
+                            float *x /* (B, d), overwritten */, const uint8_t *y /* (B) */,
+                            const double *caps /* (B) */, size_t B);
 
 #endif /* DPGD_MODEL_INTERNAL_H */

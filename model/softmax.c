@@ -43,13 +43,13 @@ static void softmax_logits(const dpgd_model *m, float *scratch, float *out, cons
   const size_t d = m->d, K = (size_t)m->n_classes;
   const float *W = m->params, *b = m->params + K * d;
   for (size_t i = 0; i < B; i++) memcpy(out + i * K, b, K * sizeof(float));
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)B, (int)K, (int)d, 1.0f, x,
-              (int)d, W, (int)d, 1.0f, out, (int)K);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)B, (int)K, (int)d, 1.0f, x, (int)d,
+              W, (int)d, 1.0f, out, (int)K);
 }
 
-static void softmax_chunk_step(const dpgd_model *m, float *scratch, double *acc,
-                               double *pre, double *post, float *x, const uint8_t *y,
-                               const double *caps, size_t B)
+static void softmax_chunk_step(const dpgd_model *m, float *scratch, double *acc, double *pre,
+                               double *post, float *x, const uint8_t *y, const double *caps,
+                               size_t B)
 {
   const size_t d = m->d, K = (size_t)m->n_classes;
   float *r = scratch, *scale = r + up16(B * K);
@@ -57,8 +57,8 @@ static void softmax_chunk_step(const dpgd_model *m, float *scratch, double *acc,
   softmax_logits(m, NULL, r, x, B);
   dpgd_softmax_residual(r, y, B, (int)K);
   for (size_t i = 0; i < B; i++)
-    scale[i] = dpgd_clip_scale(dpgd_linear_sqnorm(r + i * K, x + i * d, K, d), caps[i], m->n_params,
-                          &pre[i], &post[i]);
+    scale[i] = dpgd_clip_scale(dpgd_linear_sqnorm(r + i * K, x + i * d, K, d), caps[i],
+                               m->n_params, &pre[i], &post[i]);
   dpgd_accumulate_linear(acc, acc + K * d, rs, xd, r, x, scale, B, K, d);
 }
 

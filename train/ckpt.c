@@ -131,7 +131,8 @@ int dpgd_ckpt_read(dpgd_ckpt **out, const char *path, uint64_t config_hash)
   memcpy(&bom, b + 12, 4);
   memcpy(&hash, b + 16, 8);
   memcpy(&ns, b + 24, 8);
-  if (bom != BOM) return BAD("checkpoint %s was written on a machine of other byte order", path);
+  if (bom != BOM)
+    return BAD("checkpoint %s was written on a machine of other byte order", path);
   if (version != DPGD_CKPT_VERSION)
     return BAD("checkpoint %s has format version %u, this dpgd reads %u (start the run "
                "again)",

@@ -28,11 +28,11 @@ enum {
 
 typedef struct {
   const char *section, *key;
-  const char *name;          /* "section.key", as messages write it */
+  const char *name; /* "section.key", as messages write it */
   size_t offset;
   key_type type;
-  const char *def;           /* default, as text (parsed like a user value) */
-  const char *const *names;  /* T_ENUM / T_NAME: allowed values, NULL-terminated */
+  const char *def;          /* default, as text (parsed like a user value) */
+  const char *const *names; /* T_ENUM / T_NAME: allowed values, NULL-terminated */
   unsigned flags;
   const char *help;
 } key_spec;
@@ -45,78 +45,78 @@ static const char *const calibrate_names[] = {"none", "sigma", "budget", NULL};
 
 /* A key's section, key, "section.key" and field offset, all from the two words, so that
  * the name in messages and the field it sets cannot drift apart. */
-#define KEY(section, key) \
-  #section, #key, #section "." #key, offsetof(dpgd_config, section##_##key)
+#define KEY(section, key)                                                                      \
+#section, #key, #section "." #key, offsetof(dpgd_config, section##_##key)
 
+/* clang-format off: one key per entry, its help on the next line */
 static const key_spec schema[] = {
-  {KEY(data, dir), T_PATH, "", NULL, NOHASH,
-   "dataset directory (IDX or PNG tree); empty = $DPGD_DATA_DIR, data/mnist, ../shared/data/mnist"},
-  {KEY(data, n_train), T_SIZE, "0", NULL, 0,
-   "use the first n training examples (n is then the public dataset size); 0 = all"},
-  {KEY(data, n_test), T_SIZE, "0", NULL, 0,
-   "use the first n test examples; 0 = all"},
-  {KEY(data, mean), T_DOUBLE, "0.1307", NULL, 0,
-   "normalisation: x = (pixel/255 - mean) / std"},
-  {KEY(data, std), T_DOUBLE, "0.3081", NULL, GT0, "normalisation std (> 0)"},
+    {KEY(data, dir), T_PATH, "", NULL, NOHASH,
+     "dataset directory (IDX or PNG tree); empty = $DPGD_DATA_DIR, data/mnist, "
+     "../shared/data/mnist"},
+    {KEY(data, n_train), T_SIZE, "0", NULL, 0,
+     "use the first n training examples (n is then the public dataset size); 0 = all"},
+    {KEY(data, n_test), T_SIZE, "0", NULL, 0, "use the first n test examples; 0 = all"},
+    {KEY(data, mean), T_DOUBLE, "0.1307", NULL, 0,
+     "normalisation: x = (pixel/255 - mean) / std"},
+    {KEY(data, std), T_DOUBLE, "0.3081", NULL, GT0, "normalisation std (> 0)"},
 
-  {KEY(model, type), T_NAME, "cnn", model_names, 0, "cnn | softmax"},
-  {KEY(model, activation), T_ENUM, "relu", activation_names, 0,
-   "relu (the paper's) | tanh"},
-  {KEY(model, chunk), T_SIZE, "0", NULL, 0,
-   "examples per chunk of the per-example engine; 0 = measured default"},
-  {KEY(model, threads), T_INT, "0", NULL, NOHASH,
-   "OpenMP threads; 0 = OpenMP's default (OMP_NUM_THREADS)"},
+    {KEY(model, type), T_NAME, "cnn", model_names, 0, "cnn | softmax"},
+    {KEY(model, activation), T_ENUM, "relu", activation_names, 0, "relu (the paper's) | tanh"},
+    {KEY(model, chunk), T_SIZE, "0", NULL, 0,
+     "examples per chunk of the per-example engine; 0 = measured default"},
+    {KEY(model, threads), T_INT, "0", NULL, NOHASH,
+     "OpenMP threads; 0 = OpenMP's default (OMP_NUM_THREADS)"},
 
-  {KEY(train, steps), T_SIZE, "0", NULL, 0,
-   "steps (Algorithm 7: k_max); 0 = floor(B_norm/C^2) + (stopping.queries - 1) * stopping.every"},
-  {KEY(train, lr), T_DOUBLE, "0.1", NULL, GT0, "learning rate (> 0)"},
-  {KEY(train, lr_schedule), T_ENUM, "constant", schedule_names, 0,
-   "constant | cosine"},
-  {KEY(train, seed), T_U64, "1", NULL, 0,
-   "master seed of the research RNG streams (init, step noise, query noise)"},
-  {KEY(train, eval_every), T_SIZE, "10", NULL, NOHASH,
-   "test accuracy every N steps; 0 = only at the end"},
-  {KEY(train, rng), T_ENUM, "research", rng_names, 0,
-   "research (seeded, reproducible) | secure (OS CSPRNG, for deployments)"},
-  {KEY(train, constant_time), T_BOOL, "false", NULL, 0,
-   "true = do the same work for inactive (filtered-out) points, so that a step's time does "
-   "not reveal how many points are active"},
+    {KEY(train, steps), T_SIZE, "0", NULL, 0,
+     "steps (Algorithm 7: k_max); 0 = floor(B_norm/C^2) + (stopping.queries - 1) * "
+     "stopping.every"},
+    {KEY(train, lr), T_DOUBLE, "0.1", NULL, GT0, "learning rate (> 0)"},
+    {KEY(train, lr_schedule), T_ENUM, "constant", schedule_names, 0, "constant | cosine"},
+    {KEY(train, seed), T_U64, "1", NULL, 0,
+     "master seed of the research RNG streams (init, step noise, query noise)"},
+    {KEY(train, eval_every), T_SIZE, "10", NULL, NOHASH,
+     "test accuracy every N steps; 0 = only at the end"},
+    {KEY(train, rng), T_ENUM, "research", rng_names, 0,
+     "research (seeded, reproducible) | secure (OS CSPRNG, for deployments)"},
+    {KEY(train, constant_time), T_BOOL, "false", NULL, 0,
+     "true = do the same work for inactive (filtered-out) points, so that a step's time does "
+     "not reveal how many points are active"},
 
-  {KEY(filter, enabled), T_BOOL, "false", NULL, 0,
-   "true = Algorithm 7 (individual privacy filtering); false = Algorithm 6"},
-  {KEY(filter, budget), T_DOUBLE, "0", NULL, GT0 | ZERO_UNSET,
-   "squared-norm budget B_norm of every point; 0 = filter.k * clip^2 or calibrated"},
-  {KEY(filter, k), T_DOUBLE, "0", NULL, GT0 | ZERO_UNSET,
-   "B_norm = k * clip^2 when filter.budget is not given"},
+    {KEY(filter, enabled), T_BOOL, "false", NULL, 0,
+     "true = Algorithm 7 (individual privacy filtering); false = Algorithm 6"},
+    {KEY(filter, budget), T_DOUBLE, "0", NULL, GT0 | ZERO_UNSET,
+     "squared-norm budget B_norm of every point; 0 = filter.k * clip^2 or calibrated"},
+    {KEY(filter, k), T_DOUBLE, "0", NULL, GT0 | ZERO_UNSET,
+     "B_norm = k * clip^2 when filter.budget is not given"},
 
-  {KEY(privacy, sigma), T_DOUBLE, "0", NULL, GT0 | ZERO_UNSET,
-   "noise multiplier (> 0): noise std sigma * clip on the clipped sum"},
-  {KEY(privacy, clip), T_DOUBLE, "1", NULL, GT0, "clip norm C (> 0)"},
-  {KEY(privacy, delta), T_DOUBLE, "1e-5", NULL, GT0 | LT1,
-   "delta of the reported (eps, delta) guarantee, in (0, 1)"},
-  {KEY(privacy, epsilon), T_DOUBLE, "0", NULL, GT0 | ZERO_UNSET,
-   "target epsilon for calibration (> 0)"},
-  {KEY(privacy, calibrate), T_ENUM, "none", calibrate_names, 0,
-   "none | sigma (smallest sigma for epsilon in train.steps) | budget (largest B_norm)"},
-  {KEY(privacy, method), T_ENUM, "exact", dpgd_acct_method_names,
-   LIST_NAMES, "accounting method used to calibrate: "},
+    {KEY(privacy, sigma), T_DOUBLE, "0", NULL, GT0 | ZERO_UNSET,
+     "noise multiplier (> 0): noise std sigma * clip on the clipped sum"},
+    {KEY(privacy, clip), T_DOUBLE, "1", NULL, GT0, "clip norm C (> 0)"},
+    {KEY(privacy, delta), T_DOUBLE, "1e-5", NULL, GT0 | LT1,
+     "delta of the reported (eps, delta) guarantee, in (0, 1)"},
+    {KEY(privacy, epsilon), T_DOUBLE, "0", NULL, GT0 | ZERO_UNSET,
+     "target epsilon for calibration (> 0)"},
+    {KEY(privacy, calibrate), T_ENUM, "none", calibrate_names, 0,
+     "none | sigma (smallest sigma for epsilon in train.steps) | budget (largest B_norm)"},
+    {KEY(privacy, method), T_ENUM, "exact", dpgd_acct_method_names, LIST_NAMES,
+     "accounting method used to calibrate: "},
 
-  {KEY(stopping, queries), T_SIZE, "0", NULL, 0,
-   "m noisy training-accuracy queries after floor(B_norm/C^2) steps; 0 = keep the last iterate"},
-  {KEY(stopping, every), T_SIZE, "5", NULL, GT0,
-   "s steps between queries (> 0)"},
-  {KEY(stopping, tau_frac), T_DOUBLE, "0.01", NULL, GT0,
-   "query noise std tau = tau_frac * n (> 0); each query is a Gaussian with mu = 1/tau"},
+    {KEY(stopping, queries), T_SIZE, "0", NULL, 0,
+     "m noisy training-accuracy queries after floor(B_norm/C^2) steps; 0 = keep the last "
+     "iterate"},
+    {KEY(stopping, every), T_SIZE, "5", NULL, GT0, "s steps between queries (> 0)"},
+    {KEY(stopping, tau_frac), T_DOUBLE, "0.01", NULL, GT0,
+     "query noise std tau = tau_frac * n (> 0); each query is a Gaussian with mu = 1/tau"},
 
-  {KEY(output, dir), T_PATH, "runs/default", NULL, NOHASH,
-   "run directory (metrics.csv, summary.json, model.bin, points.csv, checkpoint.bin)"},
-  {KEY(output, checkpoint_every), T_SIZE, "50", NULL, NOHASH,
-   "checkpoint every N steps; 0 = only at the end (train.rng = secure: every step, always)"},
-  {KEY(output, diagnostics), T_BOOL, "false", NULL, NOHASH,
-   "write non-private diagnostic columns (exact train loss/accuracy, active count)"},
-  {KEY(output, progress), T_BOOL, "true", NULL, NOHASH,
-   "progress line on stderr"},
+    {KEY(output, dir), T_PATH, "runs/default", NULL, NOHASH,
+     "run directory (metrics.csv, summary.json, model.bin, points.csv, checkpoint.bin)"},
+    {KEY(output, checkpoint_every), T_SIZE, "50", NULL, NOHASH,
+     "checkpoint every N steps; 0 = only at the end (train.rng = secure: every step, always)"},
+    {KEY(output, diagnostics), T_BOOL, "false", NULL, NOHASH,
+     "write non-private diagnostic columns (exact train loss/accuracy, active count)"},
+    {KEY(output, progress), T_BOOL, "true", NULL, NOHASH, "progress line on stderr"},
 };
+/* clang-format on */
 
 #define N_KEYS (sizeof schema / sizeof schema[0])
 
@@ -231,10 +231,8 @@ static int parse_name(char *field, size_t field_len, const key_spec *k, const ch
 {
   for (int i = 0; k->names[i]; i++) {
     if (!strcmp(text, k->names[i])) {
-      if (k->type == T_ENUM)
-        *(int *)field = i;
-      else
-        snprintf(field, field_len, "%s", k->names[i]);
+      if (k->type == T_ENUM) *(int *)field = i;
+      else snprintf(field, field_len, "%s", k->names[i]);
       return DPGD_OK;
     }
   }
@@ -289,10 +287,10 @@ void dpgd_config_defaults(dpgd_config *c)
 typedef struct {
   dpgd_config *c;
   FILE *f;
-  char *line;            /* getline buffer: physical lines of any length */
+  char *line; /* getline buffer: physical lines of any length */
   size_t line_cap;
-  int lineno;            /* lines read so far */
-  int error_line;        /* line of the first error found here; 0 = none */
+  int lineno;     /* lines read so far */
+  int error_line; /* line of the first error found here; 0 = none */
   char error[512];
   unsigned char seen[N_KEYS];
 } load_state;
@@ -329,8 +327,7 @@ static char *ini_reader_fn(char *str, int num, void *stream)
   return str;
 }
 
-static int ini_handler_fn(void *user, const char *section, const char *name,
-                          const char *value)
+static int ini_handler_fn(void *user, const char *section, const char *name, const char *value)
 {
   load_state *st = user;
   char why[256];
@@ -374,8 +371,8 @@ static int load_stream(dpgd_config *c, FILE *f, const char *name)
   if (rc < 0) return DPGD_FAIL(DPGD_ENOMEM, "cannot parse config %s: out of memory", name);
   if (st.error_line && (rc == 0 || st.error_line <= rc))
     return DPGD_FAIL(DPGD_EINVAL, "%s:%d: %s", name, st.error_line, st.error);
-  return DPGD_FAIL(DPGD_EINVAL, "%s:%d: syntax error (expected [section] or key = value)",
-                   name, rc);
+  return DPGD_FAIL(DPGD_EINVAL, "%s:%d: syntax error (expected [section] or key = value)", name,
+                   rc);
 }
 
 int dpgd_config_load(dpgd_config *c, const char *path)
@@ -454,8 +451,7 @@ int dpgd_config_validate(const dpgd_config *c)
   if (c->privacy_calibrate != DPGD_CALIBRATE_SIGMA && c->privacy_sigma == 0)
     return DPGD_FAIL(DPGD_EINVAL, "%s is not set (give it, or %s = sigma with %s)",
                      NAME(privacy_sigma), NAME(privacy_calibrate), NAME(privacy_epsilon));
-  if (c->privacy_calibrate == DPGD_CALIBRATE_SIGMA && c->train_steps == 0 &&
-      !c->filter_enabled)
+  if (c->privacy_calibrate == DPGD_CALIBRATE_SIGMA && c->train_steps == 0 && !c->filter_enabled)
     return DPGD_FAIL(DPGD_EINVAL, "%s = sigma needs %s > 0", NAME(privacy_calibrate),
                      NAME(train_steps));
   if (c->privacy_calibrate == DPGD_CALIBRATE_BUDGET && !c->filter_enabled)

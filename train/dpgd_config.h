@@ -16,7 +16,7 @@
 typedef enum { DPGD_LR_CONSTANT = 0, DPGD_LR_COSINE = 1 } dpgd_lr_schedule;
 typedef enum { DPGD_RNG_RESEARCH = 0, DPGD_RNG_SECURE = 1 } dpgd_rng_mode;
 typedef enum {
-  DPGD_CALIBRATE_NONE = 0, /* sigma and (for the filter) budget or k are given */
+  DPGD_CALIBRATE_NONE = 0,  /* sigma and (for the filter) budget or k are given */
   DPGD_CALIBRATE_SIGMA = 1, /* smallest sigma meeting privacy.epsilon in train.steps */
   DPGD_CALIBRATE_BUDGET = 2 /* largest B_norm meeting privacy.epsilon at sigma, clip */
 } dpgd_calibrate_mode;
@@ -28,38 +28,38 @@ typedef struct dpgd_config {
   size_t data_n_test;                  /* first n test examples; 0 = all */
   double data_mean, data_std;          /* normalisation (p/255 - mean)/std */
   /* [model] */
-  char model_type[16];                 /* "cnn" | "softmax" */
-  int model_activation;                /* dpgd_activation: 0 relu, 1 tanh */
-  size_t model_chunk;                  /* examples per chunk; 0 = measured default */
-  int model_threads;                   /* OpenMP threads; 0 = OpenMP default */
+  char model_type[16];  /* "cnn" | "softmax" */
+  int model_activation; /* dpgd_activation: 0 relu, 1 tanh */
+  size_t model_chunk;   /* examples per chunk; 0 = measured default */
+  int model_threads;    /* OpenMP threads; 0 = OpenMP default */
   /* [train] */
-  size_t train_steps;                  /* Algorithm 6 steps / Algorithm 7 k_max; 0 = derived */
-  double train_lr;                     /* learning rate eta */
-  int train_lr_schedule;               /* dpgd_lr_schedule */
-  uint64_t train_seed;                 /* master seed (research mode) */
-  size_t train_eval_every;             /* test accuracy every N steps; 0 = only at the end */
-  int train_rng;                       /* dpgd_rng_mode */
-  int train_constant_time;             /* same work for inactive points (timing) */
+  size_t train_steps;      /* Algorithm 6 steps / Algorithm 7 k_max; 0 = derived */
+  double train_lr;         /* learning rate eta */
+  int train_lr_schedule;   /* dpgd_lr_schedule */
+  uint64_t train_seed;     /* master seed (research mode) */
+  size_t train_eval_every; /* test accuracy every N steps; 0 = only at the end */
+  int train_rng;           /* dpgd_rng_mode */
+  int train_constant_time; /* same work for inactive points (timing) */
   /* [filter] */
-  int filter_enabled;                  /* 1 = Algorithm 7 (individual filtering) */
-  double filter_budget;                /* B_norm; 0 = from filter.k or calibration */
-  double filter_k;                     /* B_norm = k * clip^2 when budget is 0 */
+  int filter_enabled;   /* 1 = Algorithm 7 (individual filtering) */
+  double filter_budget; /* B_norm; 0 = from filter.k or calibration */
+  double filter_k;      /* B_norm = k * clip^2 when budget is 0 */
   /* [privacy] */
-  double privacy_sigma;                /* noise multiplier; 0 = calibrate */
-  double privacy_clip;                 /* C */
+  double privacy_sigma; /* noise multiplier; 0 = calibrate */
+  double privacy_clip;  /* C */
   double privacy_delta;
-  double privacy_epsilon;              /* target for calibration; 0 = none */
-  int privacy_calibrate;               /* dpgd_calibrate_mode */
-  int privacy_method;                  /* dpgd_acct_method used for calibration */
+  double privacy_epsilon; /* target for calibration; 0 = none */
+  int privacy_calibrate;  /* dpgd_calibrate_mode */
+  int privacy_method;     /* dpgd_acct_method used for calibration */
   /* [stopping] */
-  size_t stopping_queries;             /* m noisy accuracy queries; 0 = last iterate */
-  size_t stopping_every;               /* s steps between queries */
-  double stopping_tau_frac;            /* query noise std tau = tau_frac * n */
+  size_t stopping_queries;  /* m noisy accuracy queries; 0 = last iterate */
+  size_t stopping_every;    /* s steps between queries */
+  double stopping_tau_frac; /* query noise std tau = tau_frac * n */
   /* [output] */
   char output_dir[DPGD_CONFIG_PATH_MAX];
-  size_t output_checkpoint_every;      /* 0 = only at the end */
-  int output_diagnostics;              /* non-private diagnostic columns */
-  int output_progress;                 /* progress line on stderr */
+  size_t output_checkpoint_every; /* 0 = only at the end */
+  int output_diagnostics;         /* non-private diagnostic columns */
+  int output_progress;            /* progress line on stderr */
 } dpgd_config;
 
 /* Fills every key with its documented default. */

@@ -39,12 +39,12 @@
  * what the per-point odometer reports (dpgd_odometer_report in the accountant). */
 typedef struct dpgd_ledger {
   size_t n;
-  int filtered;          /* 1 = Algorithm 7 */
-  double clip;           /* C */
-  double clip2;          /* C*C as used in every comparison */
-  double budget;         /* B_norm (Algorithm 7); INFINITY for Algorithm 6 */
-  double slack;          /* absolute summation allowance in norm units (>= 0, < C) */
-  double *spend;         /* (n) s(i) */
+  int filtered;  /* 1 = Algorithm 7 */
+  double clip;   /* C */
+  double clip2;  /* C*C as used in every comparison */
+  double budget; /* B_norm (Algorithm 7); INFINITY for Algorithm 6 */
+  double slack;  /* absolute summation allowance in norm units (>= 0, < C) */
+  double *spend; /* (n) s(i) */
 } dpgd_ledger;
 
 /* budget is ignored (INFINITY) when filtered is 0. NULL on bad sizes or no memory. */
@@ -88,9 +88,9 @@ enum { DPGD_STREAM_INIT = 0, DPGD_STREAM_STEP = 1, DPGD_STREAM_QUERY = 2, DPGD_N
 
 /* The sentence summary.json's "caveat" carries for a research-mode run (and dpgd train
  * prints as a warning). */
-#define DPGD_RESEARCH_CAVEAT                                                              \
-  "research rng: the noise is reproducible from config.ini and train.seed, so the "     \
-  "printed eps holds only while the seed stays secret; train with train.rng = secure "  \
+#define DPGD_RESEARCH_CAVEAT                                                                   \
+  "research rng: the noise is reproducible from config.ini and train.seed, so the "            \
+  "printed eps holds only while the seed stays secret; train with train.rng = secure "         \
   "for a model you release"
 
 /* The build's identity (version, compiler, flags, a hash of the library sources): a
@@ -153,21 +153,21 @@ int dpgd_write_atomic(const char *path, const void *buf, size_t len);
 /* Everything the config leaves implicit, resolved before the first step. */
 typedef struct dpgd_plan {
   int filtered;
-  size_t n;                 /* public dataset size */
-  double sigma, clip;       /* noise multiplier (after calibration), C */
-  double budget;            /* B_norm (filtered); k C^2 equivalent steps otherwise */
-  size_t full_steps;        /* floor(B_norm / C^2) (filtered) or steps (plain) */
-  size_t steps;             /* total steps (Algorithm 7: k_max) */
-  size_t queries, every;    /* stopping queries m, interval s */
-  size_t first_query;       /* step after which the first query is made; 0 = none */
-  double tau;               /* query noise std, tau_frac * n */
+  size_t n;              /* public dataset size */
+  double sigma, clip;    /* noise multiplier (after calibration), C */
+  double budget;         /* B_norm (filtered); k C^2 equivalent steps otherwise */
+  size_t full_steps;     /* floor(B_norm / C^2) (filtered) or steps (plain) */
+  size_t steps;          /* total steps (Algorithm 7: k_max) */
+  size_t queries, every; /* stopping queries m, interval s */
+  size_t first_query;    /* step after which the first query is made; 0 = none */
+  double tau;            /* query noise std, tau_frac * n */
   double delta;
-  double mu_train;          /* GDP of the training releases at the end */
-  double mu_total;          /* with the queries */
+  double mu_train; /* GDP of the training releases at the end */
+  double mu_total; /* with the queries */
   /* eps of the whole planned run by method; NAN where the method is not available */
   double eps[5];
-  int eps_status[5];        /* dpgd status per method (DPGD_OK: eps is infinite) */
-  dpgd_odometer odometer;   /* levels of the per-point report (points.csv) */
+  int eps_status[5];      /* dpgd status per method (DPGD_OK: eps is infinite) */
+  dpgd_odometer odometer; /* levels of the per-point report (points.csv) */
 } dpgd_plan;
 
 /* Resolves c into a plan (calibration through the accountant, derived steps, the query
@@ -220,10 +220,10 @@ const dpgd_plan *dpgd_run_plan(const dpgd_run *r);
 const dpgd_config *dpgd_run_config(const dpgd_run *r);
 const dpgd_ledger *dpgd_run_ledger(const dpgd_run *r);
 size_t dpgd_run_step_index(const dpgd_run *r); /* steps completed */
-double dpgd_run_eps_now(const dpgd_run *r);        /* exact eps after the steps so far */
+double dpgd_run_eps_now(const dpgd_run *r);    /* exact eps after the steps so far */
 const float *dpgd_run_params(const dpgd_run *r, size_t *n_params);
-uint64_t dpgd_run_noise_draws(const dpgd_run *r);  /* Gaussian vectors + query draws */
-uint64_t dpgd_run_releases(const dpgd_run *r);     /* releases in the running accountant */
+uint64_t dpgd_run_noise_draws(const dpgd_run *r); /* Gaussian vectors + query draws */
+uint64_t dpgd_run_releases(const dpgd_run *r);    /* releases in the running accountant */
 /* After dpgd_run_resume: metrics rows (emitted steps) after the checkpoint that the run
  * computes again: replayed bit for bit in research mode; always 0 in secure mode. */
 size_t dpgd_run_redone(const dpgd_run *r);

@@ -59,8 +59,7 @@ static double allowance(const dpgd_ledger *l, size_t i)
 int dpgd_ledger_set_slack(dpgd_ledger *l, double slack)
 {
   if (!(slack >= 0) || !(slack < l->clip))
-    return DPGD_FAIL(DPGD_EINVAL, "summation slack %g must lie in [0, C = %g)", slack,
-                     l->clip);
+    return DPGD_FAIL(DPGD_EINVAL, "summation slack %g must lie in [0, C = %g)", slack, l->clip);
   l->slack = slack;
   return DPGD_OK;
 }

@@ -30,9 +30,9 @@
 
 struct dpgd_rng {
   int mode;
-  gsl_rng *g;                          /* research */
-  uint64_t buf[SECURE_BUF_WORDS];      /* secure: pending random words */
-  size_t pos;                          /* next unused word of buf */
+  gsl_rng *g;                     /* research */
+  uint64_t buf[SECURE_BUF_WORDS]; /* secure: pending random words */
+  size_t pos;                     /* next unused word of buf */
 };
 
 /* splitmix64 (Steele, Lea & Flood 2014): decorrelates the master seed per stream. */
@@ -45,9 +45,9 @@ static uint64_t splitmix64(uint64_t x)
 }
 
 static const uint64_t stream_tag[DPGD_N_STREAMS] = {
-  0x696e6974ULL,          /* "init" */
-  0x73746570ULL,          /* "step" */
-  0x7175657279ULL         /* "query" */
+    0x696e6974ULL,  /* "init" */
+    0x73746570ULL,  /* "step" */
+    0x7175657279ULL /* "query" */
 };
 
 const char *dpgd_rng_mode_name(int mode)
@@ -122,10 +122,7 @@ int dpgd_rng_u64(dpgd_rng *r, uint64_t *out)
 /* Only exactly representable values of (k + 1/2) 2^-b keep the uniform inside (0, 1):
  * with b = 53, k + 1/2 for k >= 2^52 is not a double and rounds, to 2^53 (u = 1.0) for
  * k = 2^53 - 1. With b = 52 it is exact: u in [2^-53, 1 - 2^-53], never 0 or 1. */
-double dpgd_noise_bits_to_uniform(uint64_t w)
-{
-  return ((double)(w >> 12) + 0.5) * 0x1.0p-52;
-}
+double dpgd_noise_bits_to_uniform(uint64_t w) { return ((double)(w >> 12) + 0.5) * 0x1.0p-52; }
 
 /* The radius is at most sqrt(-2 log 2^-53) = 8.5717 for u1 >= 2^-53 (NOISE_BM_RADIUS_MAX)
  * and positive for u1 <= 1 - 2^-53; so a secure draw of DPGD_SECURE_GAUSS_TERMS terms is
@@ -221,12 +218,16 @@ static int mt_state_check(const void *buf, size_t len)
                      sizeof s);
   memcpy(&s, buf, sizeof s);
   if (s.mti < 0 || s.mti > MT_N)
-    return DPGD_FAIL(DPGD_EFORMAT, "random stream state: position %d outside 0..%d (corrupt "
-                     "checkpoint)", s.mti, MT_N);
+    return DPGD_FAIL(DPGD_EFORMAT,
+                     "random stream state: position %d outside 0..%d (corrupt "
+                     "checkpoint)",
+                     s.mti, MT_N);
   for (int k = 0; k < MT_N; k++)
     if (s.mt[k] > 0xffffffffUL)
-      return DPGD_FAIL(DPGD_EFORMAT, "random stream state: word %d exceeds 32 bits (corrupt "
-                       "checkpoint)", k);
+      return DPGD_FAIL(DPGD_EFORMAT,
+                       "random stream state: word %d exceeds 32 bits (corrupt "
+                       "checkpoint)",
+                       k);
   return DPGD_OK;
 }
 

@@ -102,12 +102,15 @@ static int check_ranges(const dpgd_config *c)
 {
   double c2 = c->privacy_clip * c->privacy_clip;
   if (!(c2 >= DBL_MIN) || !isfinite(c2))
-    return DPGD_FAIL(DPGD_ERANGE, "%s = %g: its square is outside the range of "
-                     "double precision", DPGD_CONFIG_KEY(privacy_clip), c->privacy_clip);
-  if (c->stopping_queries > 1 &&
-      c->stopping_every > (SIZE_MAX / 2) / (c->stopping_queries - 1))
-    return DPGD_FAIL(DPGD_ERANGE, "stopping: %zu queries every %zu steps span more steps "
-                     "than can be counted", c->stopping_queries, c->stopping_every);
+    return DPGD_FAIL(DPGD_ERANGE,
+                     "%s = %g: its square is outside the range of "
+                     "double precision",
+                     DPGD_CONFIG_KEY(privacy_clip), c->privacy_clip);
+  if (c->stopping_queries > 1 && c->stopping_every > (SIZE_MAX / 2) / (c->stopping_queries - 1))
+    return DPGD_FAIL(DPGD_ERANGE,
+                     "stopping: %zu queries every %zu steps span more steps "
+                     "than can be counted",
+                     c->stopping_queries, c->stopping_every);
   return DPGD_OK;
 }
 
@@ -156,8 +159,8 @@ static int calibrate_noise(dpgd_plan *p, const dpgd_config *c, const dpgd_accoun
                               &p->sigma);
     if (rc) return rc;
   } else if (c->privacy_calibrate == DPGD_CALIBRATE_BUDGET) {
-    rc = dpgd_calibrate_budget(method, c->privacy_epsilon, p->delta, p->sigma, p->clip,
-                               extra, &p->budget);
+    rc = dpgd_calibrate_budget(method, c->privacy_epsilon, p->delta, p->sigma, p->clip, extra,
+                               &p->budget);
     if (rc) return rc;
   }
   if (!(p->sigma > 0) || !isfinite(p->sigma))
@@ -187,16 +190,14 @@ static int schedule_queries(dpgd_plan *p)
 {
   if (p->queries == 0) return DPGD_OK;
   size_t span = (p->queries - 1) * p->every;
-  if (p->filtered)
-    p->first_query = p->full_steps > 0 ? p->full_steps : 1;
-  else
-    p->first_query = p->steps > span ? p->steps - span : 0;
+  if (p->filtered) p->first_query = p->full_steps > 0 ? p->full_steps : 1;
+  else p->first_query = p->steps > span ? p->steps - span : 0;
   if (p->first_query == 0 || p->first_query + span > p->steps)
     return DPGD_FAIL(DPGD_EINVAL,
                      "stopping: %zu queries every %zu steps%s do not fit in %zu steps "
-                     "(%s)", p->queries, p->every,
-                     p->filtered ? " after floor(B_norm/C^2)" : "", p->steps,
-                     DPGD_CONFIG_KEY(train_steps));
+                     "(%s)",
+                     p->queries, p->every, p->filtered ? " after floor(B_norm/C^2)" : "",
+                     p->steps, DPGD_CONFIG_KEY(train_steps));
   return DPGD_OK;
 }
 
@@ -213,9 +214,11 @@ static int state_guarantee(dpgd_plan *p)
   /* A run whose guarantee cannot be stated does not run (e.g. tau -> 0: a query with
    * no noise). */
   if (!isfinite(p->mu_total) || !isfinite(p->eps[DPGD_ACCT_EXACT]))
-    return DPGD_FAIL(DPGD_ERANGE, "the planned run has no finite guarantee (mu = %g; check "
-                     "%s, %s and %s)", p->mu_total, DPGD_CONFIG_KEY(privacy_sigma),
-                     DPGD_CONFIG_KEY(privacy_clip), DPGD_CONFIG_KEY(stopping_tau_frac));
+    return DPGD_FAIL(DPGD_ERANGE,
+                     "the planned run has no finite guarantee (mu = %g; check "
+                     "%s, %s and %s)",
+                     p->mu_total, DPGD_CONFIG_KEY(privacy_sigma), DPGD_CONFIG_KEY(privacy_clip),
+                     DPGD_CONFIG_KEY(stopping_tau_frac));
   /* The per-point report's levels, fixed before any data is seen. Padded by 2^-40 so
    * that a point's total, rounded up, never lands above the top level. */
   double step_mu2 = 1.0 / (p->sigma * p->sigma);

@@ -68,10 +68,10 @@ static int find_and_load(dpgd_dataset **train, dpgd_dataset **test, const dpgd_c
 {
   char dir[DPGD_CONFIG_PATH_MAX];
   int rc = dpgd_data_find_dir(dir, sizeof dir, c->data_dir[0] ? c->data_dir : NULL);
-  if (!rc) rc = load_split(train, dir, "train", c->data_n_train,
-                             DPGD_CONFIG_KEY(data_n_train), c);
-  if (!rc && test) rc = load_split(test, dir, "test", c->data_n_test,
-                                     DPGD_CONFIG_KEY(data_n_test), c);
+  if (!rc)
+    rc = load_split(train, dir, "train", c->data_n_train, DPGD_CONFIG_KEY(data_n_train), c);
+  if (!rc && test)
+    rc = load_split(test, dir, "test", c->data_n_test, DPGD_CONFIG_KEY(data_n_test), c);
   return rc;
 }
 
@@ -94,8 +94,9 @@ int dpgd_run_setup(dpgd_run *r)
   rc = dpgd_plan_make(&r->plan, c, r->train->n);
   if (rc) return rc;
   const dpgd_model_type *t = dpgd_model_type_find(c->model_type);
-  if (!t) return DPGD_FAIL(DPGD_EINVAL, "%s '%s' is not built", DPGD_CONFIG_KEY(model_type),
-                           c->model_type);
+  if (!t)
+    return DPGD_FAIL(DPGD_EINVAL, "%s '%s' is not built", DPGD_CONFIG_KEY(model_type),
+                     c->model_type);
   dpgd_error_clear();
   r->model = dpgd_model_alloc(t, (dpgd_activation)c->model_activation, r->train->rows,
                               r->train->cols, r->train->n_classes);
@@ -144,7 +145,6 @@ int dpgd_run_setup(dpgd_run *r)
   for (int k = 0; k < DPGD_ACCT_N_METHODS; k++) r->eps_now[k] = 0;
   return DPGD_OK;
 }
-
 
 /* The run directory checked free (no finished or unfinished run), the run set up, the
  * directory made and locked. */
@@ -275,4 +275,3 @@ void dpgd_run_progress(const dpgd_run *r, char *buf, size_t len)
            (unsigned long long)r->m.step, r->plan.steps, (int)(eta / 60), (int)fmod(eta, 60),
            dpgd_round_digits(r->eps_now[DPGD_ACCT_EXACT], 4, 1), r->plan.delta, acc);
 }
-

@@ -16,7 +16,6 @@
 
 #include "run_internal.h"
 
-
 #ifndef DPGD_VERSION
 #define DPGD_VERSION "unknown"
 #endif
@@ -61,8 +60,8 @@ int dpgd_run_lock_dir(dpgd_run *r)
   close(r->lock_fd);
   r->lock_fd = -1;
   if (e == EWOULDBLOCK)
-    return DPGD_FAIL(DPGD_EINVAL, "%s is in use by another dpgd process (it holds %s)",
-                     r->dir, p);
+    return DPGD_FAIL(DPGD_EINVAL, "%s is in use by another dpgd process (it holds %s)", r->dir,
+                     p);
   return DPGD_FAIL(DPGD_EIO, "cannot lock %s: %s", p, strerror(e));
 }
 
@@ -88,17 +87,13 @@ int dpgd_run_metrics_put(dpgd_run *r, const char *text)
   return DPGD_OK;
 }
 
-
 static void put_num(FILE *f, double v)
 {
   if (isfinite(v)) fprintf(f, "%.10g", v);
 }
 
 /* A privacy number (eps, mu): 10 digits, rounded up (the private direction). */
-static void put_up(FILE *f, double v)
-{
-  put_num(f, dpgd_round_digits(v, 10, 1));
-}
+static void put_up(FILE *f, double v) { put_num(f, dpgd_round_digits(v, 10, 1)); }
 
 /* Appends to the metrics row in r->row at *len; *len >= ROW_MAX says it did not fit. */
 static void row_put(dpgd_run *r, size_t *len, const char *fmt, ...)
@@ -118,7 +113,6 @@ static void row_num(dpgd_run *r, size_t *len, double v, int up)
   row_put(r, len, isfinite(v) ? ",%.10g" : ",", v);
 }
 
-
 /* Composes the metrics row of step t in r->row (a secure run checkpoints it before
  * writing it). diag: the non-private diagnostic columns are computed (else empty). */
 int dpgd_run_compose_row(dpgd_run *r, size_t t, double test_acc, double lr, int diag)
@@ -133,8 +127,8 @@ int dpgd_run_compose_row(dpgd_run *r, size_t t, double test_acc, double lr, int 
   if (r->cfg.output_diagnostics && diag) {
     size_t correct = 0, n = r->m.n;
     double loss = 0;
-    int rc = dpgd_model_evaluate(r->model, r->train, 0, n, r->cfg.model_threads, NULL,
-                                 &correct, &loss);
+    int rc = dpgd_model_evaluate(r->model, r->train, 0, n, r->cfg.model_threads, NULL, &correct,
+                                 &loss);
     if (rc) return rc;
     row_put(r, &len, ",%.10g,%.10g,%zu", loss / (double)n, (double)correct / (double)n,
             dpgd_ledger_active(r->ledger));
@@ -257,8 +251,7 @@ int dpgd_run_finish(dpgd_run *r)
   int rc = dpgd_run_write_checkpoint(r); /* the final state, ledger included */
   if (rc) return rc;
   /* The selected model: the best noisy iterate, or the last one without queries. */
-  if (r->m.queries_done)
-    memcpy(dpgd_model_params(r->model), r->best, r->P * sizeof(float));
+  if (r->m.queries_done) memcpy(dpgd_model_params(r->model), r->best, r->P * sizeof(float));
   double test_acc = r->m.last_test_acc;
   if (r->m.queries_done) {
     rc = dpgd_run_test_accuracy(r, &test_acc);
@@ -271,4 +264,3 @@ int dpgd_run_finish(dpgd_run *r)
   if (!rc) rc = write_summary(r, test_acc);
   return rc;
 }
-

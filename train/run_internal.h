@@ -38,22 +38,22 @@ struct dpgd_run {
   double *caps, *post, *sum; /* (n), (n), (P) */
   float *best;               /* (P) parameters of the best noisy iterate */
   dpgd_rng *rng_step, *rng_query;
-  dpgd_accountant *acct;     /* releases so far */
+  dpgd_accountant *acct; /* releases so far */
   run_meta m;
-  double last_query;         /* noisy accuracy of the query at this step; NAN if none */
+  double last_query; /* noisy accuracy of the query at this step; NAN if none */
   double eps_now[DPGD_ACCT_N_METHODS];
-  int metrics;               /* metrics.csv, open for appending (O_APPEND); -1 */
+  int metrics; /* metrics.csv, open for appending (O_APPEND); -1 */
   struct timespec t0;
-  double wall_before;        /* wall seconds of earlier sessions (resume) */
-  uint64_t session_step;     /* steps done when this session started (ETA) */
-  char row[ROW_MAX];         /* metrics.csv row of step m.step ("" before step 1) */
-  int secure;                /* train.rng = secure: the noise cannot be replayed */
-  size_t redone;             /* resume: emitted rows after the checkpoint, replayed */
-  int row_restored;          /* resume: the checkpoint's row was written to metrics.csv */
-  int lock_fd;               /* open on <dir>/lock, flock()ed while the run is open; -1 */
-  uint64_t data_fp;          /* fingerprint of the training and test data (checkpoint) */
-  char replay[640];          /* build and engine identity: what bitwise replay needs */
-  char replay_ckpt[640];     /* resume: the checkpoint's; "" if it has none */
+  double wall_before;    /* wall seconds of earlier sessions (resume) */
+  uint64_t session_step; /* steps done when this session started (ETA) */
+  char row[ROW_MAX];     /* metrics.csv row of step m.step ("" before step 1) */
+  int secure;            /* train.rng = secure: the noise cannot be replayed */
+  size_t redone;         /* resume: emitted rows after the checkpoint, replayed */
+  int row_restored;      /* resume: the checkpoint's row was written to metrics.csv */
+  int lock_fd;           /* open on <dir>/lock, flock()ed while the run is open; -1 */
+  uint64_t data_fp;      /* fingerprint of the training and test data (checkpoint) */
+  char replay[640];      /* build and engine identity: what bitwise replay needs */
+  char replay_ckpt[640]; /* resume: the checkpoint's; "" if it has none */
 };
 
 /* ---- run.c ---- */

@@ -35,18 +35,19 @@ int dpgd_run_write_checkpoint(dpgd_run *r)
   }
   dpgd_rng_state_get(r->rng_step, sst);
   dpgd_rng_state_get(r->rng_query, sq);
-  r->m.wall_s = r->wall_before + (dpgd_run_now_s() - ((double)r->t0.tv_sec + 1e-9 * r->t0.tv_nsec));
+  r->m.wall_s =
+      r->wall_before + (dpgd_run_now_s() - ((double)r->t0.tv_sec + 1e-9 * r->t0.tv_nsec));
   const dpgd_ckpt_section s[] = {
-    {"meta", &r->m, sizeof r->m},
-    {"params", dpgd_model_params_const(r->model), r->P * sizeof(float)},
-    {"best", r->best, r->P * sizeof(float)},
-    {"spend", r->ledger->spend, n * sizeof(double)},
-    {"rngstep", sst, rs},
-    {"rngquery", sq, rq},
-    {"acct", acct_buf, acct_len},
-    {"data", &r->data_fp, sizeof r->data_fp},
-    {"replay", r->replay, strlen(r->replay)},
-    {"row", r->row, strlen(r->row)}, /* secure runs only: see dpgd_run_step */
+      {"meta", &r->m, sizeof r->m},
+      {"params", dpgd_model_params_const(r->model), r->P * sizeof(float)},
+      {"best", r->best, r->P * sizeof(float)},
+      {"spend", r->ledger->spend, n * sizeof(double)},
+      {"rngstep", sst, rs},
+      {"rngquery", sq, rq},
+      {"acct", acct_buf, acct_len},
+      {"data", &r->data_fp, sizeof r->data_fp},
+      {"replay", r->replay, strlen(r->replay)},
+      {"row", r->row, strlen(r->row)}, /* secure runs only: see dpgd_run_step */
   };
   size_t n_sections = sizeof s / sizeof s[0] - !r->secure;
   char p[PATHLEN];
@@ -110,7 +111,8 @@ static int trim_metrics(dpgd_run *r, uint64_t step, uint64_t *last)
                      "by a dpgd running as [%s]; this one runs as [%s], so replaying them "
                      "would release their noise again on different values: resume where "
                      "the run started (same build, OPENBLAS_CORETYPE and %s) or "
-                     "start a new run", p, (unsigned long long)after, (unsigned long long)step,
+                     "start a new run",
+                     p, (unsigned long long)after, (unsigned long long)step,
                      r->replay_ckpt[0] ? r->replay_ckpt : "unknown", r->replay,
                      DPGD_CONFIG_KEY(model_threads));
   }
@@ -167,8 +169,8 @@ static int check_identity(const dpgd_run *r, const dpgd_ckpt *ck, const char *p,
   if (m->diverged)
     return DPGD_FAIL(DPGD_EINVAL,
                      "%s diverged at step %llu (its parameters are not finite) and cannot be "
-                     "continued; start a new run with a lower %s", r->dir,
-                     (unsigned long long)m->step, DPGD_CONFIG_KEY(train_lr));
+                     "continued; start a new run with a lower %s",
+                     r->dir, (unsigned long long)m->step, DPGD_CONFIG_KEY(train_lr));
   return DPGD_OK;
 }
 
@@ -190,7 +192,8 @@ static int check_replay_and_data(dpgd_run *r, const dpgd_ckpt *ck, const char *p
       return DPGD_FAIL(DPGD_EFORMAT,
                        "checkpoint %s was written on other data: the training or test set "
                        "found now (%s = '%s') differs from the run's, though of the "
-                       "same size", p, DPGD_CONFIG_KEY(data_dir), r->cfg.data_dir);
+                       "same size",
+                       p, DPGD_CONFIG_KEY(data_dir), r->cfg.data_dir);
   } else {
     dpgd_error_clear();
   }

@@ -26,17 +26,16 @@ static double lr_at(const dpgd_run *r, size_t t)
   return r->cfg.train_lr;
 }
 
-
 int dpgd_run_test_accuracy(dpgd_run *r, double *acc)
 {
   size_t correct = 0;
-  int rc = dpgd_model_evaluate(r->model, r->test, 0, r->test->n, r->cfg.model_threads, NULL, &correct, NULL);
+  int rc = dpgd_model_evaluate(r->model, r->test, 0, r->test->n, r->cfg.model_threads, NULL,
+                               &correct, NULL);
   if (!rc) *acc = (double)correct / (double)r->test->n;
   return rc;
 }
 
 int dpgd_run_done(const dpgd_run *r) { return r->m.step >= r->plan.steps; }
-
 
 static int emit_row(dpgd_run *r, size_t t, int force_ckpt)
 {
@@ -46,7 +45,8 @@ static int emit_row(dpgd_run *r, size_t t, int force_ckpt)
     int rc = dpgd_run_metrics_put(r, r->row);
     if (rc) return rc;
     size_t ce = r->cfg.output_checkpoint_every;
-    if (force_ckpt || (ce && t % ce == 0 && t < r->plan.steps)) return dpgd_run_write_checkpoint(r);
+    if (force_ckpt || (ce && t % ce == 0 && t < r->plan.steps))
+      return dpgd_run_write_checkpoint(r);
     return DPGD_OK;
   }
   /* Secure mode: the noise cannot be replayed, so a step redone after a resume is a NEW
@@ -84,7 +84,8 @@ static int diverged(dpgd_run *r, size_t t, double lr)
   return DPGD_FAIL(DPGD_ERANGE,
                    "training diverged: parameters not finite after step %zu (lower %s); "
                    "the step was released and is accounted: eps %.6g (exact, delta %g) in "
-                   "metrics.csv", t, DPGD_CONFIG_KEY(train_lr),
+                   "metrics.csv",
+                   t, DPGD_CONFIG_KEY(train_lr),
                    dpgd_round_digits(r->eps_now[DPGD_ACCT_EXACT], 6, 1), r->plan.delta);
 }
 
@@ -97,8 +98,8 @@ static int clipped_noisy_sum(dpgd_run *r)
   /* Zero active points is a normal state: the sum is then zero and the update is noise
    * only (divided by the public n, never by the active count). */
   dpgd_ledger_caps(r->ledger, r->caps);
-  int rc = dpgd_model_clipped_grad_sum(r->model, r->ws, r->train, r->caps, r->sum, NULL,
-                                       r->post);
+  int rc =
+      dpgd_model_clipped_grad_sum(r->model, r->ws, r->train, r->caps, r->sum, NULL, r->post);
   if (!rc) rc = dpgd_ledger_spend(r->ledger, r->caps, r->post);
   if (rc) return rc;
 #ifndef NDEBUG
@@ -133,8 +134,8 @@ static int stopping_query(dpgd_run *r, size_t t)
   if (!dpgd_plan_query_due(p, t)) return DPGD_OK;
   size_t correct = 0;
   double noise;
-  int rc = dpgd_model_evaluate(r->model, r->train, 0, n, r->cfg.model_threads, NULL, &correct,
-                               NULL);
+  int rc =
+      dpgd_model_evaluate(r->model, r->train, 0, n, r->cfg.model_threads, NULL, &correct, NULL);
   if (!rc) rc = dpgd_rng_gaussian(r->rng_query, p->tau, &noise);
   if (!rc) rc = dpgd_plan_add_query(r->acct, p);
   if (rc) return rc;

@@ -27,7 +27,9 @@ static long double gdp_delta_ld(long double mu, long double eps)
 
 /* delta(eps) = E[(1 - e^{eps - L})_+], L ~ N(mu^2/2, mu^2) (MATH.md section 3), by
  * GSL's QAGIU over L in (eps, inf): an oracle that shares no code with the library. */
-typedef struct { double mu, eps; } pld_par;
+typedef struct {
+  double mu, eps;
+} pld_par;
 static double pld_integrand(double l, void *vp)
 {
   const pld_par *p = vp;
@@ -55,7 +57,8 @@ static void test_gdp_delta_vs_long_double(void **state)
       if (ref < 1e-15L) break; /* long double cancellation limit */
       double d = dpgd_gdp_delta(mus[i], eps);
       double rel = fabs(d - (double)ref) / (double)ref;
-      if (rel > 1e-10) fail_msg("mu=%g eps=%g: %.17g vs %.17Lg (rel %g)", mus[i], eps, d, ref, rel);
+      if (rel > 1e-10)
+        fail_msg("mu=%g eps=%g: %.17g vs %.17Lg (rel %g)", mus[i], eps, d, ref, rel);
       assert_true(d >= (double)ref * (1 - 1e-14)); /* rounded up */
     }
   }
@@ -70,7 +73,8 @@ static void test_gdp_delta_vs_integral(void **state)
       double ref = gdp_delta_integral(mus[i], eps);
       if (ref < 1e-200) break;
       double d = dpgd_gdp_delta(mus[i], eps);
-      if (fabs(d - ref) > 1e-8 * ref) fail_msg("mu=%g eps=%g: %.17g vs %.17g", mus[i], eps, d, ref);
+      if (fabs(d - ref) > 1e-8 * ref)
+        fail_msg("mu=%g eps=%g: %.17g vs %.17g", mus[i], eps, d, ref);
     }
 }
 
@@ -92,7 +96,8 @@ static void test_gdp_epsilon_inverse(void **state)
       }
       long double below = gdp_delta_ld(mus[i], eps * (1 - 1e-10));
       long double at = gdp_delta_ld(mus[i], eps);
-      if (!(at <= deltas[j] * (1 + 1e-13))) fail_msg("mu=%g delta=%g eps=%.17g: delta(eps)=%.17Lg", mus[i], deltas[j], eps, at);
+      if (!(at <= deltas[j] * (1 + 1e-13)))
+        fail_msg("mu=%g delta=%g eps=%.17g: delta(eps)=%.17Lg", mus[i], deltas[j], eps, at);
       if (below > 1e-15L && !(below > deltas[j]))
         fail_msg("mu=%g delta=%g: eps %.17g is not tight", mus[i], deltas[j], eps);
     }
@@ -314,8 +319,14 @@ static void test_serialize_round_trip_and_corruption(void **state)
   assert_int_equal(dpgd_acct_serialize(e, &eb, &el), DPGD_OK);
   assert_int_equal(dpgd_acct_deserialize(&e2, eb, el), DPGD_OK);
   assert_int_equal(dpgd_acct_n_entries(e2), 0);
-  free(eb); free(gb); free(c); free(buf);
-  dpgd_acct_free(e); dpgd_acct_free(e2); dpgd_acct_free(g); dpgd_acct_free(a);
+  free(eb);
+  free(gb);
+  free(c);
+  free(buf);
+  dpgd_acct_free(e);
+  dpgd_acct_free(e2);
+  dpgd_acct_free(g);
+  dpgd_acct_free(a);
 }
 
 static void test_crc32_known_value(void **state)
@@ -340,20 +351,25 @@ static void check_sigma(dpgd_acct_method m, double eps, double delta, uint64_t s
   dpgd_acct_value v, w;
   assert_int_equal(dpgd_acct_epsilon(a, m, delta, &v), DPGD_OK);
   assert_int_equal(dpgd_acct_epsilon(b, m, delta, &w), DPGD_OK);
-  if (!(v.value <= eps)) fail_msg("%s: sigma %.17g gives eps %.17g > %g", dpgd_acct_method_name(m), sigma, v.value, eps);
-  if (!(w.value > eps)) fail_msg("%s: sigma %.17g is not tight", dpgd_acct_method_name(m), sigma);
+  if (!(v.value <= eps))
+    fail_msg("%s: sigma %.17g gives eps %.17g > %g", dpgd_acct_method_name(m), sigma, v.value,
+             eps);
+  if (!(w.value > eps))
+    fail_msg("%s: sigma %.17g is not tight", dpgd_acct_method_name(m), sigma);
   dpgd_acct_free(a);
   dpgd_acct_free(b);
 }
 
-static void check_budget(dpgd_acct_method m, double eps, double delta, double sigma, double clip)
+static void check_budget(dpgd_acct_method m, double eps, double delta, double sigma,
+                         double clip)
 {
   double B;
   int st = dpgd_calibrate_budget(m, eps, delta, sigma, clip, NULL, &B);
   if (st) fail_msg("calibrate_budget(%s): %s", dpgd_acct_method_name(m), dpgd_error_last());
   dpgd_accountant *a = dpgd_acct_alloc(), *b = dpgd_acct_alloc();
   assert_int_equal(dpgd_acct_add_gaussian(a, sqrt(B) / (sigma * clip), 1), DPGD_OK);
-  assert_int_equal(dpgd_acct_add_gaussian(b, sqrt(B * (1 + 1e-8)) / (sigma * clip), 1), DPGD_OK);
+  assert_int_equal(dpgd_acct_add_gaussian(b, sqrt(B * (1 + 1e-8)) / (sigma * clip), 1),
+                   DPGD_OK);
   dpgd_acct_value v, w;
   assert_int_equal(dpgd_acct_epsilon(a, m, delta, &v), DPGD_OK);
   assert_int_equal(dpgd_acct_epsilon(b, m, delta, &w), DPGD_OK);
@@ -382,8 +398,10 @@ static void test_calibration_gaussian(void **state)
   assert_int_equal(dpgd_calibrate_sigma(DPGD_ACCT_EXACT, 0.3, 1e-5, 112, NULL, &s_ex), DPGD_OK);
   assert_int_equal(dpgd_calibrate_sigma(DPGD_ACCT_ZCDP, 0.3, 1e-5, 112, NULL, &s_z), DPGD_OK);
   assert_true(s_z > s_ex);
-  assert_int_equal(dpgd_calibrate_budget(DPGD_ACCT_EXACT, 0.3, 1e-5, 170, 10, NULL, &b_ex), DPGD_OK);
-  assert_int_equal(dpgd_calibrate_budget(DPGD_ACCT_ZCDP, 0.3, 1e-5, 170, 10, NULL, &b_z), DPGD_OK);
+  assert_int_equal(dpgd_calibrate_budget(DPGD_ACCT_EXACT, 0.3, 1e-5, 170, 10, NULL, &b_ex),
+                   DPGD_OK);
+  assert_int_equal(dpgd_calibrate_budget(DPGD_ACCT_ZCDP, 0.3, 1e-5, 170, 10, NULL, &b_z),
+                   DPGD_OK);
   assert_true(b_ex > b_z);
   /* closed form: B = (mu* sigma C)^2 with mu* from the Gaussian curve */
   double mu;
@@ -394,8 +412,10 @@ static void test_calibration_gaussian(void **state)
   assert_int_equal(dpgd_calibrate_sigma(DPGD_ACCT_EXACT, -1, 1e-5, 10, NULL, &s), DPGD_EINVAL);
   assert_int_equal(dpgd_calibrate_sigma(DPGD_ACCT_EXACT, 1, 2, 10, NULL, &s), DPGD_EINVAL);
   assert_int_equal(dpgd_calibrate_sigma(DPGD_ACCT_EXACT, 1, 1e-5, 0, NULL, &s), DPGD_EINVAL);
-  assert_int_equal(dpgd_calibrate_budget(DPGD_ACCT_EXACT, 1, 1e-5, 0, 1, NULL, &s), DPGD_EINVAL);
-  assert_int_equal(dpgd_calibrate_budget(DPGD_ACCT_EXACT, 1, 1e-5, 1, -1, NULL, &s), DPGD_EINVAL);
+  assert_int_equal(dpgd_calibrate_budget(DPGD_ACCT_EXACT, 1, 1e-5, 0, 1, NULL, &s),
+                   DPGD_EINVAL);
+  assert_int_equal(dpgd_calibrate_budget(DPGD_ACCT_EXACT, 1, 1e-5, 1, -1, NULL, &s),
+                   DPGD_EINVAL);
 }
 
 int main(void)

@@ -109,8 +109,8 @@ static double lap_rr_oracle(double a, int n, double e0, int k, double eps)
   assert_non_null(t40);
   double p = 1 / (1 + exp(-e0)), sum = 0;
   for (int r = 0; r <= k; r++) { /* RR: loss e0 (2r - k), probability C(k,r) p^r (1-p)^(k-r) */
-    double lw = lgamma(k + 1) - lgamma(r + 1) - lgamma(k - r + 1) + r * log(p) +
-                (k - r) * log1p(-p);
+    double lw =
+        lgamma(k + 1) - lgamma(r + 1) - lgamma(k - r + 1) + r * log(p) + (k - r) * log1p(-p);
     for (int j = 0; j <= n; j++)
       for (int i = 0; i <= n - j; i++) {
         double c = exp(lgamma(n + 1) - lgamma(j + 1) - lgamma(i + 1) - lgamma(n - j - i + 1) -
@@ -164,8 +164,8 @@ static void test_laplace_nfold_oracle(void **state)
           double ref = lap_rr_oracle(aa, n, e0, k, v.value);
           double below = lap_rr_oracle(aa, n, e0, k, v.value * (1 - 1e-6));
           if (!(ref <= d && below > d))
-            fail_msg("n %d a %g k %d: eps %.15g for delta %g has oracle delta %.15g", n, aa,
-                     k, v.value, d, ref);
+            fail_msg("n %d a %g k %d: eps %.15g for delta %g has oracle delta %.15g", n, aa, k,
+                     v.value, d, ref);
         }
         dpgd_acct_free(a);
       }
@@ -179,7 +179,8 @@ static double rr_oracle(double e0, int k, double eps)
   for (int j = 0; j <= k; j++) {
     double l = e0 * (2 * j - k);
     if (l <= eps) continue;
-    double lw = lgamma(k + 1) - lgamma(j + 1) - lgamma(k - j + 1) + j * log(p) + (k - j) * log1p(-p);
+    double lw =
+        lgamma(k + 1) - lgamma(j + 1) - lgamma(k - j + 1) + j * log(p) + (k - j) * log1p(-p);
     s += exp(lw) * (1 - exp(eps - l));
   }
   return s;
@@ -406,10 +407,12 @@ static void test_subsampled_mgf(void **state)
             double lo = -14 * ss[k], hi = fmax(0, x.rw) + 14 * ss[k], re, im, e;
             double mc = exp(creal(dpgd_acct_log_mgf(a, dir, c)));
             assert_int_equal(gsl_integration_qag(&F, lo, hi, 1e-14 * mc, 1e-12, 2000,
-                                                 GSL_INTEG_GAUSS61, w, &re, &e), 0);
+                                                 GSL_INTEG_GAUSS61, w, &re, &e),
+                             0);
             x.im = 1;
             assert_int_equal(gsl_integration_qag(&F, lo, hi, 1e-14 * mc, 1e-12, 2000,
-                                                 GSL_INTEG_GAUSS61, w, &im, &e), 0);
+                                                 GSL_INTEG_GAUSS61, w, &im, &e),
+                             0);
             if (!(cabs(cexp(lm) - (re + I * im)) <= 1e-10 * mc))
               fail_msg("q %g sigma %g dir %d s = %g + %gi: M %.15g%+.15gi vs QAG %.15g%+.15gi",
                        qs[k], ss[k], dir, c, t, creal(cexp(lm)), cimag(cexp(lm)), re, im);
@@ -448,7 +451,8 @@ static void test_search_vs_plain(void **state)
       assert_int_equal(dpgd_acct_exact_delta(a, e.value * (1 - 1e-5), &lo), 0);
       if (!(p.value <= d * (1 + 4 * ACCT_TAIL_RELTOL) && lo.value > d))
         fail_msg("case %d delta %g: eps %.15g, plain delta %.15g (err %.3g), at eps (1 - 1e-5) "
-                 "%.15g", i, d, e.value, p.value, p.err, lo.value);
+                 "%.15g",
+                 i, d, e.value, p.value, p.err, lo.value);
     }
     dpgd_acct_free(a);
   }
@@ -559,15 +563,20 @@ int main(void)
 {
   gsl_set_error_handler_off();
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_mgf_unit),          cmocka_unit_test(test_laplace_oracle),
+      cmocka_unit_test(test_mgf_unit),
+      cmocka_unit_test(test_laplace_oracle),
       cmocka_unit_test(test_laplace_nfold_oracle),
-      cmocka_unit_test(test_rr_oracle),         cmocka_unit_test(test_discrete_oracle),
-      cmocka_unit_test(test_gaussian_formulas), cmocka_unit_test(test_formula_a_vs_b),
-      cmocka_unit_test(test_subsampled_single), cmocka_unit_test(test_subsampled_properties),
+      cmocka_unit_test(test_rr_oracle),
+      cmocka_unit_test(test_discrete_oracle),
+      cmocka_unit_test(test_gaussian_formulas),
+      cmocka_unit_test(test_formula_a_vs_b),
+      cmocka_unit_test(test_subsampled_single),
+      cmocka_unit_test(test_subsampled_properties),
       cmocka_unit_test(test_subsampled_few),
       cmocka_unit_test(test_search_vs_plain),
       cmocka_unit_test(test_subsampled_mgf),
-      cmocka_unit_test(test_monotone_convex),   cmocka_unit_test(test_extremes),
+      cmocka_unit_test(test_monotone_convex),
+      cmocka_unit_test(test_extremes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

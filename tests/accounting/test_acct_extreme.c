@@ -61,8 +61,8 @@ static void test_delta_at_large_eps(void **state)
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_small_delta),
-    cmocka_unit_test(test_delta_at_large_eps),
+      cmocka_unit_test(test_small_delta),
+      cmocka_unit_test(test_delta_at_large_eps),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

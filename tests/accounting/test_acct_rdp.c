@@ -71,9 +71,12 @@ static void test_rdp_curves(void **state)
     /* RR: two outcomes, exact sum written out */
     assert_int_equal(dpgd_acct_add_rr(r, 0.9, 5), DPGD_OK);
     double p = exp(0.9) / (1 + exp(0.9));
-    double rr = 5 * log(pow(p, a) * pow(1 - p, 1 - a) + pow(1 - p, a) * pow(p, 1 - a)) / (a - 1);
+    double rr =
+        5 * log(pow(p, a) * pow(1 - p, 1 - a) + pow(1 - p, a) * pow(p, 1 - a)) / (a - 1);
     assert_true(fabs(dpgd_acct_rdp_curve(r, a) - rr) < 1e-12 * rr);
-    dpgd_acct_free(g); dpgd_acct_free(l); dpgd_acct_free(r);
+    dpgd_acct_free(g);
+    dpgd_acct_free(l);
+    dpgd_acct_free(r);
   }
   /* subsampled Gaussian at integer orders: the binomial expansion is exact */
   const int ints[] = {2, 3, 7, 20};

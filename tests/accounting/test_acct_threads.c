@@ -29,9 +29,7 @@ static dpgd_accountant *make(int k)
   dpgd_accountant *a = dpgd_acct_alloc();
   int rc = DPGD_OK;
   switch (k) {
-  case 0:
-    rc = dpgd_acct_add_subsampled_gaussian(a, 0.01, 1.0, 200);
-    break;
+  case 0: rc = dpgd_acct_add_subsampled_gaussian(a, 0.01, 1.0, 200); break;
   case 1:
     rc = dpgd_acct_add_subsampled_gaussian(a, 0.02, 1.5, 100);
     if (!rc) rc = dpgd_acct_add_laplace(a, 0.1, 5);
@@ -41,9 +39,7 @@ static dpgd_accountant *make(int k)
     if (!rc) rc = dpgd_acct_add_laplace(a, 0.1, 20);
     if (!rc) rc = dpgd_acct_add_rr(a, 0.5, 10);
     break;
-  default:
-    rc = dpgd_acct_add_laplace(a, 1.0, 3);
-    break;
+  default: rc = dpgd_acct_add_laplace(a, 1.0, 3); break;
   }
   if (rc) {
     dpgd_acct_free(a);

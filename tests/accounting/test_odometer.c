@@ -77,7 +77,8 @@ static void test_levels(void **state)
     size_t best_j = 0;
     for (size_t j = k; j <= o.levels; j++) {
       double mj = sqrt((double)j * D), ej;
-      assert_int_equal(dpgd_gdp_epsilon(mj * (1 + 1e-15), dpgd_odometer_delta(&o, j), &ej), DPGD_OK);
+      assert_int_equal(dpgd_gdp_epsilon(mj * (1 + 1e-15), dpgd_odometer_delta(&o, j), &ej),
+                       DPGD_OK);
       if (ej < best) best = ej, best_j = j;
     }
     assert_int_equal(m, best_j);
@@ -111,10 +112,7 @@ static double uniform01(void) /* in (0, 1) */
   return ((double)(z >> 11) + 0.5) * 0x1p-53;
 }
 
-static double normal(void)
-{
-  return sqrt(-2 * log(uniform01())) * cos(2 * M_PI * uniform01());
-}
+static double normal(void) { return sqrt(-2 * log(uniform01())) * cos(2 * M_PI * uniform01()); }
 
 static double npdf(double x) { return exp(-0.5 * x * x) / sqrt(2 * M_PI); }
 
@@ -180,7 +178,8 @@ static void test_counterexample(void **state)
   rng_state = 0x2385u;
   double d_new = effective_delta(&odo, 2000000, &se_new);
   print_message("  effective delta for nominal %g: old rule %.4g (se %.2g), odometer %.4g "
-                "(se %.2g)\n", delta, d_old, se_old, d_new, se_new);
+                "(se %.2g)\n",
+                delta, d_old, se_old, d_new, se_new);
   assert_true(d_old - 5 * se_old > 1.7e-5); /* the counter-example: about 1.83e-5 */
   assert_true(d_new + 5 * se_new <= delta);
 }
@@ -188,9 +187,9 @@ static void test_counterexample(void **state)
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_init),
-    cmocka_unit_test(test_levels),
-    cmocka_unit_test(test_counterexample),
+      cmocka_unit_test(test_init),
+      cmocka_unit_test(test_levels),
+      cmocka_unit_test(test_counterexample),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -79,8 +79,8 @@ static void test_known_values(void **state)
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_random_values),
-    cmocka_unit_test(test_known_values),
+      cmocka_unit_test(test_random_values),
+      cmocka_unit_test(test_known_values),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -21,10 +21,10 @@
 #include "testutil.h"
 
 /* cmocka 1.1's assert_float_equal works in float; this one keeps double. */
-#define assert_close(a, b, tol)                                                         \
-  do {                                                                                  \
-    double a_ = (a), b_ = (b);                                                          \
-    if (!(fabs(a_ - b_) <= (tol))) fail_msg("%s = %.17g, expected %.17g", #a, a_, b_);  \
+#define assert_close(a, b, tol)                                                                \
+  do {                                                                                         \
+    double a_ = (a), b_ = (b);                                                                 \
+    if (!(fabs(a_ - b_) <= (tol))) fail_msg("%s = %.17g, expected %.17g", #a, a_, b_);         \
   } while (0)
 
 /* Asserts status st and that the last error message contains each given fragment. */
@@ -118,8 +118,8 @@ static void expect_parse_error(const uint8_t *buf, size_t len, const char *frag_
                                const char *frag_gz)
 {
   dpgd_data_idx *a = (void *)1;
-  expect_error(dpgd_data_idx_parse(&a, buf, len, 0, "bad.idx"), DPGD_EFORMAT, "bad.idx: ",
-               frag_raw);
+  expect_error(dpgd_data_idx_parse(&a, buf, len, 0, "bad.idx"), DPGD_EFORMAT,
+               "bad.idx: ", frag_raw);
   assert_null(a);
   if (!frag_gz) return;
   size_t zlen;
@@ -190,13 +190,13 @@ static void test_idx_bad_gzip(void **state)
   /* The CRC-32 in the gzip trailer no longer matches the data. */
   memcpy(b, gz, zlen);
   b[zlen - 6] ^= 0x55;
-  expect_error(dpgd_data_idx_parse(&a, b, zlen, 0, "z"), DPGD_EFORMAT,
-               "z: corrupt gzip data", "incorrect data check");
+  expect_error(dpgd_data_idx_parse(&a, b, zlen, 0, "z"), DPGD_EFORMAT, "z: corrupt gzip data",
+               "incorrect data check");
   /* An invalid deflate block type (BTYPE = 3) right after the 10-byte gzip header. */
   memcpy(b, gz, zlen);
   b[10] = 0x07;
-  expect_error(dpgd_data_idx_parse(&a, b, zlen, 0, "z"), DPGD_EFORMAT,
-               "z: corrupt gzip data", "invalid block type");
+  expect_error(dpgd_data_idx_parse(&a, b, zlen, 0, "z"), DPGD_EFORMAT, "z: corrupt gzip data",
+               "invalid block type");
   /* A cut compressed stream, and bytes after the gzip member. */
   expect_error(dpgd_data_idx_parse(&a, gz, zlen - 9, 0, "z"), DPGD_EFORMAT,
                "z: truncated: the gzip stream ends", NULL);
@@ -457,8 +457,7 @@ static void test_png_defects(void **state)
                "0/1.png: image is 4 x 7, expected 4 x 6 like", "3/0.png");
 
   tree_with(dir, "P5\n6 4\n255\n", 11); /* a PGM, not a PNG */
-  expect_error(dpgd_data_png_read(&ds, dir, 10), DPGD_EFORMAT, "0/1.png: not a PNG file",
-               NULL);
+  expect_error(dpgd_data_png_read(&ds, dir, 10), DPGD_EFORMAT, "0/1.png: not a PNG file", NULL);
   tree_with(dir, "", 0);
   expect_error(dpgd_data_png_read(&ds, dir, 10), DPGD_EFORMAT, "not a PNG file", NULL);
   tree_with(dir, "\x89PNG", 4);
@@ -717,8 +716,8 @@ static long fail_each_allocation(int (*op)(void *ctx), void *ctx)
     failalloc_arm(-1);
     if (st == DPGD_OK) return k;
     if (st != DPGD_ENOMEM || live != 0)
-      fail_msg("allocation %ld failing gave status %d and %ld live blocks (%s)", k, st,
-               live, dpgd_error_last());
+      fail_msg("allocation %ld failing gave status %d and %ld live blocks (%s)", k, st, live,
+               dpgd_error_last());
   }
   fail_msg("never succeeded");
   return 0;
@@ -789,7 +788,8 @@ static void test_allocation_failures(void **state)
   long n_files = fail_each_allocation(op_png_files, &f);
   assert_true(n_files > 3);
   print_message("failed each of %ld (IDX gzip), %ld (IDX raw), %ld (PNG), %ld (PNG files) "
-                "allocations\n", n_gz, n_raw, n_png, n_files);
+                "allocations\n",
+                n_gz, n_raw, n_png, n_files);
   tu_rmtree(dir);
   free(dir);
 }
@@ -797,20 +797,20 @@ static void test_allocation_failures(void **state)
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_idx_raw_and_gzip_round_trip),
-    cmocka_unit_test(test_idx_labels),
-    cmocka_unit_test(test_idx_malformed),
-    cmocka_unit_test(test_idx_bad_gzip),
-    cmocka_unit_test(test_idx_read_pair),
-    cmocka_unit_test(test_png_strict),
-    cmocka_unit_test(test_png_interlaced),
-    cmocka_unit_test(test_png_sparse_and_gaps),
-    cmocka_unit_test(test_png_defects),
-    cmocka_unit_test(test_png_files),
-    cmocka_unit_test(test_locate_and_load),
-    cmocka_unit_test(test_find_dir),
-    cmocka_unit_test(test_statistics),
-    cmocka_unit_test(test_allocation_failures),
+      cmocka_unit_test(test_idx_raw_and_gzip_round_trip),
+      cmocka_unit_test(test_idx_labels),
+      cmocka_unit_test(test_idx_malformed),
+      cmocka_unit_test(test_idx_bad_gzip),
+      cmocka_unit_test(test_idx_read_pair),
+      cmocka_unit_test(test_png_strict),
+      cmocka_unit_test(test_png_interlaced),
+      cmocka_unit_test(test_png_sparse_and_gaps),
+      cmocka_unit_test(test_png_defects),
+      cmocka_unit_test(test_png_files),
+      cmocka_unit_test(test_locate_and_load),
+      cmocka_unit_test(test_find_dir),
+      cmocka_unit_test(test_statistics),
+      cmocka_unit_test(test_allocation_failures),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -55,7 +55,8 @@ static void check_split(const dpgd_dataset *ds, size_t n, const size_t *hist,
   size_t counts[10];
   dpgd_data_class_counts(counts, ds);
   for (int k = 0; k < 10; k++)
-    if (counts[k] != hist[k]) fail_msg("class %d: %zu examples, expected %zu", k, counts[k], hist[k]);
+    if (counts[k] != hist[k])
+      fail_msg("class %d: %zu examples, expected %zu", k, counts[k], hist[k]);
   assert_memory_equal(ds->labels, first_labels, 5);
 }
 
@@ -133,9 +134,9 @@ int main(void)
 {
   find_dirs();
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_mnist_train),
-    cmocka_unit_test(test_mnist_test),
-    cmocka_unit_test(test_png_sample_matches_idx),
+      cmocka_unit_test(test_mnist_train),
+      cmocka_unit_test(test_mnist_test),
+      cmocka_unit_test(test_png_sample_matches_idx),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -89,10 +89,10 @@ void tu_png(const char *path, int w, int h, int color_type, int depth, int inter
     png_set_PLTE(png, info, pal, 256);
   }
   png_write_info(png, info);
-  int channels = color_type == PNG_COLOR_TYPE_RGB ? 3
-                 : color_type == PNG_COLOR_TYPE_RGB_ALPHA ? 4
+  int channels = color_type == PNG_COLOR_TYPE_RGB          ? 3
+                 : color_type == PNG_COLOR_TYPE_RGB_ALPHA  ? 4
                  : color_type == PNG_COLOR_TYPE_GRAY_ALPHA ? 2
-                 : 1;
+                                                           : 1;
   size_t stride = (size_t)w * (size_t)channels * (size_t)depth / 8;
   int passes = png_set_interlace_handling(png);
   for (int p = 0; p < passes; p++)
@@ -121,13 +121,10 @@ static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW 
   return remove(path);
 }
 
-void tu_rmtree(const char *dir)
-{
-  nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
-}
+void tu_rmtree(const char *dir) { nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS); }
 
-void tu_png_tree(const char *split, const size_t *index, const uint8_t *labels, size_t n,
-                 int w, int h)
+void tu_png_tree(const char *split, const size_t *index, const uint8_t *labels, size_t n, int w,
+                 int h)
 {
   char path[1024];
   mkdir(split, 0755);

@@ -10,8 +10,8 @@
 void tu_bytes(uint8_t *out /* (n) */, size_t n, uint64_t seed);
 
 /* An IDX file in memory: big-endian header with magic 0x0000080<ndim>, dims, body. */
-uint8_t *tu_idx(size_t *len, int ndim, const uint32_t *dims /* (ndim) */,
-                const uint8_t *body, size_t body_len);
+uint8_t *tu_idx(size_t *len, int ndim, const uint32_t *dims /* (ndim) */, const uint8_t *body,
+                size_t body_len);
 
 /* gzip (deflate with the gzip wrapper) of [in, in + len). */
 uint8_t *tu_gzip(size_t *out_len, const uint8_t *in, size_t len);
@@ -28,7 +28,7 @@ void tu_rmtree(const char *dir);
 
 /* Writes an 8-bit grayscale w x h PNG tree split/<label>/<index>.png for the given
  * indices, with pixels tu_bytes(seed = index) and label = labels[k]. */
-void tu_png_tree(const char *split, const size_t *index, const uint8_t *labels, size_t n,
-                 int w, int h);
+void tu_png_tree(const char *split, const size_t *index, const uint8_t *labels, size_t n, int w,
+                 int h);
 
 #endif

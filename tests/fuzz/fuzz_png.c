@@ -23,10 +23,7 @@ const char *__asan_default_options(void);
  * after free. */
 #define MAX_PIXELS ((uint64_t)1 << 22)
 
-const char *__asan_default_options(void)
-{
-  return "quarantine_size_mb=32";
-}
+const char *__asan_default_options(void) { return "quarantine_size_mb=32"; }
 
 static uint32_t be32(const uint8_t *p)
 {
@@ -49,8 +46,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (ds != NULL || dpgd_error_last()[0] == '\0') __builtin_trap();
     return 0;
   }
-  if (!ds || ds->n != 1 || ds->rows == 0 || ds->cols == 0 ||
-      ds->rows > DPGD_DATA_MAX_SIDE || ds->cols > DPGD_DATA_MAX_SIDE || ds->d != ds->rows * ds->cols)
+  if (!ds || ds->n != 1 || ds->rows == 0 || ds->cols == 0 || ds->rows > DPGD_DATA_MAX_SIDE ||
+      ds->cols > DPGD_DATA_MAX_SIDE || ds->d != ds->rows * ds->cols)
     __builtin_trap();
   double mean, std; /* reads every pixel: ASan checks the image is that large */
   dpgd_data_pixel_moments(&mean, &std, ds->pixels, ds->d);

@@ -33,7 +33,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   int any = 0;
   for (int m = 0; m < DPGD_ACCT_N_METHODS; m++) any |= !isnan(s.eps[m]);
   if (!any) __builtin_trap();
-  if (memchr(s.model, '\0', sizeof s.model) == NULL || memchr(s.rng, '\0', sizeof s.rng) == NULL)
+  if (memchr(s.model, '\0', sizeof s.model) == NULL ||
+      memchr(s.rng, '\0', sizeof s.rng) == NULL)
     __builtin_trap();
   return 0;
 }

@@ -12,13 +12,12 @@
 
 /* Writes data to a per-process file named by suffix (e.g. ".png") and returns its path
  * (static storage), or NULL if the file cannot be written (the input is then skipped). */
-static inline const char *fuzz_temp_file(const uint8_t *data, size_t size,
-                                         const char *suffix)
+static inline const char *fuzz_temp_file(const uint8_t *data, size_t size, const char *suffix)
 {
   static char path[512];
   const char *dir = getenv("TMPDIR");
-  snprintf(path, sizeof path, "%s/dpgd-fuzz-%ld%s", dir && *dir ? dir : "/tmp",
-           (long)getpid(), suffix);
+  snprintf(path, sizeof path, "%s/dpgd-fuzz-%ld%s", dir && *dir ? dir : "/tmp", (long)getpid(),
+           suffix);
   FILE *f = fopen(path, "wb");
   if (!f) return NULL;
   size_t put = size ? fwrite(data, 1, size, f) : 0;

@@ -11,14 +11,14 @@
 
 static int failures = 0;
 
-#define CHECK(cond, ...)                                                                 \
-  do {                                                                                   \
-    if (!(cond)) {                                                                       \
-      fprintf(stderr, "outside: FAIL %s:%d: ", __FILE__, __LINE__);                       \
-      fprintf(stderr, __VA_ARGS__);                                                      \
-      fputc('\n', stderr);                                                               \
-      failures++;                                                                        \
-    }                                                                                    \
+#define CHECK(cond, ...)                                                                       \
+  do {                                                                                         \
+    if (!(cond)) {                                                                             \
+      fprintf(stderr, "outside: FAIL %s:%d: ", __FILE__, __LINE__);                            \
+      fprintf(stderr, __VA_ARGS__);                                                            \
+      fputc('\n', stderr);                                                                     \
+      failures++;                                                                              \
+    }                                                                                          \
   } while (0)
 
 /* delta(eps) of mu-GDP (Dong, Roth & Su 2022, Corollary 2.13):
@@ -59,7 +59,8 @@ static void check_accountant(void)
   double mu = sqrt((double)steps) / sigma;
   double want = gdp_epsilon(mu, delta);
   printf("outside: %u Gaussian releases at sigma %g, delta %g: eps %.6f (err %.1e), "
-         "closed form %.6f\n", (unsigned)steps, sigma, delta, eps.value, eps.err, want);
+         "closed form %.6f\n",
+         (unsigned)steps, sigma, delta, eps.value, eps.err, want);
   CHECK(eps.value >= want - 1e-12, "eps %.10f below the closed form %.10f", eps.value, want);
   CHECK(eps.value <= want + eps.err + 1e-9, "eps %.10f above the closed form %.10f + err %g",
         eps.value, want, eps.err);
@@ -106,8 +107,8 @@ static void check_training(const char *mnist, const char *run_dir)
     rc = dpgd_run_finish(r);
     CHECK(rc == DPGD_OK, "dpgd_run_finish: %s", dpgd_error_last());
   }
-  printf("outside: trained %zu steps of softmax regression, eps %.4f\n",
-         dpgd_run_step_index(r), eps);
+  printf("outside: trained %zu steps of softmax regression, eps %.4f\n", dpgd_run_step_index(r),
+         eps);
   dpgd_run_free(r);
   struct stat st;
   snprintf(buf, sizeof buf, "%s/summary.json", run_dir);

@@ -94,7 +94,7 @@ size_t *mt_fd_indices(const dpgd_model *m, size_t *count)
 /* Central differences of the summed reference loss over examples [0, nx) in the
  * parameters idx, step h: fd[j] for j in idx. */
 void mt_fd_loss_sum(double *fd, const dpgd_model *m, double *th, const float *x,
-                        const uint8_t *y, size_t nx, const size_t *idx, size_t ni, double h)
+                    const uint8_t *y, size_t nx, const size_t *idx, size_t ni, double h)
 {
   size_t d = m->d;
   for (size_t q = 0; q < ni; q++) {

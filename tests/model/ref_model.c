@@ -8,7 +8,10 @@
 #include "model_internal.h"
 #include "mtest.h"
 
-static double act(double v, dpgd_activation a) { return a == DPGD_ACT_TANH ? tanh(v) : (v > 0 ? v : 0); }
+static double act(double v, dpgd_activation a)
+{
+  return a == DPGD_ACT_TANH ? tanh(v) : (v > 0 ? v : 0);
+}
 static double dact(double out, dpgd_activation a)
 {
   return a == DPGD_ACT_TANH ? 1.0 - out * out : (out > 0 ? 1.0 : 0.0);
@@ -47,10 +50,29 @@ static double softmax_ref(const dpgd_model *m, const double *th, const float *x,
 }
 
 /* ---- the CNN ------------------------------------------------------------------- */
-enum { C1 = 16, K1 = 8, H0 = 28, H1 = 14, Q1 = 13, C2 = 32, K2 = 4, H2 = 5, Q2 = 4,
-       F = 512, HID = 32 };
-enum { W1 = 0, B1 = W1 + C1 * K1 * K1, W2 = B1 + C1, B2 = W2 + C2 * C1 * K2 * K2,
-       W3 = B2 + C2, B3 = W3 + HID * F, W4 = B3 + HID, B4 = W4 /* + K * HID */ };
+enum {
+  C1 = 16,
+  K1 = 8,
+  H0 = 28,
+  H1 = 14,
+  Q1 = 13,
+  C2 = 32,
+  K2 = 4,
+  H2 = 5,
+  Q2 = 4,
+  F = 512,
+  HID = 32
+};
+enum {
+  W1 = 0,
+  B1 = W1 + C1 * K1 * K1,
+  W2 = B1 + C1,
+  B2 = W2 + C2 * C1 * K2 * K2,
+  W3 = B2 + C2,
+  B3 = W3 + HID * F,
+  W4 = B3 + HID,
+  B4 = W4 /* + K * HID */
+};
 
 typedef struct cnn_state {
   double a1[C1][H1][H1], p1[C1][Q1][Q1];
@@ -70,15 +92,17 @@ static void pool(const double *in, double *out, int *arg, int c, int h)
         double mv = in[(ch * h + i) * h + j];
         for (int q = 1; q < 4; q++) {
           double v = in[(ch * h + i + q / 2) * h + j + q % 2];
-          if (v > mv) { mv = v; best = q; }
+          if (v > mv) {
+            mv = v;
+            best = q;
+          }
         }
         out[(ch * oh + i) * oh + j] = mv;
         arg[(ch * oh + i) * oh + j] = best;
       }
 }
 
-static double cnn_ref(const dpgd_model *m, const double *th, const float *x, int y,
-                      double *g)
+static double cnn_ref(const dpgd_model *m, const double *th, const float *x, int y, double *g)
 {
   const int K = m->n_classes;
   const dpgd_activation ac = m->act;
@@ -104,7 +128,8 @@ static double cnn_ref(const dpgd_model *m, const double *th, const float *x, int
         for (int c = 0; c < C1; c++)
           for (int ky = 0; ky < K2; ky++)
             for (int kx = 0; kx < K2; kx++)
-              v += th[W2 + ((o * C1 + c) * K2 + ky) * K2 + kx] * s->p1[c][2 * i + ky][2 * j + kx];
+              v += th[W2 + ((o * C1 + c) * K2 + ky) * K2 + kx] *
+                   s->p1[c][2 * i + ky][2 * j + kx];
         s->a2[o][i][j] = act(v, ac);
       }
   pool(&s->a2[0][0][0], &s->p2[0][0][0], &s->m2[0][0][0], C2, H2);
@@ -197,8 +222,6 @@ double ref_loss(const dpgd_model *m, const double *theta, const float *x, int y)
 
 void ref_grad(const dpgd_model *m, const double *theta, const float *x, int y, double *g)
 {
-  if (is_cnn(m))
-    cnn_ref(m, theta, x, y, g);
-  else
-    softmax_ref(m, theta, x, y, g);
+  if (is_cnn(m)) cnn_ref(m, theta, x, y, g);
+  else softmax_ref(m, theta, x, y, g);
 }

@@ -75,8 +75,8 @@ static float check_row(const float *g, size_t P, double cap, const char *what)
   if (!(acc2 <= cap2 * (1 + gamma) * (1 + gamma))) /* the released row itself */
     fail_msg("%s: ||sum|| = %.17g above cap %.17g", what, (double)q_sqrt(acc2), cap);
   if (!(err2 <= gamma * gamma * v2)) /* (c) */
-    fail_msg("%s: sum off by %.3g relative, gamma %.3g", what,
-             (double)q_sqrt(err2 / v2), gamma);
+    fail_msg("%s: sum off by %.3g relative, gamma %.3g", what, (double)q_sqrt(err2 / v2),
+             gamma);
   free(acc);
   return f;
 }
@@ -230,12 +230,14 @@ static void test_sum_rows(void **state)
   }
   for (size_t i = 0; i < B; i++) {
     q128 v2 = 0;
-    for (size_t p = 0; p < P; p++) v2 += ((q128)scale[i] * G[i * P + p]) * ((q128)scale[i] * G[i * P + p]);
+    for (size_t p = 0; p < P; p++)
+      v2 += ((q128)scale[i] * G[i * P + p]) * ((q128)scale[i] * G[i * P + p]);
     sumv_norm += q_sqrt(v2);
   }
   double gamma = dpgd_model_sum_error_bound(B);
   if (!(q_sqrt(err2) <= gamma * sumv_norm))
-    fail_msg("row sum off by %.3g of sum ||v||; gamma %.3g", (double)(q_sqrt(err2) / sumv_norm), gamma);
+    fail_msg("row sum off by %.3g of sum ||v||; gamma %.3g", (double)(q_sqrt(err2) / sumv_norm),
+             gamma);
   free(G);
   free(acc);
 }
@@ -258,8 +260,8 @@ static void test_sum_linear(void **state)
     caps[i] = 0.5 + unif();
   }
   for (size_t k = 0; k < K; k++) r[3 * K + k] = (float)(k + 1) * 0x1p-149f; /* subnormal r */
-  for (size_t j = 0; j < D; j++) x[5 * D + j] = val() * 1e38f;                /* huge x */
-  x[7 * D + 11] = NAN;                                                        /* NaN */
+  for (size_t j = 0; j < D; j++) x[5 * D + j] = val() * 1e38f;              /* huge x */
+  x[7 * D + 11] = NAN;                                                      /* NaN */
   x[8 * D + 2] = INFINITY;
   for (size_t k = 0; k < K; k++) r[8 * K + k] = 0.0f; /* inf * 0 in the norm */
   caps[9] = 0.0;
@@ -268,7 +270,8 @@ static void test_sum_linear(void **state)
   caps[12] = 1e-30;
   for (size_t i = 0; i < B; i++) {
     double pre;
-    scale[i] = dpgd_clip_scale(dpgd_linear_sqnorm(r + i * K, x + i * D, K, D), caps[i], P, &pre, &post[i]);
+    scale[i] = dpgd_clip_scale(dpgd_linear_sqnorm(r + i * K, x + i * D, K, D), caps[i], P, &pre,
+                               &post[i]);
   }
   assert_true(scale[3] == 0.0f && scale[7] == 0.0f && scale[8] == 0.0f);
   assert_true(scale[9] == 0.0f && scale[10] == 0.0f && scale[11] == 1.0f);
@@ -280,7 +283,8 @@ static void test_sum_linear(void **state)
   for (size_t i = 0; i < B; i++) {
     q128 r2 = 0, x2 = 1;
     if (scale[i] != 0.0f) {
-      for (size_t k = 0; k < K; k++) r2 += ((q128)scale[i] * r[i * K + k]) * ((q128)scale[i] * r[i * K + k]);
+      for (size_t k = 0; k < K; k++)
+        r2 += ((q128)scale[i] * r[i * K + k]) * ((q128)scale[i] * r[i * K + k]);
       for (size_t j = 0; j < D; j++) x2 += (q128)x[i * D + j] * x[i * D + j];
     }
     q128 v2 = r2 * x2;
@@ -302,9 +306,11 @@ static void test_sum_linear(void **state)
     }
   }
   if (!(q_sqrt(e2) <= gamma * sumv))
-    fail_msg("dgemm sum off by %.3g of sum ||v||; gamma %.3g", (double)(q_sqrt(e2) / sumv), gamma);
+    fail_msg("dgemm sum off by %.3g of sum ||v||; gamma %.3g", (double)(q_sqrt(e2) / sumv),
+             gamma);
   if (!(q_sqrt(er2) <= gamma * sumv))
-    fail_msg("reference sum off by %.3g of sum ||v||; gamma %.3g", (double)(q_sqrt(er2) / sumv), gamma);
+    fail_msg("reference sum off by %.3g of sum ||v||; gamma %.3g", (double)(q_sqrt(er2) / sumv),
+             gamma);
   free(r);
   free(x);
   free(rs);
@@ -367,10 +373,12 @@ static void test_softmax_chunk(void **state)
     double pr, po;
     int finite = 1;
     for (size_t j = 0; j < D; j++) finite &= isfinite(x0[i * D + j]);
-    scale[i] = finite ? dpgd_clip_scale(dpgd_linear_sqnorm(r + i * K, x0 + i * D, K, D), caps[i], P, &pr, &po)
+    scale[i] = finite ? dpgd_clip_scale(dpgd_linear_sqnorm(r + i * K, x0 + i * D, K, D),
+                                        caps[i], P, &pr, &po)
                       : 0.0f;
     q128 r2 = 0, x2 = 1;
-    for (size_t k = 0; k < K; k++) r2 += ((q128)scale[i] * r[i * K + k]) * ((q128)scale[i] * r[i * K + k]);
+    for (size_t k = 0; k < K; k++)
+      r2 += ((q128)scale[i] * r[i * K + k]) * ((q128)scale[i] * r[i * K + k]);
     if (scale[i] != 0.0f)
       for (size_t j = 0; j < D; j++) x2 += (q128)x0[i * D + j] * x0[i * D + j];
     q128 v2 = r2 * x2;
@@ -417,10 +425,10 @@ static void test_gamma(void **state)
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_subnormal),  cmocka_unit_test(test_tiny),
-      cmocka_unit_test(test_huge),       cmocka_unit_test(test_nonfinite),
-      cmocka_unit_test(test_at_cap),     cmocka_unit_test(test_cap_zero_subnormal),
-      cmocka_unit_test(test_sum_rows),   cmocka_unit_test(test_sum_linear),
+      cmocka_unit_test(test_subnormal),     cmocka_unit_test(test_tiny),
+      cmocka_unit_test(test_huge),          cmocka_unit_test(test_nonfinite),
+      cmocka_unit_test(test_at_cap),        cmocka_unit_test(test_cap_zero_subnormal),
+      cmocka_unit_test(test_sum_rows),      cmocka_unit_test(test_sum_linear),
       cmocka_unit_test(test_softmax_chunk), cmocka_unit_test(test_gamma),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

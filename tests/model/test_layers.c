@@ -49,9 +49,9 @@ static double max_rel(const float *a, const float *b, size_t n)
 static const struct geom {
   size_t h, w, cin, cout, k, stride, pad, B;
 } geoms[] = {
-    {28, 28, 1, 16, 8, 2, 3, 2}, /* conv1 */
+    {28, 28, 1, 16, 8, 2, 3, 2},  /* conv1 */
     {13, 13, 16, 32, 4, 2, 0, 2}, /* conv2 */
-    {7, 5, 3, 2, 3, 2, 1, 3},    /* odd */
+    {7, 5, 3, 2, 3, 2, 1, 3},     /* odd */
 };
 
 static void test_conv_shapes(void **state)
@@ -158,7 +158,9 @@ static void test_maxpool(void **state)
           size_t bb = i / ((h - 1) * (w - 1) * c), rem = i % ((h - 1) * (w - 1) * c);
           size_t ii = rem / ((w - 1) * c), jj = (rem / c) % (w - 1), ch = rem % c;
           for (int q = 0; q < ar[i]; q++)
-            assert_true(x[((bb * h + ii + (size_t)(q / 2)) * w + jj + (size_t)(q % 2)) * c + ch] < y[i]);
+            assert_true(
+                x[((bb * h + ii + (size_t)(q / 2)) * w + jj + (size_t)(q % 2)) * c + ch] <
+                y[i]);
         }
     }
     float *dy = rand_vec(no), *dx = rand_vec(n), *dxr = rand_vec(n);
@@ -246,9 +248,9 @@ static void test_softmax_residual(void **state)
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_conv_shapes),  cmocka_unit_test(test_im2col),
-      cmocka_unit_test(test_linear),       cmocka_unit_test(test_maxpool),
-      cmocka_unit_test(test_activations),  cmocka_unit_test(test_softmax_residual),
+      cmocka_unit_test(test_conv_shapes), cmocka_unit_test(test_im2col),
+      cmocka_unit_test(test_linear),      cmocka_unit_test(test_maxpool),
+      cmocka_unit_test(test_activations), cmocka_unit_test(test_softmax_residual),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

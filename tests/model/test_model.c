@@ -143,7 +143,8 @@ static void check_per_example(fixture *f)
     if (e > TOL_GRAD) fail_msg("%s example %zu: gradient error %g", f->type->name, i, e);
     double nr = mt_norm(r, f->P);
     if (fabs(pre[i] - nr * nr) > 2 * TOL_GRAD * nr * nr)
-      fail_msg("%s example %zu: squared norm %.9g, reference %.9g", f->type->name, i, pre[i], nr * nr);
+      fail_msg("%s example %zu: squared norm %.9g, reference %.9g", f->type->name, i, pre[i],
+               nr * nr);
     free(x);
   }
   free(th);
@@ -168,7 +169,8 @@ static void check_batch(fixture *f)
   assert_int_equal(dpgd_model_clipped_grad_sum(f->m, f->ws, f->ds, caps, sum, NULL, NULL), 0);
   mt_fd_loss_sum(fd, f->m, th, x, f->ds->labels, f->n, idx, ni, 1e-6);
   double e = mt_sub_rel_err(sum, fd, idx, ni);
-  if (e > TOL_GRAD) fail_msg("%s: sum of per-example gradients vs batch FD: %g", f->type->name, e);
+  if (e > TOL_GRAD)
+    fail_msg("%s: sum of per-example gradients vs batch FD: %g", f->type->name, e);
   free(idx);
   free(th);
   free(sum);
@@ -227,7 +229,9 @@ static void check_invariance(fixture *f)
       dpgd_grad_ws *ws = dpgd_grad_ws_alloc(f->m, chunks[c], threads[t]);
       assert_non_null(ws);
       assert_int_equal(dpgd_model_clipped_grad_sum(f->m, ws, f->ds, caps, first ? ref : sum,
-                                                   first ? pre_ref : pre, first ? post_ref : post), 0);
+                                                   first ? pre_ref : pre,
+                                                   first ? post_ref : post),
+                       0);
       dpgd_grad_ws_free(ws);
       if (first) {
         first = 0;
@@ -258,7 +262,8 @@ static void check_invariance(fixture *f)
   w1 = dpgd_grad_ws_alloc(f->m, 4, 1);
   w2 = dpgd_grad_ws_alloc(f->m, 4, 1);
   dpgd_grad_ws_set_constant_time(w2, 1);
-  assert_int_equal(dpgd_model_clipped_grad_sum(f->m, w1, f->ds, caps, ref, pre_ref, post_ref), 0);
+  assert_int_equal(dpgd_model_clipped_grad_sum(f->m, w1, f->ds, caps, ref, pre_ref, post_ref),
+                   0);
   assert_int_equal(dpgd_model_clipped_grad_sum(f->m, w2, f->ds, caps, sum, pre, post), 0);
   assert_true(mt_rel_err(sum, ref, f->P, 1e-12) <= TOL_INVARIANT);
   assert_true(isnan(pre_ref[1]) && isfinite(pre[1]) && post[1] == 0 && post_ref[1] == 0);
@@ -472,7 +477,10 @@ static void test_evaluate(void **state)
     int arg = 0;
     for (int k = 0; k < f->K; k++) {
       double l = ref_loss(f->m, th, x, k);
-      if (l < best) { best = l; arg = k; }
+      if (l < best) {
+        best = l;
+        arg = k;
+      }
     }
     if (arg != pred[i]) {
       /* a near tie may go either way in float */
@@ -483,7 +491,8 @@ static void test_evaluate(void **state)
   }
   assert_int_equal(correct, cref);
   assert_true(fabs(loss - lref) <= 1e-5 * lref);
-  assert_int_equal(dpgd_model_evaluate(f->m, f->ds, 10, f->n, 0, NULL, NULL, NULL), DPGD_EINVAL);
+  assert_int_equal(dpgd_model_evaluate(f->m, f->ds, 10, f->n, 0, NULL, NULL, NULL),
+                   DPGD_EINVAL);
   free(pred);
   free(th);
   fixture_free(f);
@@ -506,7 +515,8 @@ static void check_evaluate_threads(const dpgd_model_type *t, size_t side, int K,
   static const int threads[] = {2, 3, 0};
   for (size_t k = 0; k < sizeof threads / sizeof threads[0]; k++) {
     memset(pred, 0xff, count);
-    assert_int_equal(dpgd_model_evaluate(f->m, f->ds, first, count, threads[k], pred, &c, &l), 0);
+    assert_int_equal(dpgd_model_evaluate(f->m, f->ds, first, count, threads[k], pred, &c, &l),
+                     0);
     assert_memory_equal(pred, pred1, count);
     assert_int_equal(c, c1);
     if (memcmp(&l, &l1, sizeof l) != 0)
@@ -578,7 +588,10 @@ static void put32(unsigned char *p, uint32_t v)
 static void fix_crc(unsigned char *b, size_t n);
 
 #include <zlib.h>
-static void fix_crc(unsigned char *b, size_t n) { put32(b + n - 4, (uint32_t)crc32(0L, b, (uInt)(n - 4))); }
+static void fix_crc(unsigned char *b, size_t n)
+{
+  put32(b + n - 4, (uint32_t)crc32(0L, b, (uInt)(n - 4)));
+}
 
 static void expect_load_fails(const char *name, const unsigned char *b, size_t n,
                               const char *want)
@@ -617,7 +630,8 @@ static void check_roundtrip(const dpgd_model_type *t, dpgd_activation act)
 static void test_files(void **state)
 {
   (void)state;
-  snprintf(tmpdir, sizeof tmpdir, "%s/dpgd_model_XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+  snprintf(tmpdir, sizeof tmpdir, "%s/dpgd_model_XXXXXX",
+           getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
   assert_non_null(mkdtemp(tmpdir));
   check_roundtrip(dpgd_model_softmax, DPGD_ACT_RELU);
   check_roundtrip(dpgd_model_softmax, DPGD_ACT_TANH);

@@ -63,13 +63,17 @@ static void check(const dpgd_model_type *t, dpgd_activation act, size_t n_fd)
     if (i < n_fd) {
       mt_fd_loss_sum(fd, m, th, x + i * ds->d, &ds->labels[i], 1, idx, ni, 1e-6);
       double e = mt_sub_rel_err(r, fd, idx, ni);
-      if (e > TOL_FD) fail_msg("%s image %zu: reference vs finite differences %g", dpgd_model_type_name(t), i, e);
+      if (e > TOL_FD)
+        fail_msg("%s image %zu: reference vs finite differences %g", dpgd_model_type_name(t), i,
+                 e);
     }
     mt_engine_grad(m, ws, ds, i, g);
     double e = mt_rel_err(g, r, P, 1e-12), nr = mt_norm(r, P);
-    if (e > TOL_GRAD) fail_msg("%s image %zu: engine vs reference %g", dpgd_model_type_name(t), i, e);
+    if (e > TOL_GRAD)
+      fail_msg("%s image %zu: engine vs reference %g", dpgd_model_type_name(t), i, e);
     if (fabs(pre[i] - nr * nr) > 2 * TOL_GRAD * nr * nr)
-      fail_msg("%s image %zu: squared norm %.9g, reference %.9g", dpgd_model_type_name(t), i, pre[i], nr * nr);
+      fail_msg("%s image %zu: squared norm %.9g, reference %.9g", dpgd_model_type_name(t), i,
+               pre[i], nr * nr);
   }
   free(idx);
   free(th);

@@ -35,7 +35,7 @@ static const char note[] = "step 17";
 static void write_sample(uint64_t hash)
 {
   dpgd_ckpt_section s[3] = {
-    {"ledger", ledger, sizeof ledger}, {"note", note, sizeof note}, {"empty", NULL, 0}};
+      {"ledger", ledger, sizeof ledger}, {"note", note, sizeof note}, {"empty", NULL, 0}};
   assert_int_equal(dpgd_ckpt_write(path, hash, s, 3), DPGD_OK);
 }
 
@@ -166,10 +166,10 @@ int main(void)
   dir = tu_tmpdir();
   snprintf(path, sizeof path, "%s/checkpoint.bin", dir);
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_round_trip),
-    cmocka_unit_test(test_every_flip_refused),
-    cmocka_unit_test(test_wrong_hash_and_missing),
-    cmocka_unit_test(test_failed_write_keeps_old),
+      cmocka_unit_test(test_round_trip),
+      cmocka_unit_test(test_every_flip_refused),
+      cmocka_unit_test(test_wrong_hash_and_missing),
+      cmocka_unit_test(test_failed_write_keeps_old),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   tu_rmtree(dir);

@@ -50,12 +50,12 @@ static void test_load_and_override(void **state)
   (void)state;
   dpgd_config c;
   dpgd_config_defaults(&c);
-  const char *p = write_file("ok.ini",
-                             "; the paper's eps = 0.3 setting\n"
-                             "[model]\ntype = softmax\nactivation = tanh\n"
-                             "[train]\nsteps = 112\nlr = 2.385\nseed = 18446744073709551615\n"
-                             "[filter]\nenabled = true\nk = 112\n"
-                             "[privacy]\nsigma = 170\nclip = 10\ndelta = 1e-5\n");
+  const char *p =
+      write_file("ok.ini", "; the paper's eps = 0.3 setting\n"
+                           "[model]\ntype = softmax\nactivation = tanh\n"
+                           "[train]\nsteps = 112\nlr = 2.385\nseed = 18446744073709551615\n"
+                           "[filter]\nenabled = true\nk = 112\n"
+                           "[privacy]\nsigma = 170\nclip = 10\ndelta = 1e-5\n");
   assert_int_equal(dpgd_config_load(&c, p), DPGD_OK);
   assert_string_equal(c.model_type, "softmax");
   assert_int_equal(c.model_activation, 1);
@@ -78,22 +78,39 @@ static void test_load_and_override(void **state)
 static void test_bad_values(void **state)
 {
   (void)state;
-  static const struct { const char *set, *key; } bad[] = {
-    {"privacy.sigma=0", "privacy.sigma"},     {"privacy.sigma=-1", "privacy.sigma"},
-    {"privacy.sigma=nan", "privacy.sigma"},   {"privacy.sigma=inf", "privacy.sigma"},
-    {"privacy.sigma=1e999", "privacy.sigma"}, {"privacy.sigma=abc", "privacy.sigma"},
-    {"privacy.sigma=", "privacy.sigma"},      {"privacy.sigma=2x", "privacy.sigma"},
-    {"privacy.clip=0", "privacy.clip"},       {"privacy.clip=-3", "privacy.clip"},
-    {"privacy.delta=0", "privacy.delta"},     {"privacy.delta=1", "privacy.delta"},
-    {"privacy.delta=1.5", "privacy.delta"},   {"privacy.delta=-1e-5", "privacy.delta"},
-    {"privacy.epsilon=0", "privacy.epsilon"}, {"privacy.epsilon=-0.3", "privacy.epsilon"},
-    {"train.steps=-3", "train.steps"},        {"train.steps=1.5", "train.steps"},
-    {"train.lr=0", "train.lr"},               {"train.lr=NaN", "train.lr"},
-    {"train.seed=-1", "train.seed"},          {"stopping.every=0", "stopping.every"},
-    {"model.type=resnet", "model.type"},      {"model.activation=gelu", "model.activation"},
-    {"filter.enabled=maybe", "filter.enabled"}, {"filter.k=-2", "filter.k"},
-    {"privacy.method=magic", "privacy.method"}, {"model.threads=99999", "model.threads"},
-    {"data.std=0", "data.std"},               {"train.steps=99999999999999999999999", "train.steps"},
+  static const struct {
+    const char *set, *key;
+  } bad[] = {
+      {"privacy.sigma=0", "privacy.sigma"},
+      {"privacy.sigma=-1", "privacy.sigma"},
+      {"privacy.sigma=nan", "privacy.sigma"},
+      {"privacy.sigma=inf", "privacy.sigma"},
+      {"privacy.sigma=1e999", "privacy.sigma"},
+      {"privacy.sigma=abc", "privacy.sigma"},
+      {"privacy.sigma=", "privacy.sigma"},
+      {"privacy.sigma=2x", "privacy.sigma"},
+      {"privacy.clip=0", "privacy.clip"},
+      {"privacy.clip=-3", "privacy.clip"},
+      {"privacy.delta=0", "privacy.delta"},
+      {"privacy.delta=1", "privacy.delta"},
+      {"privacy.delta=1.5", "privacy.delta"},
+      {"privacy.delta=-1e-5", "privacy.delta"},
+      {"privacy.epsilon=0", "privacy.epsilon"},
+      {"privacy.epsilon=-0.3", "privacy.epsilon"},
+      {"train.steps=-3", "train.steps"},
+      {"train.steps=1.5", "train.steps"},
+      {"train.lr=0", "train.lr"},
+      {"train.lr=NaN", "train.lr"},
+      {"train.seed=-1", "train.seed"},
+      {"stopping.every=0", "stopping.every"},
+      {"model.type=resnet", "model.type"},
+      {"model.activation=gelu", "model.activation"},
+      {"filter.enabled=maybe", "filter.enabled"},
+      {"filter.k=-2", "filter.k"},
+      {"privacy.method=magic", "privacy.method"},
+      {"model.threads=99999", "model.threads"},
+      {"data.std=0", "data.std"},
+      {"train.steps=99999999999999999999999", "train.steps"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     dpgd_config c;
@@ -104,8 +121,9 @@ static void test_bad_values(void **state)
     if (!strstr(dpgd_error_last(), bad[i].key))
       fail_msg("error for %s does not name the key: %s", bad[i].set, dpgd_error_last());
   }
-  static const char *malformed[] = {"sigma=1", "privacy.sigma", "privacy=1", ".sigma=1",
-                                    "privacy.=1", "privacy.nokey=1", "nosection.sigma=1"};
+  static const char *malformed[] = {"sigma=1",          "privacy.sigma", "privacy=1",
+                                    ".sigma=1",         "privacy.=1",    "privacy.nokey=1",
+                                    "nosection.sigma=1"};
   for (size_t i = 0; i < sizeof malformed / sizeof malformed[0]; i++) {
     dpgd_config c;
     dpgd_config_defaults(&c);
@@ -162,14 +180,17 @@ static void test_bad_files(void **state)
 static void test_cross_key_rules(void **state)
 {
   (void)state;
-  static const struct { const char *const sets[4]; const char *needle; } cases[] = {
-    {{"privacy.sigma=2.5", NULL}, "train.steps"},
-    {{"privacy.sigma=2.5", "filter.enabled=true", NULL}, "filter.budget or filter.k"},
-    {{"privacy.sigma=2.5", "filter.enabled=true", "filter.k=3", "filter.budget=300"},
-     "not both"},
-    {{"privacy.calibrate=sigma", "train.steps=10", NULL}, "privacy.epsilon"},
-    {{"privacy.calibrate=budget", "privacy.sigma=3", "privacy.epsilon=1", "train.steps=4"},
-     "filter.enabled"},
+  static const struct {
+    const char *const sets[4];
+    const char *needle;
+  } cases[] = {
+      {{"privacy.sigma=2.5", NULL}, "train.steps"},
+      {{"privacy.sigma=2.5", "filter.enabled=true", NULL}, "filter.budget or filter.k"},
+      {{"privacy.sigma=2.5", "filter.enabled=true", "filter.k=3", "filter.budget=300"},
+       "not both"},
+      {{"privacy.calibrate=sigma", "train.steps=10", NULL}, "privacy.epsilon"},
+      {{"privacy.calibrate=budget", "privacy.sigma=3", "privacy.epsilon=1", "train.steps=4"},
+       "filter.enabled"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     dpgd_config c;
@@ -264,8 +285,8 @@ static int is_schema_key(const char *name)
 /* Every "section.key" written in msg is a key of the schema; returns how many there are. */
 static int check_named_keys(const char *msg)
 {
-  static const char *const sections[] = {"data", "model", "train", "filter", "privacy",
-                                         "stopping", "output"};
+  static const char *const sections[] = {"data",    "model",    "train", "filter",
+                                         "privacy", "stopping", "output"};
   int named = 0;
   for (const char *p = msg; *p; p++) {
     if (p > msg && (isalnum((unsigned char)p[-1]) || p[-1] == '_' || p[-1] == '.')) continue;
@@ -334,10 +355,10 @@ int main(void)
 {
   if (!mkdtemp(tmpdir)) return 1;
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_defaults),          cmocka_unit_test(test_load_and_override),
-    cmocka_unit_test(test_bad_values),        cmocka_unit_test(test_bad_files),
-    cmocka_unit_test(test_cross_key_rules),   cmocka_unit_test(test_round_trip_and_hash),
-    cmocka_unit_test(test_key_names),         cmocka_unit_test(test_messages_name_schema_keys),
+      cmocka_unit_test(test_defaults),        cmocka_unit_test(test_load_and_override),
+      cmocka_unit_test(test_bad_values),      cmocka_unit_test(test_bad_files),
+      cmocka_unit_test(test_cross_key_rules), cmocka_unit_test(test_round_trip_and_hash),
+      cmocka_unit_test(test_key_names),       cmocka_unit_test(test_messages_name_schema_keys),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   char cmd[600];

@@ -173,8 +173,8 @@ static void one_fault(int secure, dpgd_fault_kind kind, unsigned long k, const c
     releases = dpgd_run_releases(r);
     const dpgd_plan *p = dpgd_run_plan(r);
     if (secure && releases != p->steps + p->queries)
-      fail_msg("%s: %llu releases, %zu steps + %zu queries", run,
-               (unsigned long long)releases, p->steps, p->queries);
+      fail_msg("%s: %llu releases, %zu steps + %zu queries", run, (unsigned long long)releases,
+               p->steps, p->queries);
   } else {
     /* No checkpoint: the fault came before step 1 was possible; nothing was released,
      * so the run starts again in the same directory. */
@@ -231,7 +231,7 @@ int main(void)
   tt_write_banded_split(dir, "train", N_TRAIN, 11);
   tt_write_banded_split(dir, "t10k", N_TEST, 12);
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_fault_loop),
+      cmocka_unit_test(test_fault_loop),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   if (rc == 0) tu_rmtree(dir); /* kept for inspection when a test failed */

@@ -67,9 +67,9 @@ static void test_boundaries(void **state)
   for (int t = 0; t < 3; t++) {
     dpgd_ledger_caps(l, caps);
     for (int i = 0; i < 3; i++) assert_true(caps[i] == C);
-    post[0] = C * C;           /* gradient of norm exactly C */
-    post[1] = C * C * 1.0001;  /* model rounding above the cap: charged cap^2 */
-    post[2] = 0.25;            /* small gradient */
+    post[0] = C * C;          /* gradient of norm exactly C */
+    post[1] = C * C * 1.0001; /* model rounding above the cap: charged cap^2 */
+    post[2] = 0.25;           /* small gradient */
     assert_int_equal(dpgd_ledger_spend(l, caps, post), DPGD_OK);
     assert_int_equal(dpgd_ledger_check(l), DPGD_OK);
   }
@@ -135,7 +135,7 @@ static void test_invariant_random(void **state)
         double ideal = fmin(C, sqrt(fmax(0, B - s)));
         assert_true(caps[i] >= ideal * (1 - 8 * 0x1p-52) - 1e-300);
         double u = urand();
-        post[i] = u < 0.3 ? caps[i] * caps[i] * (1 + 1e-7) /* rounding above cap */
+        post[i] = u < 0.3   ? caps[i] * caps[i] * (1 + 1e-7) /* rounding above cap */
                   : u < 0.6 ? caps[i] * caps[i] * urand()
                             : 1e3 * C * C; /* big gradient, clipped */
       }
@@ -239,10 +239,10 @@ static void test_slack(void **state)
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_alloc_rejects),     cmocka_unit_test(test_plain_caps),
-    cmocka_unit_test(test_boundaries),        cmocka_unit_test(test_nan_post_refused),
-    cmocka_unit_test(test_invariant_random),  cmocka_unit_test(test_alg6_caps_reproduced),
-    cmocka_unit_test(test_point_mu2),      cmocka_unit_test(test_slack),
+      cmocka_unit_test(test_alloc_rejects),    cmocka_unit_test(test_plain_caps),
+      cmocka_unit_test(test_boundaries),       cmocka_unit_test(test_nan_post_refused),
+      cmocka_unit_test(test_invariant_random), cmocka_unit_test(test_alg6_caps_reproduced),
+      cmocka_unit_test(test_point_mu2),        cmocka_unit_test(test_slack),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -161,13 +161,20 @@ static void test_gaussian_std_secure(void **state)
 static void test_uniform_extremes(void **state)
 {
   (void)state;
-  const uint64_t w[] = {UINT64_MAX, 0, (uint64_t)1 << 63, UINT64_MAX >> 1, UINT64_MAX - 4095,
-                        ((uint64_t)1 << 53) - 1, 4095, 4096};
+  const uint64_t w[] = {UINT64_MAX,
+                        0,
+                        (uint64_t)1 << 63,
+                        UINT64_MAX >> 1,
+                        UINT64_MAX - 4095,
+                        ((uint64_t)1 << 53) - 1,
+                        4095,
+                        4096};
   const double r_max = sqrt(-2.0 * log(0x1p-53));
   assert_true(r_max <= NOISE_BM_RADIUS_MAX && NOISE_BM_RADIUS_MAX - r_max < 1e-3);
   for (size_t k = 0; k < sizeof w / sizeof w[0]; k++) {
     double u = dpgd_noise_bits_to_uniform(w[k]);
-    if (!(u > 0.0 && u < 1.0)) fail_msg("word %#llx gives u = %.17g", (unsigned long long)w[k], u);
+    if (!(u > 0.0 && u < 1.0))
+      fail_msg("word %#llx gives u = %.17g", (unsigned long long)w[k], u);
     assert_true(u >= 0x1p-53 && u <= 1.0 - 0x1p-53);
     for (size_t j = 0; j < sizeof w / sizeof w[0]; j++) {
       double z = dpgd_noise_box_muller(u, dpgd_noise_bits_to_uniform(w[j]));
@@ -178,18 +185,19 @@ static void test_uniform_extremes(void **state)
   assert_true(dpgd_noise_bits_to_uniform(0) == 0x1p-53);
   assert_true(dpgd_noise_bits_to_uniform(UINT64_MAX) == 1.0 - 0x1p-53);
   /* Every uniform is distinct from its neighbour word's (52 bits used). */
-  assert_true(dpgd_noise_bits_to_uniform(UINT64_MAX) > dpgd_noise_bits_to_uniform(UINT64_MAX - 4096));
+  assert_true(dpgd_noise_bits_to_uniform(UINT64_MAX) >
+              dpgd_noise_bits_to_uniform(UINT64_MAX - 4096));
 }
 
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_research_reproducible),
-    cmocka_unit_test(test_state_restore),
-    cmocka_unit_test(test_state_corrupt),
-    cmocka_unit_test(test_gaussian_std_research),
-    cmocka_unit_test(test_gaussian_std_secure),
-    cmocka_unit_test(test_uniform_extremes),
+      cmocka_unit_test(test_research_reproducible),
+      cmocka_unit_test(test_state_restore),
+      cmocka_unit_test(test_state_corrupt),
+      cmocka_unit_test(test_gaussian_std_research),
+      cmocka_unit_test(test_gaussian_std_secure),
+      cmocka_unit_test(test_uniform_extremes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -40,25 +40,25 @@ static const char *mkrun(const char *name)
 }
 
 static const char *const good_summary =
-  "{\"dpgd_version\": \"0.1.0\", \"model\": \"cnn\", \"activation\": \"relu\",\n"
-  " \"algorithm\": \"filtered\", \"n_train\": 60000, \"n_test\": 10000,\n"
-  " \"steps\": 112, \"selected_step\": 150, \"sigma\": 170, \"clip\": 10.5,\n"
-  " \"budget\": 11907, \"delta\": 1e-5, \"mu\": 0.6588,\n"
-  " \"eps\": {\"exact\": 0.2033, \"zcdp\": 0.3007, \"rdp_classic\": 0.41,\n"
-  "         \"rdp_balle\": 0.38, \"rdp_optimal\": 0.37},\n"
-  " \"future\": {\"nested\": [1, 2.5e-3, \"x\\\"y\", true, null, {}]},\n"
-  " \"odometer\": {\"level_mu2\": 0.0068, \"levels\": 2, \"delta_split\": [1e-06, 9e-06]},\n"
-  " \"test_acc\": 0.9329, \"seed\": 7, \"rng\": \"research\",\n"
-  " \"caveat\": \"research rng: the noise is reproducible from config.ini\",\n"
-  " \"nonprivate\": {\"wall_s\": 123.4}}\n";
+    "{\"dpgd_version\": \"0.1.0\", \"model\": \"cnn\", \"activation\": \"relu\",\n"
+    " \"algorithm\": \"filtered\", \"n_train\": 60000, \"n_test\": 10000,\n"
+    " \"steps\": 112, \"selected_step\": 150, \"sigma\": 170, \"clip\": 10.5,\n"
+    " \"budget\": 11907, \"delta\": 1e-5, \"mu\": 0.6588,\n"
+    " \"eps\": {\"exact\": 0.2033, \"zcdp\": 0.3007, \"rdp_classic\": 0.41,\n"
+    "         \"rdp_balle\": 0.38, \"rdp_optimal\": 0.37},\n"
+    " \"future\": {\"nested\": [1, 2.5e-3, \"x\\\"y\", true, null, {}]},\n"
+    " \"odometer\": {\"level_mu2\": 0.0068, \"levels\": 2, \"delta_split\": [1e-06, 9e-06]},\n"
+    " \"test_acc\": 0.9329, \"seed\": 7, \"rng\": \"research\",\n"
+    " \"caveat\": \"research rng: the noise is reproducible from config.ini\",\n"
+    " \"nonprivate\": {\"wall_s\": 123.4}}\n";
 
 static const char *const good_metrics =
-  "step,eps_exact,eps_zcdp,eps_rdp_classic,eps_rdp_balle,eps_rdp_optimal,mu,test_acc,"
-  "query_acc_noisy,lr,diag_train_loss,diag_train_acc,diag_active\n"
-  "1,0.01,0.02,0.03,0.025,0.024,0.06,,,0.2,2.3,0.1,60000\n"
-  "2,0.02,0.03,0.04,0.035,0.034,0.085,0.9375,,0.2,2.0,0.3,60000\n"
-  "3,0.03,0.04,0.05,0.045,0.044,0.1,,0.91,0.2,1.9,0.5,59000\n"
-  "4,0.04,0.05,0.06,0.055,0.054,0.12,0.953125,,0.2,1.8,0.6,41000\n";
+    "step,eps_exact,eps_zcdp,eps_rdp_classic,eps_rdp_balle,eps_rdp_optimal,mu,test_acc,"
+    "query_acc_noisy,lr,diag_train_loss,diag_train_acc,diag_active\n"
+    "1,0.01,0.02,0.03,0.025,0.024,0.06,,,0.2,2.3,0.1,60000\n"
+    "2,0.02,0.03,0.04,0.035,0.034,0.085,0.9375,,0.2,2.0,0.3,60000\n"
+    "3,0.03,0.04,0.05,0.045,0.044,0.1,,0.91,0.2,1.9,0.5,59000\n"
+    "4,0.04,0.05,0.06,0.055,0.054,0.12,0.953125,,0.2,1.8,0.6,41000\n";
 
 /* ---- CSV ---- */
 
@@ -101,8 +101,8 @@ static void expect_csv_error(const char *text, const char *needle)
 static void assert_printable_error(void)
 {
   for (const char *m = dpgd_error_last(); *m; m++)
-    if (!(*m >= 0x20 && *m < 0x7f)) fail_msg("byte 0x%02x in message '%s'", (unsigned char)*m,
-                                             dpgd_error_last());
+    if (!(*m >= 0x20 && *m < 0x7f))
+      fail_msg("byte 0x%02x in message '%s'", (unsigned char)*m, dpgd_error_last());
 }
 
 static void test_csv_bad(void **state)
@@ -168,7 +168,8 @@ static void expect_summary_error(const char *text, const char *needle)
 static void test_summary_bad(void **state)
 {
   (void)state;
-  const char *base = "\"mu\":1,\"delta\":1e-5,\"test_acc\":0.5,\"steps\":3,\"eps\":{\"zcdp\":1}";
+  const char *base =
+      "\"mu\":1,\"delta\":1e-5,\"test_acc\":0.5,\"steps\":3,\"eps\":{\"zcdp\":1}";
   char buf[400];
   expect_summary_error("", "expected an object");
   expect_summary_error("[]", "expected an object");
@@ -181,15 +182,20 @@ static void test_summary_bad(void **state)
   snprintf(buf, sizeof buf, "{%s}", base);
   expect_summary_error(buf, "(missing)");
   expect_summary_error("{\"algorithm\":\"plain\",\"mu\":-1,\"delta\":1e-5,\"test_acc\":0.5,"
-                       "\"steps\":3,\"eps\":{\"zcdp\":1}}", "\"mu\"");
+                       "\"steps\":3,\"eps\":{\"zcdp\":1}}",
+                       "\"mu\"");
   expect_summary_error("{\"algorithm\":\"plain\",\"mu\":1,\"delta\":1e-5,\"test_acc\":1.5,"
-                       "\"steps\":3,\"eps\":{\"zcdp\":1}}", "\"test_acc\"");
+                       "\"steps\":3,\"eps\":{\"zcdp\":1}}",
+                       "\"test_acc\"");
   expect_summary_error("{\"algorithm\":\"plain\",\"mu\":1,\"delta\":1,\"test_acc\":0.5,"
-                       "\"steps\":3,\"eps\":{\"zcdp\":1}}", "\"delta\"");
+                       "\"steps\":3,\"eps\":{\"zcdp\":1}}",
+                       "\"delta\"");
   expect_summary_error("{\"algorithm\":\"plain\",\"mu\":1,\"delta\":1e-5,\"test_acc\":0.5,"
-                       "\"steps\":3,\"eps\":{}}", "no \"eps\"");
+                       "\"steps\":3,\"eps\":{}}",
+                       "no \"eps\"");
   expect_summary_error("{\"algorithm\":\"plain\",\"mu\":1,\"delta\":1e-5,\"test_acc\":0.5,"
-                       "\"steps\":3,\"eps\":{\"zcdp\":-1}}", "negative");
+                       "\"steps\":3,\"eps\":{\"zcdp\":-1}}",
+                       "negative");
   expect_summary_error("{\"algorithm\":\"plain\",\"mu\":NaN}", "expected a number");
   expect_summary_error("{\"algorithm\":\"plain\",\"mu\":1e999}", "bad number");
   expect_summary_error("{\"algorithm\":\"plain\",\"mu\":\"1\"}", "expected a number");
@@ -221,7 +227,8 @@ static void test_run_read(void **state)
   assert_int_equal(r.metrics->n_rows, 4);
   assert_null(r.points);
   dpgd_plot_run_clear(&r);
-  write_file(dir, "points.csv", "# SENSITIVE: per-point privacy report\n"
+  write_file(dir, "points.csv",
+             "# SENSITIVE: per-point privacy report\n"
              "index,label,spend,spend_frac,active,mu_i,eps_i\n0,5,11907,1,0,0.6,0.2\n");
   assert_int_equal(dpgd_plot_run_read(&r, dir), DPGD_OK);
   assert_non_null(r.points);
@@ -282,7 +289,8 @@ static void test_run_bad(void **state)
   /* points.csv over budget beyond rounding is corrupt */
   write_file(dir, "summary.json", good_summary);
   write_file(dir, "metrics.csv", good_metrics);
-  write_file(dir, "points.csv", "#\nindex,label,spend,spend_frac,active,mu_i,eps_i\n"
+  write_file(dir, "points.csv",
+             "#\nindex,label,spend,spend_frac,active,mu_i,eps_i\n"
              "0,5,11907,1.01,0,0.6,0.2\n");
   assert_int_equal(dpgd_plot_run_read(&r, dir), DPGD_EFORMAT);
   assert_non_null(strstr(dpgd_error_last(), "spend_frac = 1.01"));
@@ -307,8 +315,7 @@ static char *script_of(dpgd_fig f, const dpgd_plot_run *runs, size_t n, int *st)
 }
 
 /* The lines of datablock $name as (x, y) pairs; returns their count. */
-static size_t read_block(const char *script, const char *name, double *x, double *y,
-                         size_t max)
+static size_t read_block(const char *script, const char *name, double *x, double *y, size_t max)
 {
   char head[64];
   snprintf(head, sizeof head, "$%s << EOD\n", name);
@@ -445,8 +452,9 @@ static void test_fig_tradeoff(void **state)
     for (int i = 0; i < DPGD_FIG_TRADEOFF_POINTS; i++) {
       double a = x[i];
       /* beta(alpha) = Phi(Phi^{-1}(1 - alpha) - mu), independently through GSL */
-      double want = a <= 0 ? 1 : a >= 1 ? 0
-                  : gsl_cdf_ugaussian_P(gsl_cdf_ugaussian_Pinv(1 - a) - mus[k]);
+      double want = a <= 0   ? 1
+                    : a >= 1 ? 0
+                             : gsl_cdf_ugaussian_P(gsl_cdf_ugaussian_Pinv(1 - a) - mus[k]);
       if (fabs(y[i] - want) > 1e-9) fail_msg("mu %g alpha %g: %g vs %g", mus[k], a, y[i], want);
       assert_true(y[i] <= 1 - a + 1e-12); /* never better than random guessing */
     }
@@ -478,12 +486,16 @@ int main(void)
 {
   if (!mkdtemp(tmpdir)) return 1;
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_csv_good),         cmocka_unit_test(test_csv_bad),
-    cmocka_unit_test(test_summary_good),     cmocka_unit_test(test_summary_bad),
-    cmocka_unit_test(test_run_read),         cmocka_unit_test(test_run_bad),
-    cmocka_unit_test(test_fig_accuracy_active_eps),
-    cmocka_unit_test(test_fig_spend_histogram),
-    cmocka_unit_test(test_fig_tradeoff),     cmocka_unit_test(test_gnuplot_find),
+      cmocka_unit_test(test_csv_good),
+      cmocka_unit_test(test_csv_bad),
+      cmocka_unit_test(test_summary_good),
+      cmocka_unit_test(test_summary_bad),
+      cmocka_unit_test(test_run_read),
+      cmocka_unit_test(test_run_bad),
+      cmocka_unit_test(test_fig_accuracy_active_eps),
+      cmocka_unit_test(test_fig_spend_histogram),
+      cmocka_unit_test(test_fig_tradeoff),
+      cmocka_unit_test(test_gnuplot_find),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   char cmd[100];

@@ -257,19 +257,22 @@ static void test_stopping_accounted(void **state)
     int active;
     double spend, frac, dl, mu_i, eps_i, eps_want;
     assert_int_equal(sscanf(line, "%zu,%u,%lf,%lf,%d,%zu,%lf,%lf,%lf", &idx, &lab, &spend,
-                            &frac, &active, &level, &dl, &mu_i, &eps_i), 9);
+                            &frac, &active, &level, &dl, &mu_i, &eps_i),
+                     9);
     assert_int_equal(idx, rows);
     assert_true(spend == l->spend[idx]);
     assert_true(fabs(frac - spend / l->budget) <= 1e-9);
     assert_int_equal(active, spend < l->budget);
-    long double total = (long double)spend / ((long double)sc * sc) + 3.0L / ((long double)pl->tau * pl->tau);
+    long double total =
+        (long double)spend / ((long double)sc * sc) + 3.0L / ((long double)pl->tau * pl->tau);
     assert_true(level >= 1 && level <= od->levels);
     assert_true(total <= (long double)level * od->level_mu2);
     size_t realised;
     assert_int_equal(dpgd_odometer_level(od, (double)total * (1 + 1e-13), &realised), DPGD_OK);
     assert_int_equal(level, od->statement[realised]);
     assert_true(fabs(mu_i - sqrt(level * od->level_mu2)) <= 1e-9 * mu_i);
-    assert_true(dl >= dpgd_odometer_delta(od, level) && dl <= dpgd_odometer_delta(od, level) * (1 + 1e-9));
+    assert_true(dl >= dpgd_odometer_delta(od, level) &&
+                dl <= dpgd_odometer_delta(od, level) * (1 + 1e-9));
     if (!active) {
       assert_int_equal(level, od->levels);
       assert_true(mu_i >= mu * (1 - 1e-9) && mu_i <= mu * 1.01);
@@ -380,8 +383,8 @@ static void test_resume_bit_identical(void **state)
  * set to other, as a checkpoint written by another build or BLAS kernel would be. */
 static void set_replay(const char *run, const dpgd_config *c, const char *other)
 {
-  static const char *const names[] = {"meta", "params", "best", "spend", "rngstep",
-                                      "rngquery", "acct", "data", "replay"};
+  static const char *const names[] = {"meta",     "params", "best", "spend", "rngstep",
+                                      "rngquery", "acct",   "data", "replay"};
   enum { N = sizeof names / sizeof names[0] };
   char p[600];
   snprintf(p, sizeof p, "%s/%s/checkpoint.bin", dir, run);
@@ -540,10 +543,11 @@ static void test_checkpoint_refused(void **state)
    * training label differs from the run's data. */
   char other[600];
   snprintf(other, sizeof other, "%s/otherdata", dir);
-  snprintf(cmd, sizeof cmd,
-           "mkdir -p %s && cp %s/*-ubyte %s/ && printf '\\003' | dd of=%s/train-labels-idx1-ubyte "
-           "bs=1 seek=%d conv=notrunc status=none && sed -i 's|^dir = .*|dir = %s|' %s",
-           other, dir, other, other, 8 + N_TRAIN - 1, other, ini);
+  snprintf(
+      cmd, sizeof cmd,
+      "mkdir -p %s && cp %s/*-ubyte %s/ && printf '\\003' | dd of=%s/train-labels-idx1-ubyte "
+      "bs=1 seek=%d conv=notrunc status=none && sed -i 's|^dir = .*|dir = %s|' %s",
+      other, dir, other, other, 8 + N_TRAIN - 1, other, ini);
   assert_int_equal(system(cmd), 0);
   assert_int_equal(dpgd_run_resume(&r, run), DPGD_EFORMAT);
   assert_non_null(strstr(dpgd_error_last(), "other data"));
@@ -777,7 +781,8 @@ static void test_configs(void **state)
   static const struct {
     const char *eps;
     double nominal, sigma, clip, steps, factor;
-  } paper[] = {{"03", 0.3, 170, 10, 112, 1.5}, {"05", 0.5, 130, 15, 180, 1.5},
+  } paper[] = {{"03", 0.3, 170, 10, 112, 1.5},
+               {"05", 0.5, 130, 15, 180, 1.5},
                {"10", 1.0, 100, 10, 420, 2}};
   const double tol = 1e-12;
   for (size_t e = 0; e < sizeof paper / sizeof paper[0]; e++) {
@@ -827,18 +832,19 @@ int main(void)
   tt_write_banded_split(dir, "train", N_TRAIN, 11);
   tt_write_banded_split(dir, "t10k", N_TEST, 12);
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_alg6_equals_alg7),
-    cmocka_unit_test(test_ledger_and_zero_active),
-    cmocka_unit_test(test_stopping_accounted),
-    cmocka_unit_test(test_releases_equal_draws),
-    cmocka_unit_test(test_reproducible),
-    cmocka_unit_test(test_resume_bit_identical),
-    cmocka_unit_test(test_diagnostics_only_observe),
-    cmocka_unit_test(test_checkpoint_refused),
-    cmocka_unit_test(test_bad_plans),
-    cmocka_unit_test(test_configs),
-    cmocka_unit_test(test_secure_and_diverged),
-    cmocka_unit_test(test_secure_resume),     cmocka_unit_test(test_resume_other_build),
+      cmocka_unit_test(test_alg6_equals_alg7),
+      cmocka_unit_test(test_ledger_and_zero_active),
+      cmocka_unit_test(test_stopping_accounted),
+      cmocka_unit_test(test_releases_equal_draws),
+      cmocka_unit_test(test_reproducible),
+      cmocka_unit_test(test_resume_bit_identical),
+      cmocka_unit_test(test_diagnostics_only_observe),
+      cmocka_unit_test(test_checkpoint_refused),
+      cmocka_unit_test(test_bad_plans),
+      cmocka_unit_test(test_configs),
+      cmocka_unit_test(test_secure_and_diverged),
+      cmocka_unit_test(test_secure_resume),
+      cmocka_unit_test(test_resume_other_build),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   if (rc == 0) tu_rmtree(dir); /* kept for inspection when a test failed */

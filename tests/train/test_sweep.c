@@ -64,8 +64,8 @@ static void test_seeds(void **state)
   const uint64_t want[] = {1, 2, 3, 7, 10, 11};
   assert_int_equal(s.n_seeds, 6);
   for (size_t i = 0; i < 6; i++) assert_true(s.seeds[i] == want[i]);
-  const char *bad[] = {"", "3-1", "1,1", "2-4,3", "a", "1-", "-3", "1,,2", "1-2-3",
-                       "0-5000", "1.5"};
+  const char *bad[] = {"",   "3-1",  "1,1",   "2-4,3",  "a",  "1-",
+                       "-3", "1,,2", "1-2-3", "0-5000", "1.5"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     dpgd_sweep_init(&s);
     if (dpgd_sweep_parse_seeds(&s, bad[i]) != DPGD_EINVAL) fail_msg("accepted '%s'", bad[i]);
@@ -113,8 +113,8 @@ static void test_grid_and_cells(void **state)
   assert_int_equal(dpgd_sweep_add_grid(&s, "data.dir=../x/y"), DPGD_OK);
   assert_int_equal(dpgd_sweep_cell_name(name, sizeof name, &s, 0), DPGD_OK);
   assert_null(strchr(name, '/'));
-  const char *bad[] = {"clip=10", "train.clip", "train.clip=", "train.clip=1,,2",
-                       "train.clip=1,1", ".clip=1", "train.=1", "train.lr=5"};
+  const char *bad[] = {"clip=10",        "train.clip", "train.clip=", "train.clip=1,,2",
+                       "train.clip=1,1", ".clip=1",    "train.=1",    "train.lr=5"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
     if (dpgd_sweep_add_grid(&s, bad[i]) != DPGD_EINVAL) fail_msg("accepted '%s'", bad[i]);
   assert_int_equal(dpgd_sweep_add_set(&s, "train.steps=3"), DPGD_OK);
@@ -129,7 +129,8 @@ static void test_sweep_file(void **state)
   (void)state;
   write_file("spec/a-plain.ini", cfg_text);
   write_file("spec/a-filtered.ini", cfg_text);
-  write_file("spec/t.sweep", "; a sweep\n[sweep]\nconfig = a-plain.ini a-filtered.ini\n"
+  write_file("spec/t.sweep",
+             "; a sweep\n[sweep]\nconfig = a-plain.ini a-filtered.ini\n"
              "set = train.steps=4\nset = privacy.sigma=12\ngrid = train.lr=0.1,0.2\n"
              "seeds = 1-3\njobs = 2\nout = runs/x\n");
   dpgd_sweep s;
@@ -153,13 +154,13 @@ static void test_sweep_file(void **state)
   struct {
     const char *text, *needle;
   } bad[] = {
-    {"[sweep]\nconfig = a-plain.ini\nfoo = 1\n", "t.sweep:3: unknown key 'foo'"},
-    {"[other]\nconfig = a-plain.ini\n", "unknown section [other]"},
-    {"[sweep]\nseeds = 1\n", "no config"},
-    {"[sweep]\nconfig = a-plain.ini\nseeds = 1\nseeds = 2\n", "seeds given twice"},
-    {"[sweep]\nconfig = a-plain.ini\njobs = 0\n", "jobs = '0'"},
-    {"[sweep]\nconfig = a-plain.ini\ngrid = lr=1\n", "expected section.key"},
-    {"[sweep]\nthis is not ini\n", "t.sweep:2"},
+      {"[sweep]\nconfig = a-plain.ini\nfoo = 1\n", "t.sweep:3: unknown key 'foo'"},
+      {"[other]\nconfig = a-plain.ini\n", "unknown section [other]"},
+      {"[sweep]\nseeds = 1\n", "no config"},
+      {"[sweep]\nconfig = a-plain.ini\nseeds = 1\nseeds = 2\n", "seeds given twice"},
+      {"[sweep]\nconfig = a-plain.ini\njobs = 0\n", "jobs = '0'"},
+      {"[sweep]\nconfig = a-plain.ini\ngrid = lr=1\n", "expected section.key"},
+      {"[sweep]\nthis is not ini\n", "t.sweep:2"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     write_file("spec/t.sweep", bad[i].text);
@@ -193,7 +194,8 @@ static void write_summary(const char *rel, const char *algorithm, double acc, do
   snprintf(text, sizeof text,
            "{\"algorithm\": \"%s\", \"steps\": 10, \"delta\": 1e-5, \"mu\": 0.5, "
            "\"eps\": {\"exact\": %.17g, \"zcdp\": %.17g}, \"test_acc\": %.17g, "
-           "\"wall_s\": %.17g}\n", algorithm, eps, 1.5 * eps, acc, wall);
+           "\"wall_s\": %.17g}\n",
+           algorithm, eps, 1.5 * eps, acc, wall);
   write_file(rel, text);
 }
 
@@ -284,21 +286,22 @@ static void test_tables(void **state)
 /* A stand-in for `dpgd train`: records its arguments and how many trials run at once
  * (a file per running trial), sleeps, writes summary.json; seed 13 fails. */
 static const char *const fake_train =
-  "#!/bin/sh\n"
-  "out=; seed=; resume=\n"
-  "while [ $# -gt 0 ]; do case $1 in\n"
-  "  --out) out=$2; shift;; --resume) resume=$2; out=$2; shift;;\n"
-  "  --set) case $2 in train.seed=*) seed=${2#train.seed=};; esac; shift;; esac; shift; done\n"
-  "echo \"$*\" >/dev/null\n"
-  "run=$(dirname \"$0\")/running; mkdir -p \"$run\"\n"
-  "touch \"$run/$$\"; ls \"$run\" | wc -l >>\"$(dirname \"$0\")/concurrency\"\n"
-  "[ -n \"$resume\" ] && touch \"$out/resumed\"\n"
-  "echo ran >>\"$out/ran\"\n"
-  "sleep 0.2\n"
-  "rm -f \"$run/$$\"\n"
-  "if [ \"$seed\" = 13 ]; then echo 'dpgd: error: seed 13 is unlucky' >&2; exit 3; fi\n"
-  "printf '{\"algorithm\": \"plain\", \"steps\": 1, \"delta\": 1e-5, \"mu\": 0.1, "
-  "\"eps\": {\"zcdp\": 0.1}, \"test_acc\": 0.5, \"wall_s\": 0.2}' >\"$out/summary.json\"\n";
+    "#!/bin/sh\n"
+    "out=; seed=; resume=\n"
+    "while [ $# -gt 0 ]; do case $1 in\n"
+    "  --out) out=$2; shift;; --resume) resume=$2; out=$2; shift;;\n"
+    "  --set) case $2 in train.seed=*) seed=${2#train.seed=};; esac; shift;; esac; shift; "
+    "done\n"
+    "echo \"$*\" >/dev/null\n"
+    "run=$(dirname \"$0\")/running; mkdir -p \"$run\"\n"
+    "touch \"$run/$$\"; ls \"$run\" | wc -l >>\"$(dirname \"$0\")/concurrency\"\n"
+    "[ -n \"$resume\" ] && touch \"$out/resumed\"\n"
+    "echo ran >>\"$out/ran\"\n"
+    "sleep 0.2\n"
+    "rm -f \"$run/$$\"\n"
+    "if [ \"$seed\" = 13 ]; then echo 'dpgd: error: seed 13 is unlucky' >&2; exit 3; fi\n"
+    "printf '{\"algorithm\": \"plain\", \"steps\": 1, \"delta\": 1e-5, \"mu\": 0.1, "
+    "\"eps\": {\"zcdp\": 0.1}, \"test_acc\": 0.5, \"wall_s\": 0.2}' >\"$out/summary.json\"\n";
 
 static void log_line(void *user, const char *line)
 {
@@ -348,8 +351,9 @@ static void test_run(void **state)
   /* the trainer's error is in the log */
   char *log;
   size_t len;
-  assert_int_equal(dpgd_file_slurp(&log, &len, path_in("run/out/a-plain+train.lr=0.2/seed13/train.log")),
-                   DPGD_OK);
+  assert_int_equal(
+      dpgd_file_slurp(&log, &len, path_in("run/out/a-plain+train.lr=0.2/seed13/train.log")),
+      DPGD_OK);
   assert_non_null(strstr(log, "seed 13 is unlucky"));
   free(log);
   /* a second run starts only the failed trials again */
@@ -374,9 +378,9 @@ int main(void)
 {
   if (!mkdtemp(tmpdir)) return 1;
   const struct CMUnitTest tests[] = {
-    cmocka_unit_test(test_seeds),      cmocka_unit_test(test_grid_and_cells),
-    cmocka_unit_test(test_sweep_file), cmocka_unit_test(test_tables),
-    cmocka_unit_test(test_run),
+      cmocka_unit_test(test_seeds),      cmocka_unit_test(test_grid_and_cells),
+      cmocka_unit_test(test_sweep_file), cmocka_unit_test(test_tables),
+      cmocka_unit_test(test_run),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   char cmd[100];

@@ -400,10 +400,10 @@ static void print_answers(const options *o, const answer *r, const char *what,
       printf("%-12s %-18s (%s)\n", name, "n/a", r[m].why);
     } else if (clip2 > 0) {
       printf("%-12s %-18.10g %-12.0f %.3f\n", name, dpgd_round_digits(r[m].value, 10, dir),
-             floor(r[m].value / clip2),
-             r[m].ms);
+             floor(r[m].value / clip2), r[m].ms);
     } else if (clip2 < 0) {
-      printf("%-12s %-18.10g %-12s %.3f\n", name, dpgd_round_digits(r[m].value, 10, dir), "", r[m].ms);
+      printf("%-12s %-18.10g %-12s %.3f\n", name, dpgd_round_digits(r[m].value, 10, dir), "",
+             r[m].ms);
     } else {
       printf("%-12s %-18.10g %-12.3g %.3f\n", name, dpgd_round_digits(r[m].value, 10, dir),
              dpgd_round_digits(r[m].err, 3, 1), r[m].ms);
@@ -422,8 +422,8 @@ static void account_usage(FILE *f)
           "bound (printed beside it); a method that does not apply prints n/a and why.\n\n"
           "%s\n"
           "  --delta D         report eps(D), 0 < D < 1 (default 1e-5)\n"
-          "  --epsilon E       report delta(E), E >= 0, instead\n"
-          , mech_help);
+          "  --epsilon E       report delta(E), E >= 0, instead\n",
+          mech_help);
   print_method_help(f);
   fprintf(f, "\nexample: dpgd account --gaussian sigma=100,count=420 --delta 1e-5\n");
 }
@@ -444,7 +444,8 @@ int dpgd_cmd_account(int argc, char **argv)
   if (!rc && o.have_eps && o.have_delta)
     rc = dpgd_cli_usage_error("account", "give --delta or --epsilon, not both");
   if (!rc && dpgd_acct_n_entries(o.acc) == 0)
-    rc = dpgd_cli_usage_error("account", "no mechanism given (e.g. --gaussian sigma=100,count=420)");
+    rc = dpgd_cli_usage_error("account",
+                              "no mechanism given (e.g. --gaussian sigma=100,count=420)");
   if (rc) {
     dpgd_acct_free(o.acc);
     return rc;
@@ -468,11 +469,11 @@ int dpgd_cmd_account(int argc, char **argv)
     if (!isnan(mu)) snprintf(mus, sizeof mus, "%.17g", mu);
     snprintf(head, sizeof head,
              "\"releases\": %llu, \"entries\": %zu, \"gdp_mu\": %s, \"%s\": %.17g",
-             (unsigned long long)dpgd_acct_n_releases(o.acc), dpgd_acct_n_entries(o.acc),
-             mus, o.have_eps ? "epsilon" : "delta", o.have_eps ? o.eps : o.delta);
+             (unsigned long long)dpgd_acct_n_releases(o.acc), dpgd_acct_n_entries(o.acc), mus,
+             o.have_eps ? "epsilon" : "delta", o.have_eps ? o.eps : o.delta);
   } else {
-    printf("releases     %llu in %zu entries",
-           (unsigned long long)dpgd_acct_n_releases(o.acc), dpgd_acct_n_entries(o.acc));
+    printf("releases     %llu in %zu entries", (unsigned long long)dpgd_acct_n_releases(o.acc),
+           dpgd_acct_n_entries(o.acc));
     if (!isnan(mu)) printf(" (Gaussian only: mu = %.10g)", mu);
     printf("\n");
     if (o.have_eps) printf("epsilon      %.10g\n", o.eps);
@@ -502,8 +503,7 @@ static void calibrate_usage(FILE *f)
           "  --epsilon E       target eps > 0\n"
           "  --delta D         target delta, 0 < D < 1 (default 1e-5)\n"
           "  --steps K         number of gradient steps, K >= 1\n"
-          "  --sigma S --clip C  noise multiplier and clip norm of a filtered run\n"
-          );
+          "  --sigma S --clip C  noise multiplier and clip norm of a filtered run\n");
   print_method_help(f);
   fprintf(f, "\n%s", mech_help);
 }
@@ -537,8 +537,9 @@ static void print_calibration(const options *o, int budget, const answer *r)
 {
   char head[256] = "";
   if (o->json)
-    snprintf(head, sizeof head, "\"epsilon\": %.17g, \"delta\": %.17g, \"extra_releases\": %llu",
-             o->eps, o->delta, (unsigned long long)dpgd_acct_n_releases(o->acc));
+    snprintf(head, sizeof head,
+             "\"epsilon\": %.17g, \"delta\": %.17g, \"extra_releases\": %llu", o->eps, o->delta,
+             (unsigned long long)dpgd_acct_n_releases(o->acc));
   else
     printf("target       eps %.10g at delta %.10g (+ %llu other releases)\n", o->eps, o->delta,
            (unsigned long long)dpgd_acct_n_releases(o->acc));

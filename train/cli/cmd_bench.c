@@ -112,8 +112,8 @@ typedef struct bench_opts {
   int constant_time;
 } bench_opts;
 
-static int bench_model(const dpgd_model_type *type, const dpgd_dataset *ds,
-                       const bench_opts *o, double sgemm)
+static int bench_model(const dpgd_model_type *type, const dpgd_dataset *ds, const bench_opts *o,
+                       double sgemm)
 {
   int rc = DPGD_EXIT_ERROR;
   dpgd_model *m = dpgd_model_alloc(type, DPGD_ACT_RELU, ds->rows, ds->cols, ds->n_classes);
@@ -122,7 +122,8 @@ static int bench_model(const dpgd_model_type *type, const dpgd_dataset *ds,
   double *caps = malloc(ds->n * sizeof *caps), *sum = malloc((P ? P : 1) * sizeof *sum);
   double *pre = malloc(ds->n * sizeof *pre), *post = malloc(ds->n * sizeof *post);
   if (!m || !ws) {
-    rc = dpgd_cli_error("setting up the %s model: %s", dpgd_model_type_name(type), dpgd_error_last());
+    rc = dpgd_cli_error("setting up the %s model: %s", dpgd_model_type_name(type),
+                        dpgd_error_last());
     goto done;
   }
   if (!caps || !sum || !pre || !post) {

@@ -68,8 +68,7 @@ static void print_split(const split_info *si, const char *split)
   if (si->src.kind == DPGD_DATA_IDX)
     printf("%-11s IDX  %s + %s\n", split, strrchr(si->src.images, '/') + 1,
            strrchr(si->src.labels, '/') + 1);
-  else
-    printf("%-11s PNG  %s/<label>/<index>.png\n", split, strrchr(si->src.images, '/') + 1);
+  else printf("%-11s PNG  %s/<label>/<index>.png\n", split, strrchr(si->src.images, '/') + 1);
   print_images(ds->pixels, ds->n, ds->rows, ds->cols);
   print_histogram(ds->labels, ds->n, ds->n_classes);
   if (si->index)
@@ -148,15 +147,16 @@ int dpgd_cmd_data(int argc, char **argv)
     } else if (argv[i][0] == '-' && argv[i][1]) {
       return dpgd_cli_usage_error("data", "unknown option '%s'", argv[i]);
     } else if (target) {
-      return dpgd_cli_usage_error("data", "one DIR or FILE expected, got '%s' and '%s'",
-                                  target, argv[i]);
+      return dpgd_cli_usage_error("data", "one DIR or FILE expected, got '%s' and '%s'", target,
+                                  argv[i]);
     } else {
       target = argv[i];
     }
   }
   if (!target) return dpgd_cli_usage_error("data", "info needs a DIR or FILE");
   struct stat sb;
-  if (stat(target, &sb) != 0) return dpgd_cli_error("cannot open %s: no such file or directory", target);
+  if (stat(target, &sb) != 0)
+    return dpgd_cli_error("cannot open %s: no such file or directory", target);
   if (!S_ISDIR(sb.st_mode)) return info_file(target, (int)classes);
   return info_dir(target, sparse, (int)classes);
 }

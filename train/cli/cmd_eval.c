@@ -93,7 +93,8 @@ static int resolve_norm(norm *nm, const char *cmd, const char *model_path)
   int k = slash ? snprintf(nm->from, sizeof nm->from, "%.*s/config.ini",
                            (int)(slash - model_path), model_path)
                 : snprintf(nm->from, sizeof nm->from, "config.ini");
-  if (k < 0 || (size_t)k >= sizeof nm->from) return dpgd_cli_error("path too long: %s", model_path);
+  if (k < 0 || (size_t)k >= sizeof nm->from)
+    return dpgd_cli_error("path too long: %s", model_path);
   if (access(nm->from, F_OK)) {
     snprintf(nm->from, sizeof nm->from, "MNIST default");
     return 0;
@@ -136,7 +137,8 @@ static int parse_eval_args(eval_args *a, int argc, char **argv)
     else if (!strcmp(o, "--data")) rc = option_value("eval", argc, argv, &i, &a->data);
     else if (!strcmp(o, "--split")) rc = option_value("eval", argc, argv, &i, &a->split);
     else if (!strcmp(o, "--n")) rc = option_value("eval", argc, argv, &i, &a->n_text);
-    else if (!strcmp(o, "--predictions")) rc = option_value("eval", argc, argv, &i, &a->pred_path);
+    else if (!strcmp(o, "--predictions"))
+      rc = option_value("eval", argc, argv, &i, &a->pred_path);
     else if (!strcmp(o, "--mean")) rc = option_value("eval", argc, argv, &i, &a->nm.mean_text);
     else if (!strcmp(o, "--std")) rc = option_value("eval", argc, argv, &i, &a->nm.std_text);
     else rc = dpgd_cli_usage_error("eval", "unexpected argument '%s'", o);
@@ -233,8 +235,10 @@ int dpgd_cmd_predict(int argc, char **argv)
   int rc = DPGD_EXIT_OK;
   for (int i = 1; i < argc && !rc; i++) {
     if (!strcmp(argv[i], "--model")) rc = option_value("predict", argc, argv, &i, &model_path);
-    else if (!strcmp(argv[i], "--mean")) rc = option_value("predict", argc, argv, &i, &nm.mean_text);
-    else if (!strcmp(argv[i], "--std")) rc = option_value("predict", argc, argv, &i, &nm.std_text);
+    else if (!strcmp(argv[i], "--mean"))
+      rc = option_value("predict", argc, argv, &i, &nm.mean_text);
+    else if (!strcmp(argv[i], "--std"))
+      rc = option_value("predict", argc, argv, &i, &nm.std_text);
     else if (argv[i][0] == '-' && argv[i][1])
       rc = dpgd_cli_usage_error("predict", "unknown option '%s'", argv[i]);
     else images[n++] = argv[i];

@@ -55,8 +55,10 @@ static int parse_only(int *want, const char *list)
       if (strlen(name) == k && !strncmp(p, name, k)) want[f] = found = 1;
     }
     if (!found) {
-      dpgd_cli_usage_error("plot", "--only: unknown figure '%.*s' (accuracy, active, eps, "
-                           "spend, tradeoff)", (int)k, p);
+      dpgd_cli_usage_error("plot",
+                           "--only: unknown figure '%.*s' (accuracy, active, eps, "
+                           "spend, tradeoff)",
+                           (int)k, p);
       return 1;
     }
     p += k + (p[k] == ',');
@@ -130,8 +132,8 @@ static int draw_figures(const char *gnuplot, const int *want, const dpgd_plot_ru
   int n_notes = 0;
   for (int f = 0; f < DPGD_FIG_N && rc == DPGD_EXIT_OK; f++) {
     if (!want[f]) continue;
-    int r = draw(gnuplot, (dpgd_fig)f, runs, (size_t)n_dirs, out, notes[n_notes],
-                 sizeof notes[0]);
+    int r =
+        draw(gnuplot, (dpgd_fig)f, runs, (size_t)n_dirs, out, notes[n_notes], sizeof notes[0]);
     if (r < 0) rc = DPGD_EXIT_ERROR;
     drawn += r == 0;
     n_notes += r == 1;
@@ -262,7 +264,8 @@ static int find_sweep_file(int argc, char **argv, const char **file)
       i += strcmp(argv[i], "--dry-run") != 0;
       continue;
     }
-    if (*file) return dpgd_cli_usage_error("sweep", "more than one .sweep file ('%s')", argv[i]);
+    if (*file)
+      return dpgd_cli_usage_error("sweep", "more than one .sweep file ('%s')", argv[i]);
     *file = argv[i];
   }
   return DPGD_EXIT_OK;
@@ -312,7 +315,8 @@ static int run_trials(dpgd_sweep *s)
   if (rc == DPGD_EXIT_OK) rc = tables(s->out);
   if (rc == DPGD_EXIT_OK && n_failed)
     rc = dpgd_cli_error("%zu trial(s) failed (see their train.log); run the same command "
-                        "again to retry them", n_failed);
+                        "again to retry them",
+                        n_failed);
   return rc;
 }
 

@@ -38,32 +38,33 @@ static void catch_stop_signals(void)
 
 static void usage(FILE *f)
 {
-  fprintf(f,
-          "usage: dpgd train --config FILE [--set section.key=value ...] [--out RUN_DIR]\n"
-          "       dpgd train --resume RUN_DIR\n\n"
-          "Private full-batch gradient descent (Feldman & Zrnic, Algorithm 6, or\n"
-          "Algorithm 7 with individual privacy filtering when filter.enabled = true).\n"
-          "Writes the run directory described in train/RUN_FORMAT.md: config.ini,\n"
-          "metrics.csv, model.bin, points.csv (SENSITIVE per-point report),\n"
-          "checkpoint.bin, summary.json (last).\n\n"
-          "  --config FILE    INI configuration (configs/*.ini)\n"
-          "  --set S.K=V      override one key (repeatable)\n"
-          "  --out DIR        run directory (overrides output.dir)\n"
-          "  --resume DIR     continue the unfinished run in DIR from its checkpoint; with\n"
-          "                   train.rng = secure a checkpoint is written after every step,\n"
-          "                   before its results, so no released step is ever redone\n"
-          "  --quiet          no progress line\n"
-          "  --dry-run        print the plan and its guarantee under every method; no training\n\n"
-          "SIGINT or SIGTERM stops the run after the step in progress and a checkpoint (exit\n"
-          "status 130 or 143; continue with --resume); a second one ends it at once.\n\n"
-          "configuration keys:\n");
+  fprintf(
+      f,
+      "usage: dpgd train --config FILE [--set section.key=value ...] [--out RUN_DIR]\n"
+      "       dpgd train --resume RUN_DIR\n\n"
+      "Private full-batch gradient descent (Feldman & Zrnic, Algorithm 6, or\n"
+      "Algorithm 7 with individual privacy filtering when filter.enabled = true).\n"
+      "Writes the run directory described in train/RUN_FORMAT.md: config.ini,\n"
+      "metrics.csv, model.bin, points.csv (SENSITIVE per-point report),\n"
+      "checkpoint.bin, summary.json (last).\n\n"
+      "  --config FILE    INI configuration (configs/*.ini)\n"
+      "  --set S.K=V      override one key (repeatable)\n"
+      "  --out DIR        run directory (overrides output.dir)\n"
+      "  --resume DIR     continue the unfinished run in DIR from its checkpoint; with\n"
+      "                   train.rng = secure a checkpoint is written after every step,\n"
+      "                   before its results, so no released step is ever redone\n"
+      "  --quiet          no progress line\n"
+      "  --dry-run        print the plan and its guarantee under every method; no training\n\n"
+      "SIGINT or SIGTERM stops the run after the step in progress and a checkpoint (exit\n"
+      "status 130 or 143; continue with --resume); a second one ends it at once.\n\n"
+      "configuration keys:\n");
   dpgd_config_print_schema(f);
 }
 
 static void print_plan(const dpgd_plan *p, const dpgd_config *c)
 {
-  printf("algorithm   %s\n", p->filtered ? "filtered (Algorithm 7, individual filtering)"
-                                         : "plain (Algorithm 6)");
+  printf("algorithm   %s\n",
+         p->filtered ? "filtered (Algorithm 7, individual filtering)" : "plain (Algorithm 6)");
   printf("data        n = %zu (public)\n", p->n);
   /* Noise scales are shown rounded up, like every privacy number: a configuration that
    * copies a shown value gets at least the noise the guarantee assumes. */
@@ -74,25 +75,23 @@ static void print_plan(const dpgd_plan *p, const dpgd_config *c)
     printf("budget      B_norm = %.10g (%.6g full-norm steps), k_max = %zu steps\n",
            dpgd_round_digits(p->budget, 10, -1),
            dpgd_round_digits(p->budget / (p->clip * p->clip), 6, -1), p->steps);
-  else
-    printf("steps       %zu\n", p->steps);
+  else printf("steps       %zu\n", p->steps);
   if (c->train_rng == DPGD_RNG_SECURE)
-    printf("checkpoint  after every step, before its metrics row (train.rng = secure: the noise "
-           "cannot be replayed, so no released step is ever redone; output.checkpoint_every "
-           "ignored)\n");
+    printf(
+        "checkpoint  after every step, before its metrics row (train.rng = secure: the noise "
+        "cannot be replayed, so no released step is ever redone; output.checkpoint_every "
+        "ignored)\n");
   if (p->queries)
     printf("stopping    %zu noisy accuracy queries every %zu steps from step %zu, tau = %.6g "
            "(mu %.3g each)\n",
            p->queries, p->every, p->first_query, dpgd_round_digits(p->tau, 6, 1),
            dpgd_round_digits(1 / p->tau, 3, 1));
-  else
-    printf("stopping    none (last iterate)\n");
+  else printf("stopping    none (last iterate)\n");
   printf("guarantee   mu = %.6g GDP (training %.6g), delta = %g; eps by method:\n",
          dpgd_round_digits(p->mu_total, 6, 1), dpgd_round_digits(p->mu_train, 6, 1), p->delta);
   for (int m = 0; m < DPGD_ACCT_N_METHODS; m++) {
     const char *name = dpgd_acct_method_name((dpgd_acct_method)m);
-    if (isfinite(p->eps[m]))
-      printf("  %-12s %.6g\n", name, dpgd_round_digits(p->eps[m], 6, 1));
+    if (isfinite(p->eps[m])) printf("  %-12s %.6g\n", name, dpgd_round_digits(p->eps[m], 6, 1));
     else
       printf("  %-12s n/a (%s)\n", name,
              p->eps_status[m] == DPGD_OK ? "infinite" : dpgd_error_str(p->eps_status[m]));
@@ -132,7 +131,8 @@ static int parse_args(train_args *a, int argc, char **argv)
     }
   }
   if (a->resume && (a->config || a->n_sets || a->out || a->dry))
-    return dpgd_cli_usage_error("train", "--resume takes no --config, --set, --out or --dry-run");
+    return dpgd_cli_usage_error("train",
+                                "--resume takes no --config, --set, --out or --dry-run");
   if (!a->resume && !a->config)
     return dpgd_cli_usage_error("train", "--config FILE (or --resume RUN_DIR) is required");
   return DPGD_EXIT_OK;
@@ -174,12 +174,14 @@ static void print_start(dpgd_run *r, int resume)
   const dpgd_config *c = dpgd_run_config(r);
   printf("run         %s%s\n", c->output_dir, resume ? " (resumed)" : "");
   print_plan(dpgd_run_plan(r), c);
-  if (c->train_rng == DPGD_RNG_RESEARCH) fprintf(stderr, "dpgd: warning: %s\n", DPGD_RESEARCH_CAVEAT);
+  if (c->train_rng == DPGD_RNG_RESEARCH)
+    fprintf(stderr, "dpgd: warning: %s\n", DPGD_RESEARCH_CAVEAT);
   if (resume) printf("resuming    after step %zu\n", dpgd_run_step_index(r));
   if (resume && c->train_rng == DPGD_RNG_SECURE)
     printf("redone      %zu released steps (secure: every step is checkpointed before it is "
            "emitted; a step cut short released nothing and is drawn afresh)%s\n",
-           dpgd_run_redone(r), dpgd_run_row_restored(r) ? "; metrics row of the checkpointed step restored" : "");
+           dpgd_run_redone(r),
+           dpgd_run_row_restored(r) ? "; metrics row of the checkpointed step restored" : "");
   else if (resume && dpgd_run_redone(r))
     printf("redone      %zu steps after the checkpoint, replayed bit for bit (research rng)\n",
            dpgd_run_redone(r));

@@ -13,15 +13,15 @@ static const struct {
   dpgd_cmd_fn *fn;
   const char *summary;
 } commands[] = {
-  {"train", dpgd_cmd_train, "train a private model from an INI config (Algorithms 6/7)"},
-  {"eval", dpgd_cmd_eval, "test accuracy of a saved model"},
-  {"predict", dpgd_cmd_predict, "classify PNG images with a saved model"},
-  {"account", dpgd_cmd_account, "privacy of a composition of mechanisms, every method"},
-  {"calibrate", dpgd_cmd_calibrate, "noise (sigma) or budget (B_norm) for a target eps"},
-  {"plot", dpgd_cmd_plot, "PNG figures from run directories"},
-  {"sweep", dpgd_cmd_sweep, "run a config over seeds and a grid of overrides"},
-  {"data", dpgd_cmd_data, "dataset information ('dpgd data info DIR|FILE')"},
-  {"bench", dpgd_cmd_bench, "benchmarks ('dpgd bench grads')"},
+    {"train", dpgd_cmd_train, "train a private model from an INI config (Algorithms 6/7)"},
+    {"eval", dpgd_cmd_eval, "test accuracy of a saved model"},
+    {"predict", dpgd_cmd_predict, "classify PNG images with a saved model"},
+    {"account", dpgd_cmd_account, "privacy of a composition of mechanisms, every method"},
+    {"calibrate", dpgd_cmd_calibrate, "noise (sigma) or budget (B_norm) for a target eps"},
+    {"plot", dpgd_cmd_plot, "PNG figures from run directories"},
+    {"sweep", dpgd_cmd_sweep, "run a config over seeds and a grid of overrides"},
+    {"data", dpgd_cmd_data, "dataset information ('dpgd data info DIR|FILE')"},
+    {"bench", dpgd_cmd_bench, "benchmarks ('dpgd bench grads')"},
 };
 
 static void usage(FILE *f)

@@ -18,15 +18,14 @@
  * is NAN ("not measured at that step"). Leading lines starting with '#' are comments. */
 typedef struct dpgd_csv {
   size_t n_rows, n_cols;
-  char **names;  /* (n_cols) column names */
-  double *v;     /* (n_rows, n_cols) row-major; NAN = empty field */
+  char **names; /* (n_cols) column names */
+  double *v;    /* (n_rows, n_cols) row-major; NAN = empty field */
 } dpgd_csv;
 
 /* Parses a CSV file. Rejects: a missing file, no header, an empty or duplicate column
  * name, a row with a different number of fields, a field that is not a number (text,
  * "nan", "inf"), a missing final newline is accepted. name appears in messages. */
-int dpgd_csv_parse(dpgd_csv **out, const char *buf /* (len) */, size_t len,
-                   const char *name);
+int dpgd_csv_parse(dpgd_csv **out, const char *buf /* (len) */, size_t len, const char *name);
 int dpgd_csv_read(dpgd_csv **out, const char *path);
 void dpgd_csv_free(dpgd_csv *t);
 
@@ -42,7 +41,7 @@ double dpgd_csv_at(const dpgd_csv *t, size_t r, int c);
 /* ---- summary.json (plot_run.c) --------------------------------------------------- */
 
 typedef struct dpgd_run_summary {
-  char algorithm[16];  /* "filtered" | "plain" */
+  char algorithm[16]; /* "filtered" | "plain" */
   char model[16];
   char rng[16];
   double steps, selected_step, sigma, clip, budget, delta, mu;
@@ -63,11 +62,11 @@ int dpgd_run_summary_read(dpgd_run_summary *s, const char *path);
 
 typedef struct dpgd_plot_run {
   char dir[1024];
-  char label[128];         /* for legends: the directory's last component, or the
+  char label[128]; /* for legends: the directory's last component, or the
                               * last two for a sweep trial (<cell>/seed<k>) */
   dpgd_run_summary summary;
-  dpgd_csv *metrics;       /* metrics.csv, checked against RUN_FORMAT.md */
-  dpgd_csv *points;        /* points.csv or NULL when the run has none (sensitive) */
+  dpgd_csv *metrics; /* metrics.csv, checked against RUN_FORMAT.md */
+  dpgd_csv *points;  /* points.csv or NULL when the run has none (sensitive) */
 } dpgd_plot_run;
 
 /* Reads dir/summary.json and dir/metrics.csv (both required: a missing one means the
@@ -76,7 +75,6 @@ typedef struct dpgd_plot_run {
  * in range. */
 int dpgd_plot_run_read(dpgd_plot_run *r, const char *dir);
 void dpgd_plot_run_clear(dpgd_plot_run *r);
-
 
 /* ---- figures (plot_figures.c) ---------------------------------------------------- */
 
@@ -109,8 +107,7 @@ int dpgd_gnuplot_find(char *buf, size_t len);
 
 /* Runs gnuplot on a script (popen); fails if gnuplot exits non-zero or the PNG was
  * not written. */
-int dpgd_gnuplot_run(const char *gnuplot, const char *script, size_t len,
-                     const char *png_path);
+int dpgd_gnuplot_run(const char *gnuplot, const char *script, size_t len, const char *png_path);
 
 /* ---- sweeps (sweep_spec.c, sweep_run.c, sweep_table.c) --------------------------- */
 
@@ -119,22 +116,22 @@ int dpgd_gnuplot_run(const char *gnuplot, const char *script, size_t len,
 #define DPGD_SWEEP_MAX_SEEDS 1000
 
 typedef struct dpgd_sweep_dim {
-  char key[128];                         /* section.key */
+  char key[128]; /* section.key */
   size_t n_values;
-  char *values[DPGD_SWEEP_MAX_VALUES];   /* owned */
+  char *values[DPGD_SWEEP_MAX_VALUES]; /* owned */
 } dpgd_sweep_dim;
 
 typedef struct dpgd_sweep {
   size_t n_configs;
-  char **configs;                        /* (n_configs) config paths, owned */
+  char **configs; /* (n_configs) config paths, owned */
   size_t n_sets;
-  char **sets;                           /* (n_sets) "section.key=value", owned */
+  char **sets; /* (n_sets) "section.key=value", owned */
   size_t n_dims;
   dpgd_sweep_dim dims[DPGD_SWEEP_MAX_DIMS];
   size_t n_seeds;
   uint64_t seeds[DPGD_SWEEP_MAX_SEEDS];
-  size_t jobs;                           /* parallel workers (>= 1) */
-  char out[1024];                        /* sweep directory */
+  size_t jobs;    /* parallel workers (>= 1) */
+  char out[1024]; /* sweep directory */
 } dpgd_sweep;
 
 void dpgd_sweep_init(dpgd_sweep *s); /* empty; jobs 1; seeds none */
@@ -160,8 +157,7 @@ size_t dpgd_sweep_n_cells(const dpgd_sweep *s);
 const char *dpgd_sweep_cell_config(const dpgd_sweep *s, size_t c);
 int dpgd_sweep_cell_name(char *buf, size_t len, const dpgd_sweep *s, size_t c);
 /* Writes the "key=value" of dim d in cell c into buf. */
-int dpgd_sweep_cell_override(char *buf, size_t len, const dpgd_sweep *s, size_t c,
-                             size_t d);
+int dpgd_sweep_cell_override(char *buf, size_t len, const dpgd_sweep *s, size_t c, size_t d);
 
 /* Checks every cell's configuration (loads it, applies sets, grid values and a seed,
  * validates) before anything runs, so a typo fails at once with one line. */
@@ -174,8 +170,8 @@ typedef void dpgd_sweep_log_fn(void *user, const char *line);
  * children at a time, into out/<cell>/seed<k>/ (stdout+stderr in train.log there). A
  * trial with checkpoint.bin and no summary.json is resumed (`train --resume`).
  * *n_failed gets the number of trials that failed (the others still run). */
-int dpgd_sweep_run(const dpgd_sweep *s, const char *exe, dpgd_sweep_log_fn *log,
-                   void *user, size_t *n_failed);
+int dpgd_sweep_run(const dpgd_sweep *s, const char *exe, dpgd_sweep_log_fn *log, void *user,
+                   size_t *n_failed);
 
 /* Tables: scans dir/<cell>/seed<k>/summary.json and writes dir/summary.csv (one row per
  * cell), dir/trials.csv (one row per finished trial) and dir/summary.md (mean +- sample

@@ -15,10 +15,7 @@
 static const char *const fig_names[DPGD_FIG_N] = {"accuracy", "active", "eps", "spend",
                                                   "tradeoff"};
 
-const char *dpgd_fig_name(dpgd_fig f)
-{
-  return (unsigned)f < DPGD_FIG_N ? fig_names[f] : "?";
-}
+const char *dpgd_fig_name(dpgd_fig f) { return (unsigned)f < DPGD_FIG_N ? fig_names[f] : "?"; }
 
 /* A gnuplot single-quoted string: ' is written ''; newlines become spaces. */
 static void put_quoted(FILE *f, const char *s)
@@ -84,8 +81,8 @@ static void plot_runs(FILE *f, const dpgd_plot_run *runs, size_t n, const char *
     if (!count_values(runs[i].metrics, col)) continue;
     char lab[200];
     legend(lab, sizeof lab, &runs[i]);
-    fprintf(f, "%s$r%zu using 1:2 with %s lt %zu title ", first ? "" : ", \\\n     ", i,
-            style, i + 1);
+    fprintf(f, "%s$r%zu using 1:2 with %s lt %zu title ", first ? "" : ", \\\n     ", i, style,
+            i + 1);
     put_quoted(f, lab);
     first = 0;
   }
@@ -111,8 +108,10 @@ static size_t run_blocks(FILE *f, const dpgd_plot_run *runs, size_t n, const cha
 static int fig_accuracy(FILE *f, const dpgd_plot_run *runs, size_t n, const char *png)
 {
   if (!run_blocks(f, runs, n, "test_acc", 100.0))
-    return DPGD_FAIL(DPGD_EINVAL, "no test_acc values in metrics.csv of any run "
-                     "(%s = 0 measures only at the end)", DPGD_CONFIG_KEY(train_eval_every));
+    return DPGD_FAIL(DPGD_EINVAL,
+                     "no test_acc values in metrics.csv of any run "
+                     "(%s = 0 measures only at the end)",
+                     DPGD_CONFIG_KEY(train_eval_every));
   preamble(f, png, "Test accuracy during training", "step (full-batch gradient steps)",
            "test accuracy (%)");
   fputs("plot ", f);
@@ -123,7 +122,8 @@ static int fig_accuracy(FILE *f, const dpgd_plot_run *runs, size_t n, const char
 static int fig_active(FILE *f, const dpgd_plot_run *runs, size_t n, const char *png)
 {
   if (!run_blocks(f, runs, n, "diag_active", 1.0))
-    return DPGD_FAIL(DPGD_EINVAL, "no diag_active column in metrics.csv of any run "
+    return DPGD_FAIL(DPGD_EINVAL,
+                     "no diag_active column in metrics.csv of any run "
                      "(train with %s = true to record active points)",
                      DPGD_CONFIG_KEY(output_diagnostics));
   preamble(f, png, "Active points vs step -- diagnostic (not private)",
@@ -215,11 +215,14 @@ static int fig_spend(FILE *f, const dpgd_plot_run *runs, size_t n, const char *p
   }
   if (!have)
     return DPGD_FAIL(DPGD_EINVAL, "no points.csv in any run (the per-point report is "
-                     "local to the machine that trained)");
-  preamble(f, png, "Per-point spend s(i)/B_norm at the end -- SENSITIVE: local only, "
-           "do not publish", "s(i) / B_norm (fraction of the per-point budget spent)",
+                                  "local to the machine that trained)");
+  preamble(f, png,
+           "Per-point spend s(i)/B_norm at the end -- SENSITIVE: local only, "
+           "do not publish",
+           "s(i) / B_norm (fraction of the per-point budget spent)",
            "number of training points");
-  fprintf(f, "set xrange [0:1]\nset yrange [0:*]\nset boxwidth %.17g absolute\n"
+  fprintf(f,
+          "set xrange [0:1]\nset yrange [0:*]\nset boxwidth %.17g absolute\n"
           "set style fill transparent solid 0.45 border\nplot ",
           1.0 / DPGD_FIG_SPEND_BINS);
   int first = 1;
@@ -292,7 +295,7 @@ int dpgd_fig_script(FILE *script, dpgd_fig f, const dpgd_plot_run *runs, size_t 
 /* ---- running gnuplot ------------------------------------------------------------- */
 
 static const char *const no_gnuplot =
-  "gnuplot not found (%s): install the Debian package gnuplot-nox, or set DPGD_GNUPLOT";
+    "gnuplot not found (%s): install the Debian package gnuplot-nox, or set DPGD_GNUPLOT";
 
 int dpgd_gnuplot_find(char *buf, size_t len)
 {
@@ -323,8 +326,7 @@ int dpgd_gnuplot_find(char *buf, size_t len)
   return DPGD_FAIL(DPGD_EIO, no_gnuplot, what);
 }
 
-int dpgd_gnuplot_run(const char *gnuplot, const char *script, size_t len,
-                     const char *png_path)
+int dpgd_gnuplot_run(const char *gnuplot, const char *script, size_t len, const char *png_path)
 {
   char errpath[] = "/tmp/dpgd-gnuplot-XXXXXX";
   int fd = mkstemp(errpath);
@@ -357,8 +359,8 @@ int dpgd_gnuplot_run(const char *gnuplot, const char *script, size_t len,
   }
   unlink(errpath);
   if (w != len || rc == -1 || !WIFEXITED(rc) || WEXITSTATUS(rc) != 0)
-    st = DPGD_FAIL(DPGD_EIO, "gnuplot failed drawing %s%s%s", png_path, why[0] ? ": " : "",
-                   why);
+    st =
+        DPGD_FAIL(DPGD_EIO, "gnuplot failed drawing %s%s%s", png_path, why[0] ? ": " : "", why);
   if (!st) {
     FILE *png = fopen(png_path, "rb");
     unsigned char sig[8] = {0};

@@ -83,8 +83,10 @@ static int csv_header(dpgd_csv *t, const char *line, size_t len, const char *nam
     for (size_t i = 0; i < k; i++)
       if (!(p[i] >= 0x20 && p[i] < 0x7f)) {
         char b[48];
-        return DPGD_FAIL(DPGD_EFORMAT, "%s: column %zu of the header ('%s') has a byte that "
-                         "is not printable ASCII", name, c + 1, shown(b, p, k > 40 ? 40 : k));
+        return DPGD_FAIL(DPGD_EFORMAT,
+                         "%s: column %zu of the header ('%s') has a byte that "
+                         "is not printable ASCII",
+                         name, c + 1, shown(b, p, k > 40 ? 40 : k));
       }
     t->names[c] = strndup(p, k);
     if (!t->names[c]) return DPGD_FAIL(DPGD_ENOMEM, "out of memory reading %s", name);
@@ -106,8 +108,8 @@ static int csv_row(dpgd_csv *t, size_t *cap, const char *p, const char *le, size
   size_t nf = 1;
   for (size_t i = 0; i < ll; i++) nf += p[i] == ',';
   if (nf != t->n_cols)
-    return DPGD_FAIL(DPGD_EFORMAT, "%s:%zu: %zu fields, the header has %zu", name, lineno,
-                     nf, t->n_cols);
+    return DPGD_FAIL(DPGD_EFORMAT, "%s:%zu: %zu fields, the header has %zu", name, lineno, nf,
+                     t->n_cols);
   if (t->n_rows == *cap) {
     size_t nc = *cap ? *cap * 2 : 256;
     double *nv = realloc(t->v, nc * t->n_cols * sizeof *nv);
@@ -121,8 +123,8 @@ static int csv_row(dpgd_csv *t, size_t *cap, const char *p, const char *le, size
     if (!q) q = le;
     if (parse_field(&t->v[t->n_rows * t->n_cols + c], f, (size_t)(q - f))) {
       char b[48];
-      st = DPGD_FAIL(DPGD_EFORMAT, "%s:%zu: column '%s': '%s' is not a finite number",
-                     name, lineno, t->names[c], shown(b, f, (q - f) > 40 ? 40 : (size_t)(q - f)));
+      st = DPGD_FAIL(DPGD_EFORMAT, "%s:%zu: column '%s': '%s' is not a finite number", name,
+                     lineno, t->names[c], shown(b, f, (q - f) > 40 ? 40 : (size_t)(q - f)));
       break;
     }
     f = q + 1;
@@ -361,18 +363,18 @@ static int summary_member(jp *j, const char *key, void *user)
     const char *key;
     size_t off;
   } nums[] = {
-    {"steps", offsetof(dpgd_run_summary, steps)},
-    {"selected_step", offsetof(dpgd_run_summary, selected_step)},
-    {"sigma", offsetof(dpgd_run_summary, sigma)},
-    {"clip", offsetof(dpgd_run_summary, clip)},
-    {"budget", offsetof(dpgd_run_summary, budget)},
-    {"delta", offsetof(dpgd_run_summary, delta)},
-    {"mu", offsetof(dpgd_run_summary, mu)},
-    {"test_acc", offsetof(dpgd_run_summary, test_acc)},
-    {"wall_s", offsetof(dpgd_run_summary, wall_s)},
-    {"seed", offsetof(dpgd_run_summary, seed)},
-    {"n_train", offsetof(dpgd_run_summary, n_train)},
-    {"n_test", offsetof(dpgd_run_summary, n_test)},
+      {"steps", offsetof(dpgd_run_summary, steps)},
+      {"selected_step", offsetof(dpgd_run_summary, selected_step)},
+      {"sigma", offsetof(dpgd_run_summary, sigma)},
+      {"clip", offsetof(dpgd_run_summary, clip)},
+      {"budget", offsetof(dpgd_run_summary, budget)},
+      {"delta", offsetof(dpgd_run_summary, delta)},
+      {"mu", offsetof(dpgd_run_summary, mu)},
+      {"test_acc", offsetof(dpgd_run_summary, test_acc)},
+      {"wall_s", offsetof(dpgd_run_summary, wall_s)},
+      {"seed", offsetof(dpgd_run_summary, seed)},
+      {"n_train", offsetof(dpgd_run_summary, n_train)},
+      {"n_test", offsetof(dpgd_run_summary, n_test)},
   };
   for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++)
     if (!strcmp(key, nums[i].key)) return jnumber(j, (double *)((char *)s + nums[i].off));
@@ -384,13 +386,12 @@ static int summary_member(jp *j, const char *key, void *user)
   return jskip(j, 1);
 }
 
-int dpgd_run_summary_parse(dpgd_run_summary *s, const char *buf, size_t len,
-                           const char *name)
+int dpgd_run_summary_parse(dpgd_run_summary *s, const char *buf, size_t len, const char *name)
 {
   memset(s, 0, sizeof *s);
-  double *nums[] = {&s->steps, &s->selected_step, &s->sigma, &s->clip, &s->budget,
-                    &s->delta, &s->mu, &s->test_acc, &s->wall_s, &s->seed, &s->n_train,
-                    &s->n_test};
+  double *nums[] = {&s->steps,  &s->selected_step, &s->sigma,   &s->clip,
+                    &s->budget, &s->delta,         &s->mu,      &s->test_acc,
+                    &s->wall_s, &s->seed,          &s->n_train, &s->n_test};
   for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) *nums[i] = NAN;
   for (int m = 0; m < DPGD_ACCT_N_METHODS; m++) s->eps[m] = NAN;
   jp j = {buf, buf + len, name};
@@ -401,8 +402,7 @@ int dpgd_run_summary_parse(dpgd_run_summary *s, const char *buf, size_t len,
   if (strcmp(s->algorithm, "filtered") && strcmp(s->algorithm, "plain"))
     return DPGD_FAIL(DPGD_EFORMAT, "%s: \"algorithm\" must be \"filtered\" or \"plain\"%s",
                      name, s->algorithm[0] ? "" : " (missing)");
-  if (!(s->mu >= 0))
-    return DPGD_FAIL(DPGD_EFORMAT, "%s: \"mu\" missing or negative", name);
+  if (!(s->mu >= 0)) return DPGD_FAIL(DPGD_EFORMAT, "%s: \"mu\" missing or negative", name);
   if (!(s->delta > 0 && s->delta < 1))
     return DPGD_FAIL(DPGD_EFORMAT, "%s: \"delta\" missing or outside (0,1)", name);
   if (!(s->test_acc >= 0 && s->test_acc <= 1))
@@ -519,8 +519,10 @@ int dpgd_plot_run_read(dpgd_plot_run *r, const char *dir)
   int st = join(path, sizeof path, r->dir, "summary.json");
   FILE *probe = st ? NULL : fopen(path, "rb");
   if (!st && !probe)
-    return DPGD_FAIL(DPGD_EIO, "%s: cannot open summary.json (%s): is it a finished run "
-                     "directory?", r->dir, strerror(errno));
+    return DPGD_FAIL(DPGD_EIO,
+                     "%s: cannot open summary.json (%s): is it a finished run "
+                     "directory?",
+                     r->dir, strerror(errno));
   if (probe) fclose(probe);
   if (!st) st = dpgd_run_summary_read(&r->summary, path);
   if (!st) st = join(path, sizeof path, r->dir, "metrics.csv");

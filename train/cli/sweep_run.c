@@ -193,11 +193,11 @@ static void report_trial(dpgd_sweep_log_fn *log, void *user, const trial *tr, in
     last_log_line(why, sizeof why, tr->dir);
     (*n_failed)++;
     if (WIFSIGNALED(status))
-      logf_(log, user, "[%zu/%zu] %s: FAILED (killed by signal %d) %s", done, n_todo,
-            tr->dir, WTERMSIG(status), why);
+      logf_(log, user, "[%zu/%zu] %s: FAILED (killed by signal %d) %s", done, n_todo, tr->dir,
+            WTERMSIG(status), why);
     else
-      logf_(log, user, "[%zu/%zu] %s: FAILED (exit %d): %s (log: %s/train.log)", done,
-            n_todo, tr->dir, WIFEXITED(status) ? WEXITSTATUS(status) : -1, why, tr->dir);
+      logf_(log, user, "[%zu/%zu] %s: FAILED (exit %d): %s (log: %s/train.log)", done, n_todo,
+            tr->dir, WIFEXITED(status) ? WEXITSTATUS(status) : -1, why, tr->dir);
   }
 }
 
@@ -213,8 +213,10 @@ int dpgd_sweep_run(const dpgd_sweep *s, const char *exe, dpgd_sweep_log_fn *log,
   size_t n_todo = 0;
   st = list_trials(t, s, n_cells, &n_todo);
   if (!st)
-    logf_(log, user, "%zu trials (%zu cells x %zu seeds): %zu finished before, %zu to run, "
-          "%zu at a time", n, n_cells, s->n_seeds, n - n_todo, n_todo, s->jobs);
+    logf_(log, user,
+          "%zu trials (%zu cells x %zu seeds): %zu finished before, %zu to run, "
+          "%zu at a time",
+          n, n_cells, s->n_seeds, n - n_todo, n_todo, s->jobs);
   size_t next = 0, running = 0, done = 0;
   while (!st && (next < n || running)) {
     while (next < n && running < s->jobs && !st) {

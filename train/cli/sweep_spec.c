@@ -89,7 +89,8 @@ int dpgd_sweep_add_grid(dpgd_sweep *s, const char *spec)
     while (k && p[k - 1] == ' ') k--;
     if (!k) st = DPGD_FAIL(DPGD_EINVAL, "--grid '%s': empty value", spec);
     else if (dim->n_values == DPGD_SWEEP_MAX_VALUES)
-      st = DPGD_FAIL(DPGD_EINVAL, "--grid '%s': at most %d values", spec, DPGD_SWEEP_MAX_VALUES);
+      st =
+          DPGD_FAIL(DPGD_EINVAL, "--grid '%s': at most %d values", spec, DPGD_SWEEP_MAX_VALUES);
     for (size_t v = 0; !st && v < dim->n_values; v++)
       if (strlen(dim->values[v]) == k && !strncmp(dim->values[v], p, k))
         st = DPGD_FAIL(DPGD_EINVAL, "--grid '%s': value %.*s given twice", spec, (int)k, p);
@@ -131,12 +132,13 @@ int dpgd_sweep_parse_seeds(dpgd_sweep *s, const char *spec)
     const char *dash = memchr(p, '-', k);
     uint64_t a, b;
     int bad = dash ? parse_u64(&a, p, (size_t)(dash - p)) ||
-                       parse_u64(&b, dash + 1, k - (size_t)(dash - p) - 1) || b < a
+                         parse_u64(&b, dash + 1, k - (size_t)(dash - p) - 1) || b < a
                    : parse_u64(&a, p, k);
     if (!dash) b = a;
     if (bad)
-      return DPGD_FAIL(DPGD_EINVAL, "--seeds '%s': '%.*s' is not a seed or a range a-b (a <= b)",
-                       spec, (int)k, p);
+      return DPGD_FAIL(DPGD_EINVAL,
+                       "--seeds '%s': '%.*s' is not a seed or a range a-b (a <= b)", spec,
+                       (int)k, p);
     if (b - a >= DPGD_SWEEP_MAX_SEEDS || s->n_seeds + (b - a + 1) > DPGD_SWEEP_MAX_SEEDS)
       return DPGD_FAIL(DPGD_EINVAL, "--seeds '%s': more than %d seeds", spec,
                        DPGD_SWEEP_MAX_SEEDS);
@@ -239,10 +241,7 @@ static size_t grid_size(const dpgd_sweep *s)
   return g;
 }
 
-size_t dpgd_sweep_n_cells(const dpgd_sweep *s)
-{
-  return s->n_configs * grid_size(s);
-}
+size_t dpgd_sweep_n_cells(const dpgd_sweep *s) { return s->n_configs * grid_size(s); }
 
 const char *dpgd_sweep_cell_config(const dpgd_sweep *s, size_t c)
 {
@@ -309,8 +308,10 @@ int dpgd_sweep_check(const dpgd_sweep *s)
     for (size_t e = 0; !st && e < c; e++) {
       st = dpgd_sweep_cell_name(other, sizeof other, s, e);
       if (!st && !strcmp(name, other))
-        st = DPGD_FAIL(DPGD_EINVAL, "two cells are both named %s (configs with the same "
-                       "file name?)", name);
+        st = DPGD_FAIL(DPGD_EINVAL,
+                       "two cells are both named %s (configs with the same "
+                       "file name?)",
+                       name);
     }
     if (st) return st;
     dpgd_config cfg;

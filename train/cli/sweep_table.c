@@ -12,11 +12,11 @@
 
 typedef struct cell_stats {
   char name[256];
-  char algorithm[16];   /* "filtered", "plain" or "mixed" */
+  char algorithm[16]; /* "filtered", "plain" or "mixed" */
   size_t n, n_unfinished;
-  double acc_mean, acc_std; /* fraction; std NAN when n < 2 */
+  double acc_mean, acc_std;        /* fraction; std NAN when n < 2 */
   double eps[DPGD_ACCT_N_METHODS]; /* largest over seeds; NAN if a seed lacks it */
-  double delta;         /* largest over seeds */
+  double delta;                    /* largest over seeds */
   double wall_mean, wall_total;
 } cell_stats;
 
@@ -85,9 +85,17 @@ static void free_list(char **list, size_t n)
   free(list);
 }
 
-static int keep_seed(const char *name)
+static int keep_seed(const char *name) { return seed_of(name) >= 0; }
+
+/* One trial's row of trials.csv (eps and mu rounded up). */
+static void put_trial(FILE *trials, const char *cell, long long seed, const dpgd_run_summary *s)
 {
-  return seed_of(name) >= 0;
+  fprintf(trials, "%s,%lld,%s,%.6f", cell, seed, s->algorithm, s->test_acc);
+  for (int m = 0; m < DPGD_ACCT_N_METHODS; m++)
+    if (isnan(s->eps[m])) fputs(",", trials);
+    else fprintf(trials, ",%.6g", dpgd_round_digits(s->eps[m], 6, 1));
+  fprintf(trials, ",%.6g,%.6g,%.6g,%.6g\n", s->delta, dpgd_round_digits(s->mu, 6, 1), s->steps,
+          s->wall_s);
 }
 
 /* Reads one cell's finished trials; appends a row per trial to trials.csv. */
@@ -117,7 +125,8 @@ static int read_cell(cell_stats *cs, const char *dir, const char *cell, FILE *tr
     dpgd_run_summary s;
     if ((st = dpgd_run_summary_read(&s, path))) break;
     if (!cs->n) snprintf(cs->algorithm, sizeof cs->algorithm, "%s", s.algorithm);
-    else if (strcmp(cs->algorithm, s.algorithm)) snprintf(cs->algorithm, sizeof cs->algorithm, "mixed");
+    else if (strcmp(cs->algorithm, s.algorithm))
+      snprintf(cs->algorithm, sizeof cs->algorithm, "mixed");
     cs->n++;
     double dev = s.test_acc - mean;
     mean += dev / (double)cs->n;
@@ -128,12 +137,7 @@ static int read_cell(cell_stats *cs, const char *dir, const char *cell, FILE *tr
     cs->delta = fmax(cs->delta, s.delta);
     if (isnan(s.wall_s)) wall_known = 0;
     else cs->wall_total += s.wall_s;
-    fprintf(trials, "%s,%lld,%s,%.6f", cell, seed_of(seeds[i]), s.algorithm, s.test_acc);
-    for (int m = 0; m < DPGD_ACCT_N_METHODS; m++)
-      if (isnan(s.eps[m])) fputs(",", trials);
-      else fprintf(trials, ",%.6g", dpgd_round_digits(s.eps[m], 6, 1));
-    fprintf(trials, ",%.6g,%.6g,%.6g,%.6g\n", s.delta, dpgd_round_digits(s.mu, 6, 1), s.steps,
-            s.wall_s);
+    put_trial(trials, cell, seed_of(seeds[i]), &s);
   }
   free_list(seeds, n_seeds);
   if (st) return st;
@@ -214,7 +218,8 @@ static void write_markdown(FILE *f, const char *dir, const cell_stats *cells, si
     fputs("\n", f);
   }
   fputs("| cell | algorithm | seeds | test accuracy | delta |", f);
-  for (int m = 0; m < DPGD_ACCT_N_METHODS; m++) fprintf(f, " eps %s |", dpgd_acct_method_name((dpgd_acct_method)m));
+  for (int m = 0; m < DPGD_ACCT_N_METHODS; m++)
+    fprintf(f, " eps %s |", dpgd_acct_method_name((dpgd_acct_method)m));
   fputs(" wall time per trial (not private) |\n| --- | --- | --- | --- | --- |", f);
   for (int m = 0; m < DPGD_ACCT_N_METHODS; m++) fputs(" --- |", f);
   fputs(" --- |\n", f);
@@ -254,7 +259,8 @@ static int write_summary_csv(const char *dir, const cell_stats *cells, size_t nc
   FILE *f = fopen(path, "w");
   if (!f) return DPGD_FAIL(DPGD_EIO, "cannot write %s: %s", path, strerror(errno));
   fputs("cell,algorithm,n_seeds,n_unfinished,test_acc_mean,test_acc_std", f);
-  for (int m = 0; m < DPGD_ACCT_N_METHODS; m++) fprintf(f, ",eps_%s", dpgd_acct_method_name((dpgd_acct_method)m));
+  for (int m = 0; m < DPGD_ACCT_N_METHODS; m++)
+    fprintf(f, ",eps_%s", dpgd_acct_method_name((dpgd_acct_method)m));
   fputs(",delta,nonprivate_wall_s_mean,nonprivate_wall_s_total\n", f);
   for (size_t c = 0; c < nc; c++) {
     const cell_stats *a = &cells[c];
@@ -300,7 +306,8 @@ static int read_cells(cell_stats *cells, size_t *nc, size_t *n_trials, const cha
   if (!trials) st = DPGD_FAIL(DPGD_EIO, "cannot write %s: %s", path, strerror(errno));
   if (!st) {
     fputs("cell,seed,algorithm,test_acc", trials);
-    for (int m = 0; m < DPGD_ACCT_N_METHODS; m++) fprintf(trials, ",eps_%s", dpgd_acct_method_name((dpgd_acct_method)m));
+    for (int m = 0; m < DPGD_ACCT_N_METHODS; m++)
+      fprintf(trials, ",eps_%s", dpgd_acct_method_name((dpgd_acct_method)m));
     fputs(",delta,mu,steps,nonprivate_wall_s\n", trials);
   }
   for (size_t i = 0; i < n && !st; i++) {
