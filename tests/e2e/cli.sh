@@ -1,6 +1,10 @@
 # cli.sh -- the dpgd binary's dispatch: version, help, unknown commands.
 . "$(dirname "$0")/lib.sh"
 
+# The binary is where the README and train/quickstart.sh run it from.
+checks=$((checks + 1))
+[ -z "${DPGD_BUILD_DIR:-}" ] || [ "$DPGD" -ef "$DPGD_BUILD_DIR/train/dpgd" ] ||
+  fail "the dpgd binary is $DPGD, not build/train/dpgd as the README says"
 expect_ok version "$DPGD" --version
 expect_out version '^dpgd [0-9]+\.[0-9]+\.[0-9]+$'
 expect_ok "version command" "$DPGD" version
