@@ -153,4 +153,14 @@ int dpgd_acct_asymmetric(const dpgd_accountant *a);
 int dpgd_acct_exact_delta(const dpgd_accountant *a, double eps, dpgd_acct_value *out);
 int dpgd_acct_exact_epsilon(const dpgd_accountant *a, double delta, dpgd_acct_value *out);
 
+/* ---- filter.c: the individual filter ---- */
+struct dpgd_filter {
+  size_t n, k; /* points, orders */
+  dpgd_filter_currency cur;
+  double order[DPGD_FILTER_MAX_ORDERS];  /* RDP orders (0 for GDP, zCDP) */
+  double budget[DPGD_FILTER_MAX_ORDERS]; /* per order, in currency x unit^2 */
+  double coef[DPGD_FILTER_MAX_ORDERS];   /* cost = coef sens2 / sigma^2 */
+  double *spent;                         /* (k, n) row-major: order j's spends contiguous */
+};
+
 #endif /* DPGD_ACCT_INTERNAL_H */

@@ -110,6 +110,89 @@ int dpgd_odometer_level(const dpgd_odometer *o, double mu2, size_t *level);
 int dpgd_odometer_report(const dpgd_odometer *o, double mu2, size_t *level, double *mu,
                          double *eps);
 
+/* ---- Individual privacy filter (MATH.md section 1; seed 003, Feldman & Zrnic) ----
+ * n points, each with its own privacy loss in one currency, charged by adaptive Gaussian
+ * releases; a point whose budget is spent is dropped (cap 0). Currencies:
+ *   GDP   one budget B of sum mu^2 (a Gaussian of sensitivity x, noise std sigma costs
+ *         x^2 / sigma^2): the trainer's (Algorithm 7);
+ *   ZCDP  one budget of sum rho (x^2 / (2 sigma^2));
+ *   RDP   a budget eps(a) per order a (a x^2 / (2 sigma^2) each); a point stays active
+ *         while ANY order has room, and halts only when every order is over its budget
+ *         (the remark after seed 003's Theorem 4.3), so after a charge at least one order
+ *         is still within its budget (orders over budget keep accumulating).
+ * Units: sigma is measured in whatever unit the caller likes; the costs and budgets are
+ * then in the currency times unit^2. The trainer charges squared norms against sigma = 1
+ * (its noise std sigma C is the unit), so its spend is s(i) and its budget B_norm; the
+ * reporting functions take the unit (sigma C) and divide by unit^2 only there.
+ * Invariant, exact in floating point: a charge is refused rather than let every order of
+ * a point exceed its budget; dpgd_filter_cap is the largest sensitivity that keeps it.
+ * A budget of +inf makes an odometer without a filter (Algorithm 6). */
+typedef enum {
+  DPGD_FILTER_GDP = 0,
+  DPGD_FILTER_ZCDP = 1,
+  DPGD_FILTER_RDP = 2,
+  DPGD_FILTER_N_CURRENCIES = 3
+} dpgd_filter_currency;
+#define DPGD_FILTER_MAX_ORDERS 64
+
+typedef struct dpgd_filter dpgd_filter;
+
+/* n >= 1 points; GDP and ZCDP: n_orders = 1, orders ignored (may be NULL), budgets[0];
+ * RDP: 1..64 orders, each finite and > 1, with budgets[j] for orders[j]. Budgets > 0
+ * (+inf allowed). NULL on bad arguments (reported) or no memory. */
+dpgd_filter *dpgd_filter_alloc(size_t n, dpgd_filter_currency cur, size_t n_orders,
+                               const double *orders, const double *budgets);
+void dpgd_filter_free(dpgd_filter *f);
+size_t dpgd_filter_n(const dpgd_filter *f);
+size_t dpgd_filter_n_orders(const dpgd_filter *f);
+dpgd_filter_currency dpgd_filter_currency_of(const dpgd_filter *f);
+double dpgd_filter_budget(const dpgd_filter *f, size_t order);
+
+/* The cost, in order `order`'s currency, of a Gaussian release of squared sensitivity
+ * sens2 against noise std sigma: c sens2 / sigma^2 (c = 1, 1/2 or a/2). */
+double dpgd_filter_cost(const dpgd_filter *f, size_t order, double sens2, double sigma);
+/* The largest sensitivity cap <= want that point i may still spend this round against
+ * noise std sigma: want itself when spent + cost(want^2) <= budget in floating point (no
+ * sqrt: with GDP, sigma = 1 and want = C this is Algorithm 7's exact C branch), else
+ * sqrt(remaining sigma^2 / c) stepped down by ulps until spent + cost(cap^2) <= budget;
+ * RDP: the largest such cap over the orders with room. 0 for a halted point or bad
+ * arguments (want or sigma not finite and positive). */
+double dpgd_filter_cap(const dpgd_filter *f, size_t i, double want, double sigma);
+/* Charges point i a Gaussian release of squared sensitivity sens2 (>= 0) against noise
+ * std sigma (> 0). DPGD_EINVAL for NaN, negative or infinite sens2, a bad sigma or i
+ * out of range; DPGD_ERANGE when the charge would put every order over its budget (the
+ * point is then unchanged). sens2 = cap^2 with cap from dpgd_filter_cap always fits. */
+int dpgd_filter_charge(dpgd_filter *f, size_t i, double sens2, double sigma);
+/* Point i is active while some order has spent < budget. */
+int dpgd_filter_active(const dpgd_filter *f, size_t i);
+size_t dpgd_filter_n_active(const dpgd_filter *f);
+double dpgd_filter_spent(const dpgd_filter *f, size_t i, size_t order);
+/* The spend of every point in order `order` ((n) contiguous), for a caller that keeps
+ * it in a checkpoint; writing into it must keep dpgd_filter_check true. */
+double *dpgd_filter_spent_data(dpgd_filter *f, size_t order);
+/* DPGD_OK when every spend is >= 0 and each point has an order with spent <= budget
+ * (exactly); DPGD_ERANGE naming the first violating point otherwise. */
+int dpgd_filter_check(const dpgd_filter *f);
+
+/* Point i's total in GDP mu^2 units: spent / c / unit^2, rounded up (every charge is
+ * a Gaussian, so any order gives it). */
+double dpgd_filter_point_mu2(const dpgd_filter *f, size_t i, double unit);
+/* Point i's odometer report (dpgd_odometer_report of its mu^2 at unit). */
+int dpgd_filter_report(const dpgd_filter *f, size_t i, const dpgd_odometer *o, double unit,
+                       size_t *level, double *mu, double *eps);
+/* The run's guarantee, eps at delta for every point, under method m, with the budgets
+ * divided by unit^2: GDP is sqrt(B)/unit-GDP (any method; exact is the Gaussian curve);
+ * ZCDP is rho-zCDP (zcdp or rdp_*); RDP is its budget curve at its orders (rdp_*),
+ * minimised over the orders. DPGD_EINVAL for a method the currency does not support,
+ * DPGD_ERANGE for an infinite budget. */
+int dpgd_filter_epsilon(const dpgd_filter *f, dpgd_acct_method m, double unit, double delta,
+                        double *eps);
+
+/* Versioned, checksummed byte string (magic "DPGDFILT"); *buf from malloc. Corrupt,
+ * truncated, foreign or inconsistent input gives DPGD_EFORMAT. */
+int dpgd_filter_serialize(const dpgd_filter *f, void **buf, size_t *len);
+int dpgd_filter_deserialize(dpgd_filter **out, const void *buf, size_t len);
+
 /* ---- The accountant ---- */
 typedef struct dpgd_accountant dpgd_accountant;
 

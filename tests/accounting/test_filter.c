@@ -1,0 +1,259 @@
+/* test_filter.c -- the individual privacy filter (MATH.md section 1; seed 003): closed
+ * forms of the costs and caps per currency, every boundary of the filter (STYLE.md 16),
+ * the checkpoint format, and a property test: random adaptive Gaussian charges capped by
+ * the filter never let a point exceed its budget, and the run's guarantee is MATH.md's
+ * mu = sqrt(B_norm) / (sigma C) in the trainer's units. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "dpgd_accounting.h"
+
+static dpgd_filter *gdp(size_t n, double b)
+{
+  dpgd_filter *f = dpgd_filter_alloc(n, DPGD_FILTER_GDP, 1, NULL, &b);
+  assert_non_null(f);
+  return f;
+}
+
+/* Costs: mu^2 = x^2/sigma^2, rho = x^2/(2 sigma^2), RDP a x^2/(2 sigma^2). */
+static void test_closed_forms(void **state)
+{
+  (void)state;
+  dpgd_filter *f = gdp(3, 4.0);
+  assert_true(dpgd_filter_cost(f, 0, 9.0, 3.0) == 1.0);
+  assert_true(dpgd_filter_cap(f, 0, 1.0, 1.0) == 1.0);
+  assert_true(dpgd_filter_cap(f, 0, 5.0, 1.0) == 2.0); /* sqrt(4) */
+  assert_true(dpgd_filter_cap(f, 0, 5.0, 2.0) == 4.0); /* mu^2 = 16/4 = 4 */
+  dpgd_filter_free(f);
+  double rho = 2.0;
+  f = dpgd_filter_alloc(2, DPGD_FILTER_ZCDP, 1, NULL, &rho);
+  assert_non_null(f);
+  assert_true(dpgd_filter_cost(f, 0, 8.0, 2.0) == 1.0);
+  assert_true(dpgd_filter_cap(f, 0, 10.0, 1.0) == 2.0); /* x^2/2 = 2 */
+  assert_int_equal(dpgd_filter_charge(f, 0, 4.0, 1.0), DPGD_OK);
+  assert_true(dpgd_filter_spent(f, 0, 0) == 2.0);
+  assert_false(dpgd_filter_active(f, 0));
+  assert_true(dpgd_filter_point_mu2(f, 0, 1.0) >= 4.0);
+  dpgd_filter_free(f);
+  double orders[2] = {2.0, 8.0}, budgets[2] = {1.0, 8.0};
+  f = dpgd_filter_alloc(1, DPGD_FILTER_RDP, 2, orders, budgets);
+  assert_non_null(f);
+  assert_true(dpgd_filter_cost(f, 1, 1.0, 1.0) == 4.0);
+  /* Order 2 allows x^2 = 1, order 8 allows x^2 = 2: the larger wins. */
+  double cap = dpgd_filter_cap(f, 0, 10.0, 1.0);
+  assert_true(cap <= sqrt(2.0) && cap > sqrt(2.0) * (1 - 1e-15));
+  assert_int_equal(dpgd_filter_charge(f, 0, 1.5, 1.0), DPGD_OK); /* order 2 now over */
+  assert_true(dpgd_filter_spent(f, 0, 0) == 1.5 && dpgd_filter_spent(f, 0, 1) == 6.0);
+  assert_true(dpgd_filter_active(f, 0));
+  assert_int_equal(dpgd_filter_check(f), DPGD_OK);
+  assert_int_equal(dpgd_filter_charge(f, 0, 0.75, 1.0), DPGD_ERANGE); /* 9 > 8, 2.25 > 1 */
+  assert_int_equal(dpgd_filter_charge(f, 0, 0.5, 1.0), DPGD_OK);      /* order 8 exactly */
+  assert_false(dpgd_filter_active(f, 0));
+  assert_true(dpgd_filter_cap(f, 0, 1.0, 1.0) == 0.0);
+  dpgd_filter_free(f);
+}
+
+/* Remaining budget exactly one step's cost, a point exhausted on the last step, zero
+ * active points, refused charges, bad arguments. */
+static void test_boundaries(void **state)
+{
+  (void)state;
+  double c = 10.0;
+  dpgd_filter *f = gdp(2, 3 * c * c);
+  for (int t = 0; t < 3; t++) {
+    assert_true(dpgd_filter_cap(f, 0, c, 1.0) == c); /* the exact C branch */
+    assert_int_equal(dpgd_filter_n_active(f), 2);
+    assert_int_equal(dpgd_filter_charge(f, 0, c * c, 1.0), DPGD_OK);
+    assert_int_equal(dpgd_filter_charge(f, 1, c * c, 1.0), DPGD_OK);
+  }
+  assert_true(dpgd_filter_spent(f, 0, 0) == dpgd_filter_budget(f, 0));
+  assert_int_equal(dpgd_filter_n_active(f), 0);
+  assert_true(dpgd_filter_cap(f, 0, c, 1.0) == 0.0);
+  assert_int_equal(dpgd_filter_charge(f, 0, 1e-10, 1.0), DPGD_ERANGE);
+  assert_int_equal(dpgd_filter_charge(f, 0, 0.0, 1.0), DPGD_OK); /* nothing */
+  assert_int_equal(dpgd_filter_check(f), DPGD_OK);
+  dpgd_filter_free(f);
+  f = gdp(1, 1.0);
+  assert_int_equal(dpgd_filter_charge(f, 0, NAN, 1.0), DPGD_EINVAL);
+  assert_int_equal(dpgd_filter_charge(f, 0, -1.0, 1.0), DPGD_EINVAL);
+  assert_int_equal(dpgd_filter_charge(f, 0, INFINITY, 1.0), DPGD_EINVAL);
+  assert_int_equal(dpgd_filter_charge(f, 0, 0.5, 0.0), DPGD_EINVAL);
+  assert_int_equal(dpgd_filter_charge(f, 0, 0.5, NAN), DPGD_EINVAL);
+  assert_int_equal(dpgd_filter_charge(f, 1, 0.5, 1.0), DPGD_EINVAL);
+  assert_int_equal(dpgd_filter_charge(f, 0, 1.5, 1.0), DPGD_ERANGE);
+  assert_true(dpgd_filter_spent(f, 0, 0) == 0.0);
+  assert_true(dpgd_filter_cap(f, 0, NAN, 1.0) == 0.0 && dpgd_filter_cap(f, 0, 1, -1) == 0.0);
+  /* A remainder whose sqrt squared overshoots: the cap steps down until it fits. */
+  assert_int_equal(dpgd_filter_charge(f, 0, 0.1, 1.0), DPGD_OK);
+  double cap = dpgd_filter_cap(f, 0, 5.0, 1.0);
+  assert_true(dpgd_filter_spent(f, 0, 0) + cap * cap <= 1.0);
+  assert_int_equal(dpgd_filter_charge(f, 0, cap * cap, 1.0), DPGD_OK);
+  assert_int_equal(dpgd_filter_check(f), DPGD_OK);
+  dpgd_filter_free(f);
+  double b = -1, o = 1.0;
+  assert_null(dpgd_filter_alloc(1, DPGD_FILTER_GDP, 1, NULL, &b));
+  b = NAN;
+  assert_null(dpgd_filter_alloc(1, DPGD_FILTER_GDP, 1, NULL, &b));
+  b = 1;
+  assert_null(dpgd_filter_alloc(0, DPGD_FILTER_GDP, 1, NULL, &b));
+  assert_null(dpgd_filter_alloc(1, DPGD_FILTER_GDP, 2, NULL, &b));
+  assert_null(dpgd_filter_alloc(1, DPGD_FILTER_RDP, 1, &o, &b)); /* order must be > 1 */
+  assert_null(dpgd_filter_alloc(1, (dpgd_filter_currency)7, 1, NULL, &b));
+}
+
+static void test_serialize(void **state)
+{
+  (void)state;
+  double orders[3] = {1.5, 4, 32}, budgets[3] = {0.5, 2, 9};
+  dpgd_filter *f = dpgd_filter_alloc(5, DPGD_FILTER_RDP, 3, orders, budgets);
+  assert_non_null(f);
+  for (size_t i = 0; i < 5; i++) assert_int_equal(dpgd_filter_charge(f, i, 0.1 * i, 1), 0);
+  void *buf = NULL;
+  size_t len = 0;
+  assert_int_equal(dpgd_filter_serialize(f, &buf, &len), DPGD_OK);
+  dpgd_filter *g = NULL;
+  assert_int_equal(dpgd_filter_deserialize(&g, buf, len), DPGD_OK);
+  assert_int_equal(dpgd_filter_n(g), 5);
+  assert_int_equal(dpgd_filter_n_orders(g), 3);
+  assert_int_equal(dpgd_filter_currency_of(g), DPGD_FILTER_RDP);
+  for (size_t j = 0; j < 3; j++) {
+    assert_true(dpgd_filter_budget(g, j) == budgets[j]);
+    for (size_t i = 0; i < 5; i++)
+      assert_memory_equal(&(double){dpgd_filter_spent(f, i, j)},
+                          &(double){dpgd_filter_spent(g, i, j)}, sizeof(double));
+  }
+  dpgd_filter_free(g);
+  unsigned char *b = buf;
+  for (size_t k = 0; k < len; k += 7) { /* any flipped bit is refused */
+    b[k] ^= 0x10;
+    assert_int_equal(dpgd_filter_deserialize(&g, buf, len), DPGD_EFORMAT);
+    assert_null(g);
+    b[k] ^= 0x10;
+  }
+  assert_int_equal(dpgd_filter_deserialize(&g, buf, len - 1), DPGD_EFORMAT);
+  assert_int_equal(dpgd_filter_deserialize(&g, buf, 10), DPGD_EFORMAT);
+  free(buf);
+  dpgd_filter_free(f);
+}
+
+/* A state with a valid checksum whose spends break the invariant is refused too. */
+static void test_serialize_invariant(void **state)
+{
+  (void)state;
+  dpgd_filter *f = gdp(2, 1.0);
+  void *buf = NULL;
+  size_t len = 0;
+  dpgd_filter_spent_data(f, 0)[1] = 1.5;
+  assert_int_equal(dpgd_filter_check(f), DPGD_ERANGE);
+  assert_int_equal(dpgd_filter_serialize(f, &buf, &len), DPGD_OK);
+  dpgd_filter *g = NULL;
+  assert_int_equal(dpgd_filter_deserialize(&g, buf, len), DPGD_EFORMAT);
+  free(buf);
+  dpgd_filter_free(f);
+}
+
+/* Random adaptive sequences: the analyst asks for a random sensitivity, the filter caps
+ * it, a random fraction of the cap is charged; no point ever exceeds its budget and the
+ * run's guarantee is MATH.md's. */
+static void test_property(void **state)
+{
+  (void)state;
+  double sigma = 170, clip = 10, bnorm = 11200, delta = 1e-5;
+  srand(3);
+  for (int trial = 0; trial < 20; trial++) {
+    size_t n = 50;
+    double b = trial == 0 ? bnorm : bnorm * (0.01 + (double)rand() / RAND_MAX);
+    dpgd_filter *f = gdp(n, b);
+    for (int t = 0; t < 400 && dpgd_filter_n_active(f) > 0; t++)
+      for (size_t i = 0; i < n; i++) {
+        double want = clip * (double)rand() / RAND_MAX * 1.5 + 1e-3;
+        double cap = dpgd_filter_cap(f, i, want, 1.0);
+        assert_true(cap <= want);
+        double frac = rand() % 3 ? 1.0 : (double)rand() / RAND_MAX;
+        double x = cap * frac;
+        assert_int_equal(dpgd_filter_charge(f, i, x * x, 1.0), DPGD_OK);
+        assert_true(dpgd_filter_spent(f, i, 0) <= b);
+      }
+    assert_int_equal(dpgd_filter_check(f), DPGD_OK);
+    double eps = 0, ref = 0;
+    assert_int_equal(dpgd_filter_epsilon(f, DPGD_ACCT_EXACT, sigma * clip, delta, &eps), 0);
+    assert_int_equal(dpgd_gdp_epsilon(sqrt(b) / (sigma * clip), delta, &ref), 0);
+    /* The accountant's exact eps for mu = sqrt(B)/(sigma C), bit for bit, and the
+     * Gaussian curve's value to 1e-9. */
+    dpgd_accountant *a = dpgd_acct_alloc();
+    dpgd_acct_value v;
+    assert_int_equal(dpgd_acct_add_gaussian(a, sqrt(b) / (sigma * clip), 1), 0);
+    assert_int_equal(dpgd_acct_epsilon(a, DPGD_ACCT_EXACT, delta, &v), 0);
+    dpgd_acct_free(a);
+    assert_true(eps == v.value);
+    assert_true(fabs(eps - ref) <= ref * 1e-9);
+    if (trial == 0) assert_true(eps > 0.2032 && eps <= 0.2034); /* MATH.md's example */
+    dpgd_filter_free(f);
+  }
+}
+
+/* The run's guarantee per currency through the accountant's conversions. */
+static void test_epsilon(void **state)
+{
+  (void)state;
+  double rho = 0.05, delta = 1e-6, eps = 0;
+  dpgd_filter *f = dpgd_filter_alloc(1, DPGD_FILTER_ZCDP, 1, NULL, &rho);
+  assert_int_equal(dpgd_filter_epsilon(f, DPGD_ACCT_ZCDP, 1.0, delta, &eps), DPGD_OK);
+  double cls = rho + 2 * sqrt(rho * log(1 / delta));
+  assert_true(eps >= cls * (1 - 1e-6) && eps <= cls * (1 + 1e-6));
+  assert_int_equal(dpgd_filter_epsilon(f, DPGD_ACCT_EXACT, 1.0, delta, &eps), DPGD_EINVAL);
+  dpgd_filter_free(f);
+  double orders[2] = {4, 16}, budgets[2] = {4 * rho, 16 * rho};
+  f = dpgd_filter_alloc(1, DPGD_FILTER_RDP, 2, orders, budgets);
+  assert_int_equal(dpgd_filter_epsilon(f, DPGD_ACCT_RDP_CLASSIC, 1.0, delta, &eps), DPGD_OK);
+  double e4 = 4 * rho + log(1 / delta) / 3, e16 = 16 * rho + log(1 / delta) / 15;
+  double best = e4 < e16 ? e4 : e16;
+  assert_true(eps >= best && eps <= best * (1 + 1e-12));
+  assert_int_equal(dpgd_filter_epsilon(f, DPGD_ACCT_EXACT, 1.0, delta, &eps), DPGD_EINVAL);
+  double opt = 0;
+  assert_int_equal(dpgd_filter_epsilon(f, DPGD_ACCT_RDP_OPTIMAL, 1.0, delta, &opt), DPGD_OK);
+  assert_true(opt <= eps);
+  dpgd_filter_free(f);
+  double inf = INFINITY;
+  f = gdp(1, inf);
+  assert_int_equal(dpgd_filter_epsilon(f, DPGD_ACCT_EXACT, 1.0, delta, &eps), DPGD_ERANGE);
+  dpgd_filter_free(f);
+}
+
+/* The odometer report of a point is the odometer's at spent / unit^2. */
+static void test_report(void **state)
+{
+  (void)state;
+  double sigma = 2, clip = 1, b = 8;
+  dpgd_filter *f = gdp(2, b);
+  assert_int_equal(dpgd_filter_charge(f, 0, 3.0, 1.0), DPGD_OK);
+  dpgd_odometer o;
+  assert_int_equal(dpgd_odometer_init(&o, sqrt(b) / (sigma * clip), 0.25, 1e-5), DPGD_OK);
+  size_t l1, l2;
+  double mu1, mu2, e1, e2;
+  assert_int_equal(dpgd_filter_report(f, 0, &o, sigma * clip, &l1, &mu1, &e1), DPGD_OK);
+  assert_int_equal(dpgd_odometer_report(&o, 3.0 / 4 * (1 + 0x1p-50), &l2, &mu2, &e2), 0);
+  assert_true(l1 == l2 && mu1 == mu2 && e1 == e2);
+  assert_int_equal(dpgd_filter_report(f, 1, &o, sigma * clip, &l1, &mu1, &e1), DPGD_OK);
+  assert_int_equal(l1 >= 1, 1);
+  assert_int_equal(dpgd_filter_report(f, 2, &o, 1.0, &l1, &mu1, &e1), DPGD_EINVAL);
+  dpgd_filter_free(f);
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_closed_forms),     cmocka_unit_test(test_boundaries),
+      cmocka_unit_test(test_serialize),        cmocka_unit_test(test_serialize_invariant),
+      cmocka_unit_test(test_property),         cmocka_unit_test(test_epsilon),
+      cmocka_unit_test(test_report),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
