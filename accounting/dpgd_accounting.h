@@ -170,8 +170,8 @@ double dpgd_filter_spent(const dpgd_filter *f, size_t i, size_t order);
 /* The spend of every point in order `order` ((n) contiguous), for a caller that keeps
  * it in a checkpoint; writing into it must keep dpgd_filter_check true. */
 double *dpgd_filter_spent_data(dpgd_filter *f, size_t order);
-/* DPGD_OK when every spend is >= 0 and each point has an order with spent <= budget
- * (exactly); DPGD_ERANGE naming the first violating point otherwise. */
+/* DPGD_OK when every spend is >= 0 (not NaN) and each point has an order with spent <=
+ * budget (exactly); DPGD_ERANGE naming the first violating point otherwise. */
 int dpgd_filter_check(const dpgd_filter *f);
 
 /* Point i's total in GDP mu^2 units: spent / c / unit^2, rounded up (every charge is

@@ -167,7 +167,7 @@ int dpgd_filter_check(const dpgd_filter *f)
     int within = 0;
     for (size_t j = 0; j < f->k; j++) {
       double s = f->spent[j * f->n + i];
-      if (!(s >= 0) || s == INFINITY)
+      if (!(s >= 0))
         return DPGD_FAIL(DPGD_ERANGE, "filter invariant broken: spent(%zu) = %.17g", i, s);
       within |= s <= f->budget[j];
     }

@@ -47,7 +47,8 @@ int dpgd_filter_epsilon(const dpgd_filter *f, dpgd_acct_method m, double unit, d
   for (size_t j = 0; j < f->k; j++)
     if (!isfinite(f->budget[j]))
       return DPGD_FAIL(DPGD_ERANGE, "filter epsilon: infinite budget (no filter)");
-  int rdp = m == DPGD_ACCT_RDP_CLASSIC || m == DPGD_ACCT_RDP_BALLE || m == DPGD_ACCT_RDP_OPTIMAL;
+  int rdp =
+      m == DPGD_ACCT_RDP_CLASSIC || m == DPGD_ACCT_RDP_BALLE || m == DPGD_ACCT_RDP_OPTIMAL;
   if (f->cur == DPGD_FILTER_RDP) {
     if (!rdp)
       return DPGD_FAIL(DPGD_EINVAL, "filter epsilon: an RDP filter converts by rdp_* only");
@@ -155,8 +156,8 @@ int dpgd_filter_deserialize(dpgd_filter **out, const void *buf, size_t len)
   double orders[DPGD_FILTER_MAX_ORDERS], budgets[DPGD_FILTER_MAX_ORDERS];
   for (size_t j = 0; j < k; j++) orders[j] = get_f64(b, &pos);
   for (size_t j = 0; j < k; j++) budgets[j] = get_f64(b, &pos);
-  dpgd_filter *f = dpgd_filter_alloc((size_t)hdr[1], (dpgd_filter_currency)hdr[0], k, orders,
-                                     budgets);
+  dpgd_filter *f =
+      dpgd_filter_alloc((size_t)hdr[1], (dpgd_filter_currency)hdr[0], k, orders, budgets);
   if (!f) return DPGD_FAIL(DPGD_EFORMAT, "filter state: invalid currency, orders or budgets");
   for (size_t i = 0; i < k * f->n; i++) f->spent[i] = get_f64(b, &pos);
   if (dpgd_filter_check(f)) {

@@ -36,15 +36,21 @@
  * dpgd_ledger_set_slack says otherwise.
  *
  * Each point's total s(i) / (sigma C)^2 in GDP mu^2 units (dpgd_ledger_point_mu2) is
- * what the per-point odometer reports (dpgd_odometer_report in the accountant). */
+ * what the per-point odometer reports (dpgd_odometer_report in the accountant).
+ *
+ * The caps, the spend update and the invariant are the accountant's individual GDP
+ * filter (dpgd_filter_*) in squared-norm units: budget B_norm (INFINITY for Algorithm 6),
+ * charges against noise std 1 (the unit is sigma C), mu^2 = s(i) / (sigma C)^2 only when
+ * reported. The ledger adds the slack and the step's charge. */
 typedef struct dpgd_ledger {
   size_t n;
-  int filtered;  /* 1 = Algorithm 7 */
-  double clip;   /* C */
-  double clip2;  /* C*C as used in every comparison */
-  double budget; /* B_norm (Algorithm 7); INFINITY for Algorithm 6 */
-  double slack;  /* absolute summation allowance in norm units (>= 0, < C) */
-  double *spend; /* (n) s(i) */
+  int filtered;        /* 1 = Algorithm 7 */
+  double clip;         /* C */
+  double clip2;        /* C*C as used in every comparison */
+  double budget;       /* B_norm (Algorithm 7); INFINITY for Algorithm 6 */
+  double slack;        /* absolute summation allowance in norm units (>= 0, < C) */
+  double *spend;       /* (n) s(i): the filter's spends, owned by it */
+  dpgd_filter *filter; /* GDP filter in squared-norm units (budget B_norm, or INFINITY) */
 } dpgd_ledger;
 
 /* budget is ignored (INFINITY) when filtered is 0. NULL on bad sizes or no memory. */

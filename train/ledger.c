@@ -1,8 +1,9 @@
-/* ledger.c -- the per-point privacy ledger of Algorithm 7 (MATH.md section 1): clip caps
- * from the remaining budget, the spend update, the invariant s(i) <= B_norm, and each
- * point's total for the odometer of MATH.md "Per-point privacy report". No OpenMP here
- * (STYLE.md 11) and no fast-math: the comparisons below are exact. */
-#include <assert.h>
+/* ledger.c -- the per-point privacy ledger of Algorithm 7 (MATH.md section 1): the
+ * trainer's use of the accountant's individual GDP filter (dpgd_filter_*, which owns the
+ * clip caps from the remaining budget, the spend update and the invariant s(i) <=
+ * B_norm), plus what is the trainer's own: the summation slack and the charge of a
+ * step, and each point's total for the odometer of MATH.md "Per-point privacy report".
+ * No OpenMP here (STYLE.md 11) and no fast-math: the comparisons are exact. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -20,40 +21,32 @@ dpgd_ledger *dpgd_ledger_alloc(size_t n, int filtered, double clip, double budge
   l->clip2 = clip * clip;
   l->budget = filtered ? budget : INFINITY;
   l->slack = 0;
-  l->spend = calloc(n, sizeof *l->spend);
-  if (!l->spend) {
+  /* The GDP filter in squared-norm units: its noise std sigma C is the unit, so charges
+   * go in against sigma = 1 and its spend is s(i) itself. Algorithm 6's infinite budget
+   * makes it an odometer whose cap is always C. */
+  l->filter = dpgd_filter_alloc(n, DPGD_FILTER_GDP, 1, NULL, &l->budget);
+  if (!l->filter) {
     dpgd_ledger_free(l);
     return NULL;
   }
+  l->spend = dpgd_filter_spent_data(l->filter, 0);
   return l;
 }
 
 void dpgd_ledger_free(dpgd_ledger *l)
 {
   if (!l) return;
-  free(l->spend);
+  dpgd_filter_free(l->filter);
   free(l);
 }
 
-/* Algorithm 7's cap for a point that has spent s of budget B. The exact branch (cap = C
- * when s + C^2 <= B in floating point) is what makes Algorithm 7 reproduce Algorithm 6
- * bit for bit. Otherwise the cap is sqrt(B - s), stepped down by ulps until s + cap^2
- * <= B in floating point: the ledger never needs clamping. */
-static double filtered_cap(double s, double clip, double clip2, double budget)
-{
-  if (s + clip2 <= budget) return clip;
-  double rem = budget - s;
-  if (!(rem > 0)) return 0.0;
-  double cap = sqrt(rem);
-  if (cap > clip) cap = clip;
-  while (cap > 0 && s + cap * cap > budget) cap = nextafter(cap, 0.0);
-  return cap;
-}
-
-/* The sensitivity the accountant allows point i this step: C, or Algorithm 7's cap. */
+/* The sensitivity the accountant allows point i this step: the filter's cap of C against
+ * unit noise. It is C exactly while s(i) + C^2 <= B in floating point (no sqrt: what
+ * makes Algorithm 7 reproduce Algorithm 6 bit for bit), else sqrt(B - s(i)) stepped down
+ * by ulps until s(i) + cap^2 <= B: the ledger never needs clamping. */
 static double allowance(const dpgd_ledger *l, size_t i)
 {
-  return l->filtered ? filtered_cap(l->spend[i], l->clip, l->clip2, l->budget) : l->clip;
+  return dpgd_filter_cap(l->filter, i, l->clip, 1.0);
 }
 
 int dpgd_ledger_set_slack(dpgd_ledger *l, double slack)
@@ -102,32 +95,18 @@ int dpgd_ledger_spend(dpgd_ledger *l, const double *caps, const double *sqnorm_p
   for (size_t i = 0; i < l->n; i++) {
     double x = charge(l, i, caps[i], sqnorm_post[i]);
     if (x == 0) continue;
-    l->spend[i] += x;
-    assert(l->spend[i] <= l->budget);
+    /* x <= a(i)^2 fits (the filter's cap guarantees it): a refusal is a defect. */
+    int st = dpgd_filter_charge(l->filter, i, x, 1.0);
+    if (st) return st;
   }
   return DPGD_OK;
 }
 
-size_t dpgd_ledger_active(const dpgd_ledger *l)
-{
-  size_t a = 0;
-  for (size_t i = 0; i < l->n; i++) a += l->spend[i] < l->budget;
-  return a;
-}
+size_t dpgd_ledger_active(const dpgd_ledger *l) { return dpgd_filter_n_active(l->filter); }
 
-int dpgd_ledger_check(const dpgd_ledger *l)
-{
-  for (size_t i = 0; i < l->n; i++) {
-    double s = l->spend[i];
-    if (!(s >= 0) || !(s <= l->budget))
-      return DPGD_FAIL(DPGD_ERANGE, "ledger invariant broken: s(%zu) = %.17g, B_norm = %.17g",
-                       i, s, l->budget);
-  }
-  return DPGD_OK;
-}
+int dpgd_ledger_check(const dpgd_ledger *l) { return dpgd_filter_check(l->filter); }
 
 double dpgd_ledger_point_mu2(const dpgd_ledger *l, size_t i, double sigma)
 {
-  double sc = sigma * l->clip;
-  return l->spend[i] / (sc * sc) * (1 + 0x1p-50);
+  return dpgd_filter_point_mu2(l->filter, i, sigma * l->clip);
 }

@@ -250,9 +250,9 @@ static void test_report(void **state)
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_closed_forms),     cmocka_unit_test(test_boundaries),
-      cmocka_unit_test(test_serialize),        cmocka_unit_test(test_serialize_invariant),
-      cmocka_unit_test(test_property),         cmocka_unit_test(test_epsilon),
+      cmocka_unit_test(test_closed_forms), cmocka_unit_test(test_boundaries),
+      cmocka_unit_test(test_serialize),    cmocka_unit_test(test_serialize_invariant),
+      cmocka_unit_test(test_property),     cmocka_unit_test(test_epsilon),
       cmocka_unit_test(test_report),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
