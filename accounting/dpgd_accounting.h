@@ -117,15 +117,17 @@ int dpgd_odometer_report(const dpgd_odometer *o, double mu2, size_t *level, doub
  *         x^2 / sigma^2): the trainer's (Algorithm 7);
  *   ZCDP  one budget of sum rho (x^2 / (2 sigma^2));
  *   RDP   a budget eps(a) per order a (a x^2 / (2 sigma^2) each); a point stays active
- *         while ANY order has room, and halts only when every order is over its budget
- *         (the remark after seed 003's Theorem 4.3), so after a charge at least one order
- *         is still within its budget (orders over budget keep accumulating).
+ *         while EVERY order is below its budget and halts as soon as ANY order reaches
+ *         it. Seed 003's Remark 4.4 gives (a_j, B_j)-RDP for all j only while all the
+ *         filters continue; halting only when every order is over (an order chosen after
+ *         the fact) would be the data-dependent choice the odometer warns against.
  * Units: sigma is measured in whatever unit the caller likes; the costs and budgets are
  * then in the currency times unit^2. The trainer charges squared norms against sigma = 1
  * (its noise std sigma C is the unit), so its spend is s(i) and its budget B_norm; the
  * reporting functions take the unit (sigma C) and divide by unit^2 only there.
- * Invariant, exact in floating point: a charge is refused rather than let every order of
- * a point exceed its budget; dpgd_filter_cap is the largest sensitivity that keeps it.
+ * Invariant, exact in floating point: spent <= budget for every point and order; a
+ * charge that would break it is refused, and dpgd_filter_cap is the largest sensitivity
+ * that keeps it.
  * A budget of +inf makes an odometer without a filter (Algorithm 6). */
 typedef enum {
   DPGD_FILTER_GDP = 0,
@@ -155,23 +157,23 @@ double dpgd_filter_cost(const dpgd_filter *f, size_t order, double sens2, double
  * noise std sigma: want itself when spent + cost(want^2) <= budget in floating point (no
  * sqrt: with GDP, sigma = 1 and want = C this is Algorithm 7's exact C branch), else
  * sqrt(remaining sigma^2 / c) stepped down by ulps until spent + cost(cap^2) <= budget;
- * RDP: the largest such cap over the orders with room. 0 for a halted point or bad
+ * RDP: the smallest such cap over the orders. 0 for a halted point or bad
  * arguments (want or sigma not finite and positive). */
 double dpgd_filter_cap(const dpgd_filter *f, size_t i, double want, double sigma);
 /* Charges point i a Gaussian release of squared sensitivity sens2 (>= 0) against noise
  * std sigma (> 0). DPGD_EINVAL for NaN, negative or infinite sens2, a bad sigma or i
- * out of range; DPGD_ERANGE when the charge would put every order over its budget (the
+ * out of range; DPGD_ERANGE when the charge would put any order over its budget (the
  * point is then unchanged). sens2 = cap^2 with cap from dpgd_filter_cap always fits. */
 int dpgd_filter_charge(dpgd_filter *f, size_t i, double sens2, double sigma);
-/* Point i is active while some order has spent < budget. */
+/* Point i is active while every order has spent < budget. */
 int dpgd_filter_active(const dpgd_filter *f, size_t i);
 size_t dpgd_filter_n_active(const dpgd_filter *f);
 double dpgd_filter_spent(const dpgd_filter *f, size_t i, size_t order);
 /* The spend of every point in order `order` ((n) contiguous), for a caller that keeps
  * it in a checkpoint; writing into it must keep dpgd_filter_check true. */
 double *dpgd_filter_spent_data(dpgd_filter *f, size_t order);
-/* DPGD_OK when every spend is >= 0 (not NaN) and each point has an order with spent <=
- * budget (exactly); DPGD_ERANGE naming the first violating point otherwise. */
+/* DPGD_OK when 0 <= spent <= budget for every point and order (exactly, NaN refused);
+ * DPGD_ERANGE naming the first violating point otherwise. */
 int dpgd_filter_check(const dpgd_filter *f);
 
 /* Point i's total in GDP mu^2 units: spent / c / unit^2, rounded up (every charge is
@@ -182,8 +184,8 @@ int dpgd_filter_report(const dpgd_filter *f, size_t i, const dpgd_odometer *o, d
                        size_t *level, double *mu, double *eps);
 /* The run's guarantee, eps at delta for every point, under method m, with the budgets
  * divided by unit^2: GDP is sqrt(B)/unit-GDP (any method; exact is the Gaussian curve);
- * ZCDP is rho-zCDP (zcdp or rdp_*); RDP is its budget curve at its orders (rdp_*),
- * minimised over the orders. DPGD_EINVAL for a method the currency does not support,
+ * ZCDP is rho-zCDP (zcdp or rdp_*); RDP is (a_j, B_j)-RDP at every order (rdp_*), so
+ * the smallest of the orders' conversions. DPGD_EINVAL for a method the currency does not support,
  * DPGD_ERANGE for an infinite budget. */
 int dpgd_filter_epsilon(const dpgd_filter *f, dpgd_acct_method m, double unit, double delta,
                         double *eps);

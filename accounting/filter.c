@@ -1,6 +1,6 @@
 /* filter.c -- the individual privacy filter (MATH.md section 1; seed 003, Feldman &
  * Zrnic, Algorithms 3 and 7): per-point spends in one currency, the cap a point may
- * still spend, and charges that never let a point's every order exceed its budget. The
+ * still spend, and charges that never let any order of a point exceed its budget. The
  * comparisons are exact (no fast-math, STYLE.md 12): the invariant spent <= budget holds
  * in floating point, not approximately. */
 #include <math.h>
@@ -105,16 +105,18 @@ static double order_cap(const dpgd_filter *f, size_t j, double s, double want, d
   return cap;
 }
 
+/* RDP: the smallest of the orders' caps, so that every order stays within its budget
+ * (Remark 4.4 of seed 003: the guarantee at every order needs every filter to CONT). */
 double dpgd_filter_cap(const dpgd_filter *f, size_t i, double want, double sigma)
 {
   if (i >= f->n || !(want > 0) || !isfinite(want) || !(sigma > 0) || !isfinite(sigma))
     return 0.0;
-  double best = 0.0;
-  for (size_t j = 0; j < f->k; j++) {
+  double cap = want;
+  for (size_t j = 0; j < f->k && cap > 0; j++) {
     double c = order_cap(f, j, f->spent[j * f->n + i], want, sigma);
-    if (c > best) best = c;
+    if (c < cap) cap = c;
   }
-  return best;
+  return cap;
 }
 
 int dpgd_filter_charge(dpgd_filter *f, size_t i, double sens2, double sigma)
@@ -125,14 +127,12 @@ int dpgd_filter_charge(dpgd_filter *f, size_t i, double sens2, double sigma)
                      sigma);
   if (sens2 == 0) return DPGD_OK;
   double next[DPGD_FILTER_MAX_ORDERS];
-  int fits = 0;
   for (size_t j = 0; j < f->k; j++) {
     next[j] = f->spent[j * f->n + i] + dpgd_filter_cost(f, j, sens2, sigma);
-    fits |= next[j] <= f->budget[j];
+    if (!(next[j] <= f->budget[j]))
+      return DPGD_FAIL(DPGD_ERANGE, "filter: charge of point %zu (%.17g) exceeds its budget", i,
+                       sens2);
   }
-  if (!fits)
-    return DPGD_FAIL(DPGD_ERANGE, "filter: charge of point %zu (%.17g) exceeds its budget", i,
-                     sens2);
   for (size_t j = 0; j < f->k; j++) f->spent[j * f->n + i] = next[j];
   return DPGD_OK;
 }
@@ -140,8 +140,8 @@ int dpgd_filter_charge(dpgd_filter *f, size_t i, double sens2, double sigma)
 int dpgd_filter_active(const dpgd_filter *f, size_t i)
 {
   for (size_t j = 0; j < f->k; j++)
-    if (f->spent[j * f->n + i] < f->budget[j]) return 1;
-  return 0;
+    if (!(f->spent[j * f->n + i] < f->budget[j])) return 0;
+  return 1;
 }
 
 size_t dpgd_filter_n_active(const dpgd_filter *f)
@@ -163,20 +163,14 @@ double *dpgd_filter_spent_data(dpgd_filter *f, size_t order)
 
 int dpgd_filter_check(const dpgd_filter *f)
 {
-  for (size_t i = 0; i < f->n; i++) {
-    int within = 0;
-    for (size_t j = 0; j < f->k; j++) {
+  for (size_t j = 0; j < f->k; j++)
+    for (size_t i = 0; i < f->n; i++) {
       double s = f->spent[j * f->n + i];
-      if (!(s >= 0))
-        return DPGD_FAIL(DPGD_ERANGE, "filter invariant broken: spent(%zu) = %.17g", i, s);
-      within |= s <= f->budget[j];
+      if (!(s >= 0) || !(s <= f->budget[j]))
+        return DPGD_FAIL(DPGD_ERANGE,
+                         "filter invariant broken: spent(%zu) = %.17g, budget = %.17g", i, s,
+                         f->budget[j]);
     }
-    if (!within)
-      return DPGD_FAIL(DPGD_ERANGE,
-                       "filter invariant broken: point %zu over budget (spent %.17g, budget "
-                       "%.17g)",
-                       i, f->spent[i], f->budget[0]);
-  }
   return DPGD_OK;
 }
 

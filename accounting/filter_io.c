@@ -19,7 +19,8 @@ int dpgd_filter_report(const dpgd_filter *f, size_t i, const dpgd_odometer *o, d
   return dpgd_odometer_report(o, dpgd_filter_point_mu2(f, i, unit), level, mu, eps);
 }
 
-/* RDP: the budget curve at the filter's orders, converted by m, minimised over them. */
+/* RDP: (a_j, B_j)-RDP holds at every order at once (the filter halts a point when any
+ * order is spent), so the smallest of the orders' conversions by m is valid. */
 static int rdp_epsilon(const dpgd_filter *f, dpgd_acct_method m, double u2, double delta,
                        double *eps)
 {

@@ -46,17 +46,25 @@ static void test_closed_forms(void **state)
   f = dpgd_filter_alloc(1, DPGD_FILTER_RDP, 2, orders, budgets);
   assert_non_null(f);
   assert_true(dpgd_filter_cost(f, 1, 1.0, 1.0) == 4.0);
-  /* Order 2 allows x^2 = 1, order 8 allows x^2 = 2: the larger wins. */
-  double cap = dpgd_filter_cap(f, 0, 10.0, 1.0);
-  assert_true(cap <= sqrt(2.0) && cap > sqrt(2.0) * (1 - 1e-15));
-  assert_int_equal(dpgd_filter_charge(f, 0, 1.5, 1.0), DPGD_OK); /* order 2 now over */
-  assert_true(dpgd_filter_spent(f, 0, 0) == 1.5 && dpgd_filter_spent(f, 0, 1) == 6.0);
+  /* Order 2 allows x^2 = 1, order 8 allows x^2 = 2: every order must stay within its
+   * budget (seed 003, Remark 4.4), so the smaller wins. */
+  assert_true(dpgd_filter_cap(f, 0, 10.0, 1.0) == 1.0);
+  assert_int_equal(dpgd_filter_charge(f, 0, 0.5, 1.0), DPGD_OK);
+  assert_true(dpgd_filter_spent(f, 0, 0) == 0.5 && dpgd_filter_spent(f, 0, 1) == 2.0);
   assert_true(dpgd_filter_active(f, 0));
-  assert_int_equal(dpgd_filter_check(f), DPGD_OK);
-  assert_int_equal(dpgd_filter_charge(f, 0, 0.75, 1.0), DPGD_ERANGE); /* 9 > 8, 2.25 > 1 */
-  assert_int_equal(dpgd_filter_charge(f, 0, 0.5, 1.0), DPGD_OK);      /* order 8 exactly */
-  assert_false(dpgd_filter_active(f, 0));
+  assert_int_equal(dpgd_filter_charge(f, 0, 0.75, 1.0), DPGD_ERANGE); /* order 2: 1.25 */
+  assert_true(dpgd_filter_spent(f, 0, 0) == 0.5 && dpgd_filter_spent(f, 0, 1) == 2.0);
+  assert_int_equal(dpgd_filter_charge(f, 0, 0.5, 1.0), DPGD_OK); /* order 2 exactly spent */
+  assert_false(dpgd_filter_active(f, 0));                        /* though order 8 is not */
   assert_true(dpgd_filter_cap(f, 0, 1.0, 1.0) == 0.0);
+  assert_int_equal(dpgd_filter_check(f), DPGD_OK);
+  dpgd_filter_free(f);
+  /* The higher order binds: budgets 4 and 2 allow x^2 = 4 and 0.5. */
+  budgets[0] = 4.0;
+  budgets[1] = 2.0;
+  f = dpgd_filter_alloc(1, DPGD_FILTER_RDP, 2, orders, budgets);
+  double cap = dpgd_filter_cap(f, 0, 10.0, 1.0);
+  assert_true(4 * (cap * cap) <= 2.0 && cap > sqrt(0.5) * (1 - 1e-15));
   dpgd_filter_free(f);
 }
 
@@ -199,6 +207,34 @@ static void test_property(void **state)
   }
 }
 
+/* The same for zCDP and RDP at several orders, with random noise levels: no order of
+ * any point ever exceeds its budget, and points do get exhausted. */
+static void test_property_orders(void **state)
+{
+  (void)state;
+  double orders[4] = {1.5, 3, 10, 64}, budgets[4] = {0.3, 1.1, 2.0, 40};
+  double rho = 0.7;
+  dpgd_filter *fs[2] = {dpgd_filter_alloc(30, DPGD_FILTER_RDP, 4, orders, budgets),
+                        dpgd_filter_alloc(30, DPGD_FILTER_ZCDP, 1, NULL, &rho)};
+  srand(5);
+  for (int w = 0; w < 2; w++) {
+    dpgd_filter *f = fs[w];
+    assert_non_null(f);
+    size_t k = dpgd_filter_n_orders(f);
+    for (int t = 0; t < 300 && dpgd_filter_n_active(f) > 0; t++)
+      for (size_t i = 0; i < 30; i++) {
+        double sigma = 0.5 + 3.0 * rand() / RAND_MAX, want = 2.0 * rand() / RAND_MAX + 1e-3;
+        double x = dpgd_filter_cap(f, i, want, sigma) * (rand() % 2 ? 1.0 : 0.5);
+        assert_int_equal(dpgd_filter_charge(f, i, x * x, sigma), DPGD_OK);
+        for (size_t j = 0; j < k; j++)
+          assert_true(dpgd_filter_spent(f, i, j) <= dpgd_filter_budget(f, j));
+      }
+    assert_int_equal(dpgd_filter_n_active(f), 0);
+    assert_int_equal(dpgd_filter_check(f), DPGD_OK);
+    dpgd_filter_free(f);
+  }
+}
+
 /* The run's guarantee per currency through the accountant's conversions. */
 static void test_epsilon(void **state)
 {
@@ -252,8 +288,8 @@ int main(void)
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_closed_forms), cmocka_unit_test(test_boundaries),
       cmocka_unit_test(test_serialize),    cmocka_unit_test(test_serialize_invariant),
-      cmocka_unit_test(test_property),     cmocka_unit_test(test_epsilon),
-      cmocka_unit_test(test_report),
+      cmocka_unit_test(test_property),     cmocka_unit_test(test_property_orders),
+      cmocka_unit_test(test_epsilon),      cmocka_unit_test(test_report),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
