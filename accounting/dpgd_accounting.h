@@ -151,7 +151,8 @@ dpgd_filter_currency dpgd_filter_currency_of(const dpgd_filter *f);
 double dpgd_filter_budget(const dpgd_filter *f, size_t order);
 
 /* The cost, in order `order`'s currency, of a Gaussian release of squared sensitivity
- * sens2 against noise std sigma: c sens2 / sigma^2 (c = 1, 1/2 or a/2). */
+ * sens2 against noise std sigma: c sens2 / sigma^2 (c = 1, 1/2 or a/2); NaN for an order
+ * out of range. */
 double dpgd_filter_cost(const dpgd_filter *f, size_t order, double sens2, double sigma);
 /* The largest sensitivity cap <= want that point i may still spend this round against
  * noise std sigma: want itself when spent + cost(want^2) <= budget in floating point (no
@@ -165,7 +166,7 @@ double dpgd_filter_cap(const dpgd_filter *f, size_t i, double want, double sigma
  * out of range; DPGD_ERANGE when the charge would put any order over its budget (the
  * point is then unchanged). sens2 = cap^2 with cap from dpgd_filter_cap always fits. */
 int dpgd_filter_charge(dpgd_filter *f, size_t i, double sens2, double sigma);
-/* Point i is active while every order has spent < budget. */
+/* Point i is active while every order has spent < budget (0 for i out of range). */
 int dpgd_filter_active(const dpgd_filter *f, size_t i);
 size_t dpgd_filter_n_active(const dpgd_filter *f);
 double dpgd_filter_spent(const dpgd_filter *f, size_t i, size_t order);
@@ -177,7 +178,7 @@ double *dpgd_filter_spent_data(dpgd_filter *f, size_t order);
 int dpgd_filter_check(const dpgd_filter *f);
 
 /* Point i's total in GDP mu^2 units: spent / c / unit^2, rounded up (every charge is
- * a Gaussian, so any order gives it). */
+ * a Gaussian, so any order gives it); NaN for i out of range. */
 double dpgd_filter_point_mu2(const dpgd_filter *f, size_t i, double unit);
 /* Point i's odometer report (dpgd_odometer_report of its mu^2 at unit). */
 int dpgd_filter_report(const dpgd_filter *f, size_t i, const dpgd_odometer *o, double unit,

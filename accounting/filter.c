@@ -87,7 +87,7 @@ double dpgd_filter_budget(const dpgd_filter *f, size_t order)
  * it is sens2 exactly (the trainer's units). */
 double dpgd_filter_cost(const dpgd_filter *f, size_t order, double sens2, double sigma)
 {
-  return f->coef[order] * sens2 / (sigma * sigma);
+  return order < f->k ? f->coef[order] * sens2 / (sigma * sigma) : NAN;
 }
 
 /* One order's cap for a point that has spent s of budget b: want when s + cost(want^2)
@@ -139,6 +139,7 @@ int dpgd_filter_charge(dpgd_filter *f, size_t i, double sens2, double sigma)
 
 int dpgd_filter_active(const dpgd_filter *f, size_t i)
 {
+  if (i >= f->n) return 0;
   for (size_t j = 0; j < f->k; j++)
     if (!(f->spent[j * f->n + i] < f->budget[j])) return 0;
   return 1;
@@ -176,5 +177,5 @@ int dpgd_filter_check(const dpgd_filter *f)
 
 double dpgd_filter_point_mu2(const dpgd_filter *f, size_t i, double unit)
 {
-  return f->spent[i] / f->coef[0] / (unit * unit) * (1 + 0x1p-50);
+  return i < f->n ? f->spent[i] / f->coef[0] / (unit * unit) * (1 + 0x1p-50) : NAN;
 }

@@ -98,6 +98,9 @@ static void test_boundaries(void **state)
   assert_int_equal(dpgd_filter_charge(f, 0, 1.5, 1.0), DPGD_ERANGE);
   assert_true(dpgd_filter_spent(f, 0, 0) == 0.0);
   assert_true(dpgd_filter_cap(f, 0, NAN, 1.0) == 0.0 && dpgd_filter_cap(f, 0, 1, -1) == 0.0);
+  assert_true(dpgd_filter_cap(f, 1, 1.0, 1.0) == 0.0 && !dpgd_filter_active(f, 1));
+  assert_true(isnan(dpgd_filter_point_mu2(f, 1, 1.0)) && isnan(dpgd_filter_cost(f, 1, 1, 1)));
+  assert_true(isnan(dpgd_filter_spent(f, 1, 0)) && isnan(dpgd_filter_budget(f, 1)));
   /* A remainder whose sqrt squared overshoots: the cap steps down until it fits. */
   assert_int_equal(dpgd_filter_charge(f, 0, 0.1, 1.0), DPGD_OK);
   double cap = dpgd_filter_cap(f, 0, 5.0, 1.0);
