@@ -161,6 +161,7 @@ struct dpgd_filter {
   double budget[DPGD_FILTER_MAX_ORDERS]; /* per order, in currency x unit^2 */
   double coef[DPGD_FILTER_MAX_ORDERS];   /* cost = coef sens2 / sigma^2 */
   double *spent;                         /* (k, n) row-major: order j's spends contiguous */
+  int pure_dp; /* 1 once a pure eps-DP charge went in (zCDP): no Gaussian odometer then */
 };
 
 #endif /* DPGD_ACCT_INTERNAL_H */

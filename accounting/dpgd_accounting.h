@@ -177,8 +177,20 @@ double *dpgd_filter_spent_data(dpgd_filter *f, size_t order);
  * DPGD_ERANGE naming the first violating point otherwise. */
 int dpgd_filter_check(const dpgd_filter *f);
 
+/* The (eps, delta)-DP filter of seed 003 (Algorithm 4, Theorem 4.9): pure eps_t-DP
+ * releases, a point continues while sum eps_t^2 / 2 <= B*, B* = (sqrt(log(1/delta) + eps)
+ * - sqrt(log(1/delta)))^2 the zCDP level whose classic conversion is (eps, delta).
+ * dpgd_filter_dp_budget gives B* (rounded down) for a ZCDP filter's budget;
+ * dpgd_filter_charge_dp charges point i of a ZCDP filter eps_t^2 / 2 (an eps_t-DP
+ * release is eps_t^2/2-zCDP), refused like dpgd_filter_charge; the cap for a budget of
+ * eps is dpgd_filter_cap(f, i, eps, 1.0). After such a charge the points' totals are no
+ * longer Gaussian: dpgd_filter_point_mu2 is NaN and dpgd_filter_report refuses. */
+int dpgd_filter_dp_budget(double eps, double delta, double *rho);
+int dpgd_filter_charge_dp(dpgd_filter *f, size_t i, double eps);
+
 /* Point i's total in GDP mu^2 units: spent / c / unit^2, rounded up (every charge is
- * a Gaussian, so any order gives it); NaN for i out of range. */
+ * a Gaussian, so any order gives it); NaN for i out of range or after a pure-DP
+ * charge. */
 double dpgd_filter_point_mu2(const dpgd_filter *f, size_t i, double unit);
 /* Point i's odometer report (dpgd_odometer_report of its mu^2 at unit). */
 int dpgd_filter_report(const dpgd_filter *f, size_t i, const dpgd_odometer *o, double unit,

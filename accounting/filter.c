@@ -177,5 +177,29 @@ int dpgd_filter_check(const dpgd_filter *f)
 
 double dpgd_filter_point_mu2(const dpgd_filter *f, size_t i, double unit)
 {
-  return i < f->n ? f->spent[i] / f->coef[0] / (unit * unit) * (1 + 0x1p-50) : NAN;
+  if (i >= f->n || f->pure_dp) return NAN;
+  return f->spent[i] / f->coef[0] / (unit * unit) * (1 + 0x1p-50);
+}
+
+/* Theorem 4.9 of seed 003: B* = (sqrt(L + eps) - sqrt(L))^2, L = log(1/delta), written
+ * as eps^2 / (sqrt(L + eps) + sqrt(L))^2 to avoid the cancellation, and rounded down (a
+ * budget: the private direction is smaller). */
+int dpgd_filter_dp_budget(double eps, double delta, double *rho)
+{
+  if (!rho || !(eps > 0) || !isfinite(eps) || !(delta > 0 && delta < 1))
+    return DPGD_FAIL(DPGD_EINVAL, "filter dp budget: eps %g, delta %g", eps, delta);
+  double l = -log(delta), d = sqrt(l + eps) + sqrt(l);
+  *rho = eps * eps / (d * d) * (1 - 0x1p-48);
+  return DPGD_OK;
+}
+
+int dpgd_filter_charge_dp(dpgd_filter *f, size_t i, double eps)
+{
+  if (f->cur != DPGD_FILTER_ZCDP)
+    return DPGD_FAIL(DPGD_EINVAL, "filter: pure-DP charges go to a zCDP filter");
+  if (!(eps >= 0) || !isfinite(eps))
+    return DPGD_FAIL(DPGD_EINVAL, "filter: pure-DP charge eps %g", eps);
+  int st = dpgd_filter_charge(f, i, eps * eps, 1.0); /* 0.5 eps^2 / 1^2 */
+  if (!st && eps > 0) f->pure_dp = 1;
+  return st;
 }

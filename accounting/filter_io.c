@@ -1,6 +1,6 @@
 /* filter_io.c -- what an individual filter reports (each point's odometer, the run's
  * guarantee through the accountant's conversions) and its checkpoint format: magic
- * "DPGDFILT", version, currency, sizes, orders, budgets and spends in little-endian
+ * "DPGDFILT", version, currency, sizes, a pure-DP flag, orders, budgets and spends in little-endian
  * order (doubles as IEEE-754 bit patterns), then a CRC-32 of everything before it. */
 #include <math.h>
 #include <stdlib.h>
@@ -16,6 +16,8 @@ int dpgd_filter_report(const dpgd_filter *f, size_t i, const dpgd_odometer *o, d
 {
   if (!f || !o || i >= f->n || !(unit > 0) || !isfinite(unit))
     return DPGD_FAIL(DPGD_EINVAL, "filter report: bad arguments");
+  if (f->pure_dp)
+    return DPGD_FAIL(DPGD_EINVAL, "filter report: pure-DP charges have no GDP odometer");
   return dpgd_odometer_report(o, dpgd_filter_point_mu2(f, i, unit), level, mu, eps);
 }
 
@@ -87,7 +89,7 @@ static void put_f64(unsigned char *b, size_t *pos, double x)
 int dpgd_filter_serialize(const dpgd_filter *f, void **buf, size_t *len)
 {
   if (!f || !buf || !len) return DPGD_FAIL(DPGD_EINVAL, "filter serialize: NULL argument");
-  size_t n = 8 * 5 + 16 * f->k + 8 * f->k * f->n + 4; /* magic, version, cur, n, k, ... */
+  size_t n = 8 * 6 + 16 * f->k + 8 * f->k * f->n + 4; /* magic, version, cur, n, k, flags */
   unsigned char *b = malloc(n);
   if (!b) return DPGD_FAIL(DPGD_ENOMEM, "out of memory (filter serialize)");
   size_t pos = 8;
@@ -96,6 +98,7 @@ int dpgd_filter_serialize(const dpgd_filter *f, void **buf, size_t *len)
   put_u64(b, &pos, (uint64_t)f->cur);
   put_u64(b, &pos, f->n);
   put_u64(b, &pos, f->k);
+  put_u64(b, &pos, (uint64_t)f->pure_dp);
   for (size_t j = 0; j < f->k; j++) put_f64(b, &pos, f->order[j]);
   for (size_t j = 0; j < f->k; j++) put_f64(b, &pos, f->budget[j]);
   for (size_t i = 0; i < f->k * f->n; i++) put_f64(b, &pos, f->spent[i]);
@@ -123,9 +126,9 @@ static double get_f64(const unsigned char *b, size_t *pos)
 
 /* Magic, checksum, version and sizes of a state of len bytes; pos is left at the
  * orders. */
-static int read_header(const unsigned char *b, size_t len, size_t *pos, uint64_t hdr[3])
+static int read_header(const unsigned char *b, size_t len, size_t *pos, uint64_t hdr[4])
 {
-  if (len < 8 * 5 + 4 || memcmp(b, FILTER_MAGIC, 8))
+  if (len < 8 * 6 + 4 || memcmp(b, FILTER_MAGIC, 8))
     return DPGD_FAIL(DPGD_EFORMAT, "filter state: bad magic or too short");
   uint32_t crc = 0;
   for (int i = 0; i < 4; i++) crc |= (uint32_t)b[len - 4 + i] << (8 * i);
@@ -136,10 +139,11 @@ static int read_header(const unsigned char *b, size_t len, size_t *pos, uint64_t
   if (version != FILTER_VERSION)
     return DPGD_FAIL(DPGD_EFORMAT, "filter state: version %llu, this build reads %u",
                      (unsigned long long)version, FILTER_VERSION);
-  for (int i = 0; i < 3; i++) hdr[i] = get_u64(b, pos); /* cur, n, k */
+  for (int i = 0; i < 4; i++) hdr[i] = get_u64(b, pos); /* cur, n, k, pure_dp */
   uint64_t n = hdr[1], k = hdr[2];
   if (hdr[0] >= DPGD_FILTER_N_CURRENCIES || n == 0 || k == 0 || k > DPGD_FILTER_MAX_ORDERS ||
-      n > (len - 4 - *pos) / 8 / k || (len - 4 - *pos) != 16 * k + 8 * k * n)
+      hdr[3] > 1 || (hdr[3] && hdr[0] != DPGD_FILTER_ZCDP) || n > (len - 4 - *pos) / 8 / k ||
+      (len - 4 - *pos) != 16 * k + 8 * k * n)
     return DPGD_FAIL(DPGD_EFORMAT, "filter state: sizes do not match %zu bytes", len);
   return DPGD_OK;
 }
@@ -150,7 +154,7 @@ int dpgd_filter_deserialize(dpgd_filter **out, const void *buf, size_t len)
   *out = NULL;
   const unsigned char *b = buf;
   size_t pos = 0;
-  uint64_t hdr[3];
+  uint64_t hdr[4];
   int st = read_header(b, len, &pos, hdr);
   if (st) return st;
   size_t k = (size_t)hdr[2];
@@ -160,6 +164,7 @@ int dpgd_filter_deserialize(dpgd_filter **out, const void *buf, size_t len)
   dpgd_filter *f =
       dpgd_filter_alloc((size_t)hdr[1], (dpgd_filter_currency)hdr[0], k, orders, budgets);
   if (!f) return DPGD_FAIL(DPGD_EFORMAT, "filter state: invalid currency, orders or budgets");
+  f->pure_dp = (int)hdr[3];
   for (size_t i = 0; i < k * f->n; i++) f->spent[i] = get_f64(b, &pos);
   if (dpgd_filter_check(f)) {
     dpgd_filter_free(f);

@@ -266,6 +266,56 @@ static void test_epsilon(void **state)
   dpgd_filter_free(f);
 }
 
+/* Algorithm 4 / Theorem 4.9 of seed 003: the (eps, delta) filter as a zCDP filter of
+ * budget B*, whose classic conversion is eps again; pure-DP charges of eps_t^2 / 2. */
+static void test_dp_filter(void **state)
+{
+  (void)state;
+  double eps = 1.0, delta = 1e-5, rho = 0, l = log(1 / delta);
+  assert_int_equal(dpgd_filter_dp_budget(eps, delta, &rho), DPGD_OK);
+  double ref = (sqrt(l + eps) - sqrt(l)) * (sqrt(l + eps) - sqrt(l));
+  assert_true(rho <= ref && rho > ref * (1 - 1e-12));
+  assert_int_equal(dpgd_filter_dp_budget(0, delta, &rho), DPGD_EINVAL);
+  assert_int_equal(dpgd_filter_dp_budget(eps, 1, &rho), DPGD_EINVAL);
+  assert_int_equal(dpgd_filter_dp_budget(eps, delta, &rho), DPGD_OK);
+  dpgd_filter *f = dpgd_filter_alloc(2, DPGD_FILTER_ZCDP, 1, NULL, &rho);
+  double e = 0;
+  assert_int_equal(dpgd_filter_epsilon(f, DPGD_ACCT_ZCDP, 1.0, delta, &e), DPGD_OK);
+  assert_true(e <= eps * (1 + 1e-6) && e >= eps * (1 - 1e-6));
+  /* Charges of 0.05-DP (1.25e-3 each): exactly floor(B* / 1.25e-3) fit, then refused. */
+  int k = 0;
+  while (dpgd_filter_cap(f, 0, 0.05, 1.0) == 0.05) {
+    assert_int_equal(dpgd_filter_charge_dp(f, 0, 0.05), DPGD_OK);
+    k++;
+  }
+  assert_int_equal(dpgd_filter_charge_dp(f, 0, 0.05), DPGD_ERANGE);
+  assert_true(k * 1.25e-3 <= rho * (1 + 1e-12) && (k + 1) * 1.25e-3 > rho * (1 - 1e-12));
+  double cap = dpgd_filter_cap(f, 0, 0.05, 1.0);
+  assert_int_equal(dpgd_filter_charge_dp(f, 0, cap), DPGD_OK); /* the remainder fits */
+  assert_int_equal(dpgd_filter_check(f), DPGD_OK);
+  assert_int_equal(dpgd_filter_charge_dp(f, 1, NAN), DPGD_EINVAL);
+  assert_int_equal(dpgd_filter_charge_dp(f, 1, -0.1), DPGD_EINVAL);
+  /* No Gaussian odometer after pure-DP charges, also after a round trip. */
+  assert_true(isnan(dpgd_filter_point_mu2(f, 1, 1.0)));
+  void *buf = NULL;
+  size_t len = 0;
+  assert_int_equal(dpgd_filter_serialize(f, &buf, &len), DPGD_OK);
+  dpgd_filter *g = NULL;
+  assert_int_equal(dpgd_filter_deserialize(&g, buf, len), DPGD_OK);
+  assert_true(isnan(dpgd_filter_point_mu2(g, 1, 1.0)));
+  dpgd_odometer o;
+  size_t lv;
+  double mu;
+  assert_int_equal(dpgd_odometer_init(&o, 1.0, 0.01, delta), DPGD_OK);
+  assert_int_equal(dpgd_filter_report(g, 0, &o, 1.0, &lv, &mu, &e), DPGD_EINVAL);
+  free(buf);
+  dpgd_filter_free(g);
+  dpgd_filter_free(f);
+  f = gdp(1, 1.0);
+  assert_int_equal(dpgd_filter_charge_dp(f, 0, 0.1), DPGD_EINVAL);
+  dpgd_filter_free(f);
+}
+
 /* The odometer report of a point is the odometer's at spent / unit^2. */
 static void test_report(void **state)
 {
@@ -293,6 +343,7 @@ int main(void)
       cmocka_unit_test(test_serialize),    cmocka_unit_test(test_serialize_invariant),
       cmocka_unit_test(test_property),     cmocka_unit_test(test_property_orders),
       cmocka_unit_test(test_epsilon),      cmocka_unit_test(test_report),
+      cmocka_unit_test(test_dp_filter),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
