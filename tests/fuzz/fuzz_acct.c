@@ -47,13 +47,6 @@ static void load_one(const uint8_t *data, size_t size)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-  load_one(data, size);
-  if (size < 28) return 0;
-  uint8_t *fixed = malloc(size);
-  if (!fixed) return 0;
-  memcpy(fixed, data, size);
-  fuzz_put_le32(fixed + size - 4, dpgd_crc32(fixed, size - 4));
-  load_one(fixed, size);
-  free(fixed);
+  fuzz_as_is_and_crc_fixed(data, size, 28, load_one);
   return 0;
 }

@@ -12,8 +12,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <zlib.h>
-
 #include "dpgd_train.h"
 #include "fuzz_util.h"
 
@@ -118,14 +116,6 @@ static void read_one(const uint8_t *data, size_t size)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-  read_one(data, size);
-  if (size < HEADER_LEN + 4) return 0;
-  uint8_t *fixed = malloc(size);
-  if (!fixed) return 0;
-  memcpy(fixed, data, size);
-  uint32_t crc = (uint32_t)crc32(0L, fixed, (uInt)(size - 4));
-  memcpy(fixed + size - 4, &crc, 4); /* host order, as dpgd_ckpt_write stores it */
-  read_one(fixed, size);
-  free(fixed);
+  fuzz_as_is_and_crc_fixed(data, size, HEADER_LEN + 4, read_one);
   return 0;
 }

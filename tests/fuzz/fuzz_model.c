@@ -11,8 +11,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <zlib.h>
-
 #include "dpgd_model.h"
 #include "fuzz_util.h"
 
@@ -47,13 +45,6 @@ static void load_one(const uint8_t *data, size_t size)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-  load_one(data, size);
-  if (size < HEADER_BYTES + 4) return 0;
-  uint8_t *fixed = malloc(size);
-  if (!fixed) return 0;
-  memcpy(fixed, data, size);
-  fuzz_put_le32(fixed + size - 4, (uint32_t)crc32(0L, fixed, (uInt)(size - 4)));
-  load_one(fixed, size);
-  free(fixed);
+  fuzz_as_is_and_crc_fixed(data, size, HEADER_BYTES + 4, load_one);
   return 0;
 }

@@ -8,7 +8,10 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
+
+#include "dpgd_core.h"
 
 /* Writes data to a per-process file named by suffix (e.g. ".png") and returns its path
  * (static storage), or NULL if the file cannot be written (the input is then skipped). */
@@ -32,6 +35,23 @@ static inline const char *fuzz_temp_file(const uint8_t *data, size_t size, const
 static inline void fuzz_put_le32(uint8_t *p, uint32_t v)
 {
   for (int k = 0; k < 4; k++) p[k] = (uint8_t)(v >> (8 * k));
+}
+
+/* Hands the input to fn as it is and, when it has at least min_size bytes, again with
+ * its last 4 bytes replaced by the CRC-32 of the rest (little-endian: the byte order of
+ * dpgd's checksummed files on the little-endian hosts the fuzzers run on), so that
+ * mutations also reach what lies behind the checksum. */
+static inline void fuzz_as_is_and_crc_fixed(const uint8_t *data, size_t size, size_t min_size,
+                                            void (*fn)(const uint8_t *, size_t))
+{
+  fn(data, size);
+  if (size < min_size || size < 4) return;
+  uint8_t *fixed = malloc(size);
+  if (!fixed) return;
+  memcpy(fixed, data, size);
+  fuzz_put_le32(fixed + size - 4, dpgd_crc32(fixed, size - 4));
+  fn(fixed, size);
+  free(fixed);
 }
 
 #endif /* DPGD_FUZZ_UTIL_H */
