@@ -44,7 +44,6 @@
  * reported. The ledger adds the slack and the step's charge. */
 typedef struct dpgd_ledger {
   size_t n;
-  int filtered;        /* 1 = Algorithm 7 */
   double clip;         /* C */
   double clip2;        /* C*C as used in every comparison */
   double budget;       /* B_norm (Algorithm 7); INFINITY for Algorithm 6 */

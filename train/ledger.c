@@ -16,7 +16,6 @@ dpgd_ledger *dpgd_ledger_alloc(size_t n, int filtered, double clip, double budge
   dpgd_ledger *l = calloc(1, sizeof *l);
   if (!l) return NULL;
   l->n = n;
-  l->filtered = filtered ? 1 : 0;
   l->clip = clip;
   l->clip2 = clip * clip;
   l->budget = filtered ? budget : INFINITY;
