@@ -174,7 +174,7 @@ static int write_points(dpgd_run *r)
     if (rc) break;
     fprintf(f, "%zu,%u,%.17g,", i, (unsigned)r->train->labels[i], l->spend[i]);
     put_num(f, l->spend[i] / budget);
-    fprintf(f, ",%d,%zu,", l->spend[i] < l->budget, level);
+    fprintf(f, ",%d,%zu,", dpgd_filter_active(l->filter, i), level);
     put_up(f, dpgd_odometer_delta(&pl->odometer, level));
     fputc(',', f);
     put_up(f, mu);
