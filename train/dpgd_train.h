@@ -273,12 +273,13 @@ void dpgd_report_json_odometer(FILE *f, const dpgd_odometer *o);
  * Accuracy (Corollary 4.7): P(||a_t - sum_i qbar_t(i)||_inf > sigma sqrt(2 log(dim /
  * beta))) <= beta for every t: dpgd_queries_bound. */
 typedef struct dpgd_queries_params {
-  size_t n_users, dim; /* public: the number of users (nulls included) and each answer's length */
-  double budget;       /* B_norm > 0, squared-norm budget of every user */
-  double kappa;        /* zCDP level > 0 of the whole sequence; sigma^2 = B_norm / (2 kappa) */
-  double clip;         /* per-query norm cap C > 0, or INFINITY (only the budget caps) */
-  int rng;             /* DPGD_RNG_RESEARCH (seeded, reproducible) or DPGD_RNG_SECURE */
-  uint64_t seed;       /* research mode's master seed */
+  size_t n_users,
+      dim;       /* public: the number of users (nulls included) and each answer's length */
+  double budget; /* B_norm > 0, squared-norm budget of every user */
+  double kappa;  /* zCDP level > 0 of the whole sequence; sigma^2 = B_norm / (2 kappa) */
+  double clip;   /* per-query norm cap C > 0, or INFINITY (only the budget caps) */
+  int rng;       /* DPGD_RNG_RESEARCH (seeded, reproducible) or DPGD_RNG_SECURE */
+  uint64_t seed; /* research mode's master seed */
 } dpgd_queries_params;
 
 typedef struct dpgd_queries dpgd_queries;
