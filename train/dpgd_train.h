@@ -272,6 +272,11 @@ void dpgd_report_json_odometer(FILE *f, const dpgd_odometer *o);
  *
  * Accuracy (Corollary 4.7): P(||a_t - sum_i qbar_t(i)||_inf > sigma sqrt(2 log(dim /
  * beta))) <= beta for every t: dpgd_queries_bound. */
+/* The sentence summary.json's "caveat" carries for a research-mode dpgd queries run. */
+#define DPGD_QUERIES_RESEARCH_CAVEAT                                                           \
+  "research rng: the noise is reproducible from --seed, so the printed eps holds only "        \
+  "while the seed stays secret; use --rng secure for answers you release"
+
 typedef struct dpgd_queries_params {
   size_t n_users,
       dim;       /* public: the number of users (nulls included) and each answer's length */

@@ -20,10 +20,10 @@ struct dpgd_queries {
   size_t count;   /* queries answered */
   dpgd_filter *f; /* GDP filter in squared-norm units, budget B */
   dpgd_rng *rng;
-  double *value;   /* (dim) one user's value */
-  int64_t *units;  /* (dim) its capped value in units */
-  int64_t *sum;    /* (dim) the exact sum in units */
-  double *charge;  /* (n) this query's charges, applied when every user is done */
+  double *value;  /* (dim) one user's value */
+  int64_t *units; /* (dim) its capped value in units */
+  int64_t *sum;   /* (dim) the exact sum in units */
+  double *charge; /* (n) this query's charges, applied when every user is done */
 };
 
 static int params_ok(const dpgd_queries_params *p)
@@ -35,7 +35,8 @@ static int params_ok(const dpgd_queries_params *p)
   if (p->dim > (1u << 20))
     return DPGD_FAIL(DPGD_EINVAL, "queries: dimension %zu is above 2^20", p->dim);
   if (!(p->budget > 0) || !isfinite(p->budget))
-    return DPGD_FAIL(DPGD_EINVAL, "queries: budget B_norm %g must be finite and > 0", p->budget);
+    return DPGD_FAIL(DPGD_EINVAL, "queries: budget B_norm %g must be finite and > 0",
+                     p->budget);
   if (!(p->kappa > 0) || !isfinite(p->kappa))
     return DPGD_FAIL(DPGD_EINVAL, "queries: kappa %g must be finite and > 0", p->kappa);
   if (!(p->clip > 0))
