@@ -206,7 +206,8 @@ static int layout_query(qlayout *L, const dpgd_csv *t, size_t c, const char *fil
   if (split_name(name, &base, &j))
     return DPGD_FAIL(DPGD_EFORMAT,
                      "%s: column '%.*s': a vector component is NAME.<index>, with a "
-                     "non-empty NAME and the index 0, 1, ... written without leading zeros",
+                     "non-empty NAME and the index 0, 1, ... written plainly (no leading "
+                     "zeros, at most 9 digits)",
                      file, NAME_SHOWN, name);
   if (j > 0)
     return DPGD_FAIL(DPGD_EFORMAT,
