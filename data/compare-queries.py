@@ -13,6 +13,7 @@ tolerance. The tolerance is --tol, or by default the accuracy bound (Corollary 4
 the run's beta) in the summary.json of the first run."""
 import argparse
 import csv
+import decimal
 import json
 import os
 import statistics
@@ -26,6 +27,13 @@ def read_answers(path):
     if not rows or rows[0][0] != "query":
         sys.exit("compare-queries.py: %s: no 'query' header" % path)
     return {r[0]: [float(x) for x in r[1:]] for r in rows[1:]}
+
+
+def up(x, digits=4):
+    """x rounded up to `digits` significant digits, as dpgd shows eps and sigma."""
+    d = decimal.Decimal(repr(x))
+    q = decimal.Decimal(1).scaleb(d.adjusted() - digits + 1)
+    return str(d.quantize(q, rounding=decimal.ROUND_CEILING))
 
 
 def parse_args():
@@ -42,9 +50,9 @@ def run_row(label, d, truth, tol):
     errs = [max(abs(a - t) for a, t in zip(ans[q], truth[q])) for q in truth if q in ans]
     within = sum(e <= tol for e in errs)
     med = "%.1f" % statistics.median(errs) if errs else "-"
-    return "| %s | %s | %.4g | %.4g | %d of %d | %d of %d | %s |" % (
-        label, s["filter"], s["sigma"], s["eps"]["exact"], len(errs), len(truth), within,
-        len(truth), med)
+    return "| %s | %s | %s | %s | %d of %d | %d of %d | %s |" % (
+        label, s["filter"], up(s["sigma"]), up(s["eps"]["exact"]), len(errs), len(truth),
+        within, len(truth), med)
 
 
 def main():
@@ -54,7 +62,7 @@ def main():
     tol = a.tol
     if tol is None:
         tol = json.load(open(os.path.join(runs[0][1], "summary.json")))["accuracy"]["bound"]
-    print("tolerance %.4g (|answer - true answer|, max over the answer's entries)\n" % tol)
+    print("tolerance %s (|answer - true answer|, max over the answer's entries)\n" % up(tol))
     print("| run | filter | sigma | eps exact | answered | within tolerance | median error |")
     print("|---|---|---|---|---|---|---|")
     for label, d in runs:
