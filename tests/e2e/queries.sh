@@ -31,7 +31,7 @@ checks=$((checks + 1))
 cmp -s "$TMP/out" "$TMP/sparse.csv" || fail "gen-same: the generator is not reproducible from its seed"
 
 expect_ok help "$DPGD" queries --help
-expect_out help-usage '^usage: dpgd queries --data FILE.csv --budget B_NORM --kappa K'
+expect_out help-usage '^usage: dpgd queries --data FILE.csv --budget B_NORM --kappa K --out DIR'
 expect_out help-plain '^  --plain '
 expect_ok top-help "$DPGD" --help
 expect_out top-help-lists '^  queries '
