@@ -9,6 +9,7 @@ dpgd_cmd_fn dpgd_cmd_eval;      /* cmd_eval.c    */
 dpgd_cmd_fn dpgd_cmd_predict;   /* cmd_eval.c    */
 dpgd_cmd_fn dpgd_cmd_account;   /* cmd_account.c */
 dpgd_cmd_fn dpgd_cmd_calibrate; /* cmd_account.c */
+dpgd_cmd_fn dpgd_cmd_queries;   /* cmd_queries.c */
 dpgd_cmd_fn dpgd_cmd_plot;      /* cmd_plot.c */
 dpgd_cmd_fn dpgd_cmd_sweep;     /* cmd_plot.c    */
 dpgd_cmd_fn dpgd_cmd_data;      /* cmd_data.c */

@@ -18,6 +18,7 @@ static const struct {
     {"predict", dpgd_cmd_predict, "classify PNG images with a saved model"},
     {"account", dpgd_cmd_account, "privacy of a composition of mechanisms, every method"},
     {"calibrate", dpgd_cmd_calibrate, "noise (sigma) or budget (B_norm) for a target eps"},
+    {"queries", dpgd_cmd_queries, "answer a CSV of users x queries with individual filtering"},
     {"plot", dpgd_cmd_plot, "PNG figures from run directories"},
     {"sweep", dpgd_cmd_sweep, "run a config over seeds and a grid of overrides"},
     {"data", dpgd_cmd_data, "dataset information ('dpgd data info DIR|FILE')"},
