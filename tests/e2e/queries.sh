@@ -48,7 +48,7 @@ expect_ok plain "${Q[@]}" --data "$TMP/sparse.csv" --plain --out "$TMP/p" --diag
 expect_out plain-diag '^diagnostic \(not private\): [0-9]+ of 300 users ended inactive'
 
 py files '
-for d, filt, clip, budget in (("f", "individual", None, 4), ("p", "plain", 1, 30)):
+for d, filt, clip, budget in (("f", "individual", 1, 4), ("p", "plain", 1, 30)):
     a = rows(d + "/answers.csv")
     assert a[0] == ["query", "answer"], a[0]
     assert [r[0] for r in a[1:]] == ["day%02d" % k for k in range(1, 31)], a[:3]

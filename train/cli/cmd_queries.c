@@ -309,9 +309,11 @@ static int run_open(qrun *r)
   if (!st) st = check_values(r->t, r->a.data);
   if (!st) st = layout_build(&r->L, r->t, r->a.data);
   if (st) return st;
-  /* Plain composition: values in [0,1]^d have norm <= sqrt(d), and k queries of cap
-   * sqrt(d) spend at most k d, so no user is ever capped below its value. */
-  r->clip = r->a.plain ? sqrt((double)r->L.dim) : INFINITY;
+  /* Values in [0,1]^d have norm <= sqrt(d): the clip sqrt(d) caps nothing (up to an ulp) and sets
+   * the odometer's levels of users.csv (one query spends at most d; train/QUERIES.md).
+   * Plain composition: k queries of cap sqrt(d) spend at most k d, so no user is ever
+   * capped below its value. */
+  r->clip = sqrt((double)r->L.dim);
   r->budget = r->a.plain ? (double)r->L.n * (double)r->L.dim : r->a.budget;
   dpgd_queries_params p = {.n_users = r->t->n_rows,
                            .dim = r->L.dim,
@@ -447,7 +449,8 @@ static int write_summary(const qrun *r)
   summary_guarantee(f, r);
   fprintf(f, " \"seed\": %llu, \"rng\": \"%s\"", (unsigned long long)r->a.seed,
           dpgd_rng_mode_name(r->a.rng));
-  if (r->a.rng == DPGD_RNG_RESEARCH) fprintf(f, ",\n \"caveat\": \"%s\"", DPGD_RESEARCH_CAVEAT);
+  if (r->a.rng == DPGD_RNG_RESEARCH)
+    fprintf(f, ",\n \"caveat\": \"%s\"", DPGD_QUERIES_RESEARCH_CAVEAT);
   fprintf(f, "}\n");
   return out_commit(f, &text, &len, r->a.out, "summary.json");
 }
@@ -505,7 +508,7 @@ int dpgd_cmd_queries(int argc, char **argv)
   int st = run_open(&r);
   if (!st) st = out_prepare(r.a.out);
   if (!st && r.a.rng == DPGD_RNG_RESEARCH)
-    fprintf(stderr, "dpgd: warning: %s\n", DPGD_RESEARCH_CAVEAT);
+    fprintf(stderr, "dpgd: warning: %s\n", DPGD_QUERIES_RESEARCH_CAVEAT);
   if (!st) st = run_answer(&r);
   if (!st) st = write_outputs(&r);
   if (st) rc = dpgd_cli_status_error(st, "");
