@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "dpgd_accounting.h"
 #include "dpgd_config.h"
@@ -237,6 +238,17 @@ int dpgd_run_row_restored(const dpgd_run *r);
 /* One-line progress text (no newline): step/total, ETA, eps so far, last test acc. */
 void dpgd_run_progress(const dpgd_run *r, char *buf, size_t len);
 
+/* ===== Report formats (train/report.c) ===============================================
+ * Shared by the run directory and dpgd queries. */
+void dpgd_report_num(FILE *f, double v);      /* %.10g; nothing when not finite */
+void dpgd_report_up(FILE *f, double v);       /* a privacy number: 10 digits rounded up */
+void dpgd_report_json_num(FILE *f, double v); /* %.10g, or null when not finite */
+/* "level,delta_level,mu_i,eps_i" of a point whose total is mu2 (GDP units): its
+ * odometer report (dpgd_odometer_report), the last three rounded up. */
+int dpgd_report_odometer_cols(FILE *f, const dpgd_odometer *o, double mu2);
+/* {"level_mu2": ..., "levels": L, "delta_split": [delta_1, ..., delta_L]} */
+void dpgd_report_json_odometer(FILE *f, const dpgd_odometer *o);
+
 /* ===== Sparse linear queries (seed 003, Theorem 1.2 and Corollary 4.7) ===============
  * Adaptively chosen linear queries q_t : users -> R^dim answered under individual
  * filtering (train/QUERIES.md has the derivation):
@@ -261,12 +273,13 @@ void dpgd_run_progress(const dpgd_run *r, char *buf, size_t len);
  * Accuracy (Corollary 4.7): P(||a_t - sum_i qbar_t(i)||_inf > sigma sqrt(2 log(dim /
  * beta))) <= beta for every t: dpgd_queries_bound. */
 typedef struct dpgd_queries_params {
-  size_t n_users, dim; /* public: the number of users (nulls included) and each answer's length */
-  double budget;       /* B_norm > 0, squared-norm budget of every user */
-  double kappa;        /* zCDP level > 0 of the whole sequence; sigma^2 = B_norm / (2 kappa) */
-  double clip;         /* per-query norm cap C > 0, or INFINITY (only the budget caps) */
-  int rng;             /* DPGD_RNG_RESEARCH (seeded, reproducible) or DPGD_RNG_SECURE */
-  uint64_t seed;       /* research mode's master seed */
+  size_t n_users,
+      dim;       /* public: the number of users (nulls included) and each answer's length */
+  double budget; /* B_norm > 0, squared-norm budget of every user */
+  double kappa;  /* zCDP level > 0 of the whole sequence; sigma^2 = B_norm / (2 kappa) */
+  double clip;   /* per-query norm cap C > 0, or INFINITY (only the budget caps) */
+  int rng;       /* DPGD_RNG_RESEARCH (seeded, reproducible) or DPGD_RNG_SECURE */
+  uint64_t seed; /* research mode's master seed */
 } dpgd_queries_params;
 
 typedef struct dpgd_queries dpgd_queries;

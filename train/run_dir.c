@@ -87,14 +87,6 @@ int dpgd_run_metrics_put(dpgd_run *r, const char *text)
   return DPGD_OK;
 }
 
-static void put_num(FILE *f, double v)
-{
-  if (isfinite(v)) fprintf(f, "%.10g", v);
-}
-
-/* A privacy number (eps, mu): 10 digits, rounded up (the private direction). */
-static void put_up(FILE *f, double v) { put_num(f, dpgd_round_digits(v, 10, 1)); }
-
 /* Appends to the metrics row in r->row at *len; *len >= ROW_MAX says it did not fit. */
 static void row_put(dpgd_run *r, size_t *len, const char *fmt, ...)
 {
@@ -106,7 +98,7 @@ static void row_put(dpgd_run *r, size_t *len, const char *fmt, ...)
   *len += k > 0 ? (size_t)k : 0;
 }
 
-/* ",v" in the row; v empty when not finite; up: a privacy number (as put_up). */
+/* ",v" in the row; v empty when not finite; up: a privacy number (as dpgd_report_up). */
 static void row_num(dpgd_run *r, size_t *len, double v, int up)
 {
   if (up) v = dpgd_round_digits(v, 10, 1);
@@ -167,31 +159,17 @@ static int write_points(dpgd_run *r)
              "index,label,spend,spend_frac,active,level,delta_level,mu_i,eps_i\n");
   int rc = DPGD_OK;
   for (size_t i = 0; i < l->n && !rc; i++) {
-    size_t level = 0;
-    double mu = 0, eps = 0;
     double mu2 = (dpgd_ledger_point_mu2(l, i, pl->sigma) + q) * (1 + 0x1p-50);
-    rc = dpgd_odometer_report(&pl->odometer, mu2, &level, &mu, &eps);
-    if (rc) break;
     fprintf(f, "%zu,%u,%.17g,", i, (unsigned)r->train->labels[i], l->spend[i]);
-    put_num(f, l->spend[i] / budget);
-    fprintf(f, ",%d,%zu,", dpgd_filter_active(l->filter, i), level);
-    put_up(f, dpgd_odometer_delta(&pl->odometer, level));
-    fputc(',', f);
-    put_up(f, mu);
-    fputc(',', f);
-    put_up(f, eps);
+    dpgd_report_num(f, l->spend[i] / budget);
+    fprintf(f, ",%d,", dpgd_filter_active(l->filter, i));
+    rc = dpgd_report_odometer_cols(f, &pl->odometer, mu2);
     fputc('\n', f);
   }
   if (fclose(f) && !rc) rc = DPGD_FAIL(DPGD_ENOMEM, "no memory for %s", p);
   if (!rc) rc = dpgd_write_atomic(p, text, len);
   free(text);
   return rc;
-}
-
-static void json_num(FILE *f, double v)
-{
-  if (isfinite(v)) fprintf(f, "%.10g", v);
-  else fputs("null", f);
 }
 
 static int write_summary(dpgd_run *r, double test_acc)
@@ -210,26 +188,24 @@ static int write_summary(dpgd_run *r, double test_acc)
           (unsigned long long)(r->m.queries_done ? r->m.best_step : r->m.step),
           (unsigned long long)r->m.queries_done);
   fprintf(f, " \"sigma\": ");
-  json_num(f, p->sigma);
+  dpgd_report_json_num(f, p->sigma);
   fprintf(f, ", \"clip\": ");
-  json_num(f, p->clip);
+  dpgd_report_json_num(f, p->clip);
   fprintf(f, ", \"budget\": ");
-  json_num(f, p->filtered ? p->budget : (double)p->steps * p->clip * p->clip);
+  dpgd_report_json_num(f, p->filtered ? p->budget : (double)p->steps * p->clip * p->clip);
   fprintf(f, ", \"tau\": ");
-  json_num(f, p->queries ? p->tau : NAN);
+  dpgd_report_json_num(f, p->queries ? p->tau : NAN);
   fprintf(f, ",\n \"delta\": %.10g, \"mu\": ", p->delta);
-  json_num(f, dpgd_round_digits(dpgd_acct_gdp_mu(r->acct), 10, 1));
+  dpgd_report_json_num(f, dpgd_round_digits(dpgd_acct_gdp_mu(r->acct), 10, 1));
   fprintf(f, ",\n \"eps\": {");
   for (int k = 0; k < DPGD_ACCT_N_METHODS; k++) {
     fprintf(f, "%s\"%s\": ", k ? ", " : "", dpgd_acct_method_name((dpgd_acct_method)k));
-    json_num(f, dpgd_round_digits(r->eps_now[k], 10, 1));
+    dpgd_report_json_num(f, dpgd_round_digits(r->eps_now[k], 10, 1));
   }
-  fprintf(f, "},\n \"odometer\": {\"level_mu2\": %.17g, \"levels\": %zu, \"delta_split\": [",
-          p->odometer.level_mu2, p->odometer.levels);
-  for (size_t m = 1; m <= p->odometer.levels; m++)
-    fprintf(f, "%s%.17g", m > 1 ? ", " : "", dpgd_odometer_delta(&p->odometer, m));
-  fprintf(f, "]},\n \"test_acc\": ");
-  json_num(f, test_acc);
+  fprintf(f, "},\n \"odometer\": ");
+  dpgd_report_json_odometer(f, &p->odometer);
+  fprintf(f, ",\n \"test_acc\": ");
+  dpgd_report_json_num(f, test_acc);
   fprintf(f, ", \"seed\": %llu, \"rng\": \"%s\",\n", (unsigned long long)r->cfg.train_seed,
           dpgd_rng_mode_name(r->cfg.train_rng));
   if (!r->secure) fprintf(f, " \"caveat\": \"%s\",\n", DPGD_RESEARCH_CAVEAT);

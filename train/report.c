@@ -1,0 +1,46 @@
+/* report.c -- the number formats of the files a private release leaves behind (the run
+ * directory of dpgd train, the output of dpgd queries): privacy numbers rounded up,
+ * JSON numbers, and the per-point odometer columns of points.csv and users.csv
+ * (train/RUN_FORMAT.md "points.csv"). */
+#include <math.h>
+#include <stdio.h>
+
+#include "dpgd_train.h"
+
+void dpgd_report_num(FILE *f, double v)
+{
+  if (isfinite(v)) fprintf(f, "%.10g", v);
+}
+
+/* A privacy number (eps, mu, delta share): 10 digits, rounded up (the private direction). */
+void dpgd_report_up(FILE *f, double v) { dpgd_report_num(f, dpgd_round_digits(v, 10, 1)); }
+
+void dpgd_report_json_num(FILE *f, double v)
+{
+  if (isfinite(v)) fprintf(f, "%.10g", v);
+  else fputs("null", f);
+}
+
+int dpgd_report_odometer_cols(FILE *f, const dpgd_odometer *o, double mu2)
+{
+  size_t level = 0;
+  double mu = 0, eps = 0;
+  int rc = dpgd_odometer_report(o, mu2, &level, &mu, &eps);
+  if (rc) return rc;
+  fprintf(f, "%zu,", level);
+  dpgd_report_up(f, dpgd_odometer_delta(o, level));
+  fputc(',', f);
+  dpgd_report_up(f, mu);
+  fputc(',', f);
+  dpgd_report_up(f, eps);
+  return DPGD_OK;
+}
+
+void dpgd_report_json_odometer(FILE *f, const dpgd_odometer *o)
+{
+  fprintf(f, "{\"level_mu2\": %.17g, \"levels\": %zu, \"delta_split\": [", o->level_mu2,
+          o->levels);
+  for (size_t m = 1; m <= o->levels; m++)
+    fprintf(f, "%s%.17g", m > 1 ? ", " : "", dpgd_odometer_delta(o, m));
+  fputs("]}", f);
+}
