@@ -127,7 +127,8 @@ int dpgd_odometer_report(const dpgd_odometer *o, double mu2, size_t *level, doub
  * reporting functions take the unit (sigma C) and divide by unit^2 only there.
  * Invariant, exact in floating point: spent <= budget for every point and order; a
  * charge that would break it is refused, and dpgd_filter_cap is the largest sensitivity
- * that keeps it.
+ * that keeps it. Costs and sums round up, so spent is >= the real sum of the real costs
+ * (accounting/FILTER.md has the proof and the users' description).
  * A budget of +inf makes an odometer without a filter (Algorithm 6). */
 typedef enum {
   DPGD_FILTER_GDP = 0,
@@ -151,13 +152,16 @@ dpgd_filter_currency dpgd_filter_currency_of(const dpgd_filter *f);
 double dpgd_filter_budget(const dpgd_filter *f, size_t order);
 
 /* The cost, in order `order`'s currency, of a Gaussian release of squared sensitivity
- * sens2 against noise std sigma: c sens2 / sigma^2 (c = 1, 1/2 or a/2); NaN for an order
- * out of range. */
+ * sens2 against noise std sigma: c sens2 / sigma^2 (c = 1, 1/2 or a/2), rounded up (an
+ * exact quotient, as with c = 1 and sigma = 1, is returned as it is); NaN for an order
+ * out of range. Charges accumulate rounded up too, so a stored spend is never below the
+ * real sum of the real costs (accounting/FILTER.md). */
 double dpgd_filter_cost(const dpgd_filter *f, size_t order, double sens2, double sigma);
 /* The largest sensitivity cap <= want that point i may still spend this round against
- * noise std sigma: want itself when spent + cost(want^2) <= budget in floating point (no
- * sqrt: with GDP, sigma = 1 and want = C this is Algorithm 7's exact C branch), else
- * sqrt(remaining sigma^2 / c) stepped down by ulps until spent + cost(cap^2) <= budget;
+ * noise std sigma: want itself when spent + cost(want^2) <= budget, the sum and cost
+ * rounded up as a charge rounds them (no sqrt: with GDP, sigma = 1 and want = C this is
+ * Algorithm 7's exact C branch), else sqrt(remaining sigma^2 / c) stepped down by ulps
+ * until spent + cost(cap^2) <= budget;
  * RDP: the smallest such cap over the orders. 0 for a halted point or bad
  * arguments (want or sigma not finite and positive). */
 double dpgd_filter_cap(const dpgd_filter *f, size_t i, double want, double sigma);

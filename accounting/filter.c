@@ -2,7 +2,8 @@
  * Zrnic, Algorithms 3 and 7): per-point spends in one currency, the cap a point may
  * still spend, and charges that never let any order of a point exceed its budget. The
  * comparisons are exact (no fast-math, STYLE.md 12): the invariant spent <= budget holds
- * in floating point, not approximately. */
+ * in floating point, not approximately, and the costs and sums round up, so that the
+ * stored spend is never below the exact real sum of the exact costs (accounting/FILTER.md). */
 #include <math.h>
 #include <stdlib.h>
 
@@ -83,25 +84,95 @@ double dpgd_filter_budget(const dpgd_filter *f, size_t order)
   return order < f->k ? f->budget[order] : NAN;
 }
 
-/* c sens2 / sigma^2, evaluated as c * sens2 / (sigma * sigma): with c = 1 and sigma = 1
- * it is sens2 exactly (the trainer's units). */
+/* ---- Rounding in the private direction ----
+ * Privacy needs every stored spend to be >= the exact real sum of the exact costs of
+ * the charges it took (seed 003, Theorems 4.3 and 4.5, hold for the real sums). Round
+ * to nearest can round a product, a quotient or a sum DOWN, and k charges could then
+ * exceed the budget by about k u B. So the cost and the accumulation round UP, using
+ * the exact error of each operation (an fma gives the error of a product and the
+ * remainder of a quotient; TwoSum gives the error of a sum), and step one ulp up only
+ * when that error says the rounded result is below the exact one. An exact operation is
+ * left as it is: the trainer's costs (c = 1, sigma = 1) and exact sums (C = 10, B = k
+ * C^2) are bit for bit those of round to nearest.
+ * Proof that spent >= the exact sum. For an exact real x let RN(x) be round to nearest
+ * and RU(x) the least double >= x. Each helper below computes RN(x) and steps it one
+ * ulp up exactly when RN(x) < x, which makes it RU(x) (RN(x) < x means RN(x) is the
+ * largest double below x); in the subnormal range (RN(x) < 2^-969, where the error of
+ * the operation may not be representable; no real run goes there) it steps up
+ * unconditionally, giving next(RN(x)) >= RU(x). Then:
+ * (1) cost: p = mul_up(c, sens2) >= c sens2; s2 = square_down(sigma) <= sigma^2 (RN
+ *     rounded up: one ulp down); q = div_up(p, s2) >= p / s2 >= c sens2 / sigma^2.
+ * (2) sum: next = add_up(s, x) >= s + x. By induction over the charges, from spent = 0,
+ *     spent >= spent_prev + cost >= the exact sum of the exact costs.
+ * The error checks are exact: the error of a product (|product| >= 2^-969), the
+ * remainder p - q s2 of a quotient (p, q >= 2^-969) and the error of a sum (TwoSum, any
+ * magnitude) are doubles, so fma and TwoSum compute them without rounding. An overflow
+ * gives +inf, which every finite budget refuses.
+ * Proof that a cap and its charge agree: x -> RU(x) and x -> next(RN(x)) are monotone,
+ * and at the threshold the value computed below it (next(RN(x)) with RN(x) < 2^-969) is
+ * <= any double >= 2^-969, so each helper is monotone in its rounded-up argument and
+ * the composite add_up(s, cost(x)) is monotone in x. order_cap accepts cap only when
+ * add_up(s, cost(cap * cap)) <= b with the very functions dpgd_filter_charge applies to
+ * sens2 = cap * cap (the caller's square, the same expression): the charge of cap^2, or
+ * of anything smaller, computes the same or a smaller next and is accepted. */
+#define TINY 0x1p-969
+
+/* c * x rounded up (c, x >= 0). */
+static double mul_up(double c, double x)
+{
+  double p = c * x;
+  if (p == 0) return c == 0 || x == 0 ? 0.0 : nextafter(0.0, INFINITY);
+  if (p < TINY || fma(c, x, -p) > 0) p = nextafter(p, INFINITY);
+  return p;
+}
+
+/* sigma^2 rounded down (sigma > 0): the denominator of a cost rounded up. */
+static double square_down(double sigma)
+{
+  double s2 = sigma * sigma;
+  if (s2 < TINY || fma(sigma, sigma, -s2) < 0) s2 = nextafter(s2, 0.0);
+  return s2;
+}
+
+/* p / s2 rounded up (p >= 0, s2 >= 0). */
+static double div_up(double p, double s2)
+{
+  double q = p / s2;
+  if (!isfinite(q) || p == 0) return q;
+  if (q < TINY || p < TINY || fma(-q, s2, p) > 0) q = nextafter(q, INFINITY);
+  return q;
+}
+
+/* s + x rounded up (Knuth's TwoSum gives the exact error of fl(s + x)). */
+static double add_up(double s, double x)
+{
+  double next = s + x, bv = next - s;
+  double err = (s - (next - bv)) + (x - bv);
+  return err > 0 ? nextafter(next, INFINITY) : next;
+}
+
+/* c sens2 / sigma^2 rounded up (see above): with c = 1 and sigma = 1 it is sens2 exactly
+ * (the trainer's units). */
 double dpgd_filter_cost(const dpgd_filter *f, size_t order, double sens2, double sigma)
 {
-  return order < f->k ? f->coef[order] * sens2 / (sigma * sigma) : NAN;
+  if (order >= f->k) return NAN;
+  return div_up(mul_up(f->coef[order], sens2), square_down(sigma));
 }
 
 /* One order's cap for a point that has spent s of budget b: want when s + cost(want^2)
- * <= b in floating point, else sqrt of the remainder, stepped down by ulps until it fits
- * (then the spend never needs clamping). */
+ * <= b (both rounded up, as dpgd_filter_charge computes them), else sqrt of the
+ * remainder, stepped down by ulps until it fits (then the spend never needs clamping,
+ * and a charge of cap^2 is always accepted). */
 static double order_cap(const dpgd_filter *f, size_t j, double s, double want, double sigma)
 {
   double b = f->budget[j];
-  if (s + dpgd_filter_cost(f, j, want * want, sigma) <= b) return want;
+  if (add_up(s, dpgd_filter_cost(f, j, want * want, sigma)) <= b) return want;
   double rem = b - s;
   if (!(rem > 0)) return 0.0;
   double cap = sqrt(rem * (sigma * sigma) / f->coef[j]);
   if (cap > want) cap = want;
-  while (cap > 0 && s + dpgd_filter_cost(f, j, cap * cap, sigma) > b) cap = nextafter(cap, 0.0);
+  while (cap > 0 && !(add_up(s, dpgd_filter_cost(f, j, cap * cap, sigma)) <= b))
+    cap = nextafter(cap, 0.0);
   return cap;
 }
 
@@ -128,7 +199,7 @@ int dpgd_filter_charge(dpgd_filter *f, size_t i, double sens2, double sigma)
   if (sens2 == 0) return DPGD_OK;
   double next[DPGD_FILTER_MAX_ORDERS];
   for (size_t j = 0; j < f->k; j++) {
-    next[j] = f->spent[j * f->n + i] + dpgd_filter_cost(f, j, sens2, sigma);
+    next[j] = add_up(f->spent[j * f->n + i], dpgd_filter_cost(f, j, sens2, sigma));
     if (!(next[j] <= f->budget[j]))
       return DPGD_FAIL(DPGD_ERANGE, "filter: charge of point %zu (%.17g) exceeds its budget", i,
                        sens2);

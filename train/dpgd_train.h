@@ -57,6 +57,15 @@ typedef struct dpgd_ledger {
 dpgd_ledger *dpgd_ledger_alloc(size_t n, int filtered, double clip, double budget);
 void dpgd_ledger_free(dpgd_ledger *l);
 
+/* The ledger's filter as a checkpoint section (dpgd_filter_serialize, "DPGDFILT"; *buf
+ * from malloc). */
+int dpgd_ledger_save(const dpgd_ledger *l, void **buf, size_t *len);
+/* Replaces the ledger's filter by a saved one: DPGD_EFORMAT, the ledger unchanged, when
+ * it does not deserialize, breaks dpgd_filter_check or does not match the ledger (n
+ * points, currency GDP, one order, the ledger's budget: B_norm, or INFINITY for
+ * Algorithm 6). */
+int dpgd_ledger_load(dpgd_ledger *l, const void *buf, size_t len);
+
 /* Sets the summation slack (see above); DPGD_EINVAL unless 0 <= slack < C. */
 int dpgd_ledger_set_slack(dpgd_ledger *l, double slack);
 

@@ -39,6 +39,36 @@ void dpgd_ledger_free(dpgd_ledger *l)
   free(l);
 }
 
+int dpgd_ledger_save(const dpgd_ledger *l, void **buf, size_t *len)
+{
+  return dpgd_filter_serialize(l->filter, buf, len);
+}
+
+int dpgd_ledger_load(dpgd_ledger *l, const void *buf, size_t len)
+{
+  dpgd_filter *f = NULL;
+  int st = dpgd_filter_deserialize(&f, buf, len);
+  if (st) return st;
+  if (dpgd_filter_n(f) != l->n || dpgd_filter_currency_of(f) != DPGD_FILTER_GDP ||
+      dpgd_filter_n_orders(f) != 1 || !(dpgd_filter_budget(f, 0) == l->budget)) {
+    st = DPGD_FAIL(DPGD_EFORMAT,
+                   "saved filter (%zu points, currency %d, budget %.17g) does not match the "
+                   "ledger (%zu points, GDP, budget %.17g)",
+                   dpgd_filter_n(f), (int)dpgd_filter_currency_of(f), dpgd_filter_budget(f, 0),
+                   l->n, l->budget);
+  } else if (dpgd_filter_check(f)) {
+    st = DPGD_FAIL(DPGD_EFORMAT, "saved filter: %s", dpgd_error_last());
+  }
+  if (st) {
+    dpgd_filter_free(f);
+    return st;
+  }
+  dpgd_filter_free(l->filter);
+  l->filter = f;
+  l->spend = dpgd_filter_spent_data(f, 0);
+  return DPGD_OK;
+}
+
 /* The sensitivity the accountant allows point i this step: the filter's cap of C against
  * unit noise. It is C exactly while s(i) + C^2 <= B in floating point (no sqrt: what
  * makes Algorithm 7 reproduce Algorithm 6 bit for bit), else sqrt(B - s(i)) stepped down

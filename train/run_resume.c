@@ -20,17 +20,21 @@
 
 int dpgd_run_write_checkpoint(dpgd_run *r)
 {
-  void *acct_buf = NULL;
-  size_t acct_len = 0;
+  void *acct_buf = NULL, *filt_buf = NULL;
+  size_t acct_len = 0, filt_len = 0;
   int rc = dpgd_acct_serialize(r->acct, &acct_buf, &acct_len);
-  if (rc) return rc;
-  size_t n = r->m.n, rs = dpgd_rng_state_size(r->rng_step),
-         rq = dpgd_rng_state_size(r->rng_query);
+  if (!rc) rc = dpgd_ledger_save(r->ledger, &filt_buf, &filt_len);
+  if (rc) {
+    free(acct_buf);
+    return rc;
+  }
+  size_t rs = dpgd_rng_state_size(r->rng_step), rq = dpgd_rng_state_size(r->rng_query);
   void *sst = malloc(rs ? rs : 1), *sq = malloc(rq ? rq : 1);
   if (!sst || !sq) {
     free(sst);
     free(sq);
     free(acct_buf);
+    free(filt_buf);
     return DPGD_FAIL(DPGD_ENOMEM, "no memory for the checkpoint");
   }
   dpgd_rng_state_get(r->rng_step, sst);
@@ -41,7 +45,7 @@ int dpgd_run_write_checkpoint(dpgd_run *r)
       {"meta", &r->m, sizeof r->m},
       {"params", dpgd_model_params_const(r->model), r->P * sizeof(float)},
       {"best", r->best, r->P * sizeof(float)},
-      {"spend", r->ledger->spend, n * sizeof(double)},
+      {"filter", filt_buf, filt_len}, /* the ledger; older checkpoints: "spend", s(i) */
       {"rngstep", sst, rs},
       {"rngquery", sq, rq},
       {"acct", acct_buf, acct_len},
@@ -57,12 +61,14 @@ int dpgd_run_write_checkpoint(dpgd_run *r)
     free(sst);
     free(sq);
     free(acct_buf);
+    free(filt_buf);
     return DPGD_FAIL(DPGD_EIO, "cannot write %s/metrics.csv: %s", r->dir, strerror(errno));
   }
   rc = dpgd_ckpt_write(p, r->config_hash, s, n_sections);
   free(sst);
   free(sq);
   free(acct_buf);
+  free(filt_buf);
   return rc;
 }
 
@@ -200,19 +206,46 @@ static int check_replay_and_data(dpgd_run *r, const dpgd_ckpt *ck, const char *p
   return DPGD_OK;
 }
 
+/* The ledger: the "filter" section (the ledger's filter, dpgd_filter_serialize), or the
+ * "spend" section (s(i) only) of a checkpoint written before it. Never reset: a
+ * checkpoint with neither, or with a filter that does not load or match the run, is
+ * refused. */
+static int restore_ledger(dpgd_run *r, const dpgd_ckpt *ck, const char *p)
+{
+  const void *d;
+  size_t len, n = r->ledger->n;
+  if (dpgd_ckpt_get(ck, "filter", 0, &d, &len) == DPGD_OK) {
+    if (dpgd_ledger_load(r->ledger, d, len))
+      return DPGD_FAIL(DPGD_EFORMAT,
+                       "checkpoint %s: its privacy ledger cannot be restored (%s); resuming "
+                       "without it would reset every point's spend, so it is refused",
+                       p, dpgd_error_last());
+    return DPGD_OK;
+  }
+  if (dpgd_ckpt_get(ck, "spend", 0, &d, &len) != DPGD_OK)
+    return DPGD_FAIL(DPGD_EFORMAT,
+                     "checkpoint %s has no privacy ledger (neither a 'filter' nor a 'spend' "
+                     "section); resuming would reset every point's spend, so it is refused",
+                     p);
+  if (len != n * sizeof(double))
+    return DPGD_FAIL(DPGD_EFORMAT,
+                     "checkpoint %s: its 'spend' section is %zu bytes, expected %zu; the "
+                     "privacy ledger cannot be restored, so it is refused",
+                     p, len, n * sizeof(double));
+  memcpy(r->ledger->spend, d, len);
+  return dpgd_ledger_check(r->ledger);
+}
+
 /* Parameters, best parameters, ledger, both RNG streams and the accountant. */
-static int restore_state(dpgd_run *r, const dpgd_ckpt *ck)
+static int restore_state(dpgd_run *r, const dpgd_ckpt *ck, const char *p)
 {
   const void *d;
   size_t len;
-  size_t n = r->train ? r->train->n : 0;
   int rc = dpgd_ckpt_get(ck, "params", r->P * sizeof(float), &d, NULL);
   if (!rc) memcpy(dpgd_model_params(r->model), d, r->P * sizeof(float));
   if (!rc) rc = dpgd_ckpt_get(ck, "best", r->P * sizeof(float), &d, NULL);
   if (!rc) memcpy(r->best, d, r->P * sizeof(float));
-  if (!rc) rc = dpgd_ckpt_get(ck, "spend", n * sizeof(double), &d, NULL);
-  if (!rc) memcpy(r->ledger->spend, d, n * sizeof(double));
-  if (!rc) rc = dpgd_ledger_check(r->ledger);
+  if (!rc) rc = restore_ledger(r, ck, p);
   if (!rc) rc = dpgd_ckpt_get(ck, "rngstep", 0, &d, &len);
   if (!rc) rc = dpgd_rng_state_set(r->rng_step, d, len);
   if (!rc) rc = dpgd_ckpt_get(ck, "rngquery", 0, &d, &len);
@@ -282,7 +315,7 @@ int dpgd_run_resume(dpgd_run **out, const char *run_dir)
   run_meta m;
   if (!rc) rc = check_identity(r, ck, p, &m);
   if (!rc) rc = check_replay_and_data(r, ck, p);
-  if (!rc) rc = restore_state(r, ck);
+  if (!rc) rc = restore_state(r, ck, p);
   if (!rc && r->secure) rc = restore_secure_row(r, ck, p);
   dpgd_ckpt_free(ck);
   if (!rc) rc = restore_metrics(r, &m);

@@ -119,6 +119,147 @@ static void test_boundaries(void **state)
   assert_null(dpgd_filter_alloc(1, (dpgd_filter_currency)7, 1, NULL, &b));
 }
 
+/* xorshift64*: the random doubles of the rounding tests, the same on every platform. */
+static uint64_t rng_next(uint64_t *x)
+{
+  *x ^= *x >> 12;
+  *x ^= *x << 25;
+  *x ^= *x >> 27;
+  return *x * 0x2545F4914F6CDD1DULL;
+}
+
+/* A double in [1, 2) with `bits` random significand bits (1 <= bits <= 53). */
+static double rng_mant(uint64_t *x, int bits)
+{
+  uint64_t m = rng_next(x) >> (64 - (bits - 1));
+  return 1.0 + ldexp((double)m, 1 - bits);
+}
+
+/* Charges of 0.1 (the double 0.1000000000000000055...): ten of them sum to more than 1
+ * in real arithmetic, though round to nearest gives 0.9999999999999999. The stored
+ * spend must not be below the real sum: the tenth is refused by a budget of 1, and
+ * without a budget the spend stays >= the exact sum, which is tracked exactly as an
+ * integer count of 2^-56 (0.1's ulp: every charge and partial sum is a multiple of it).
+ * Then the same with random charges k 2^-40 (k < 2^45) counted in units of 2^-40. */
+static void test_round_up_tenths(void **state)
+{
+  (void)state;
+  dpgd_filter *f = gdp(2, 1.0);
+  double naive = 0;
+  for (int t = 0; t < 9; t++) {
+    assert_int_equal(dpgd_filter_charge(f, 0, 0.1, 1.0), DPGD_OK);
+    naive += 0.1;
+  }
+  assert_true(naive + 0.1 <= 1.0); /* round to nearest would accept a tenth */
+  assert_int_equal(dpgd_filter_charge(f, 0, 0.1, 1.0), DPGD_ERANGE);
+  double cap = dpgd_filter_cap(f, 0, 1.0, 1.0); /* and the cap agrees with the charge */
+  assert_true(cap > 0 && cap * cap < 0.1);
+  assert_int_equal(dpgd_filter_charge(f, 0, cap * cap, 1.0), DPGD_OK);
+  assert_int_equal(dpgd_filter_check(f), DPGD_OK);
+  dpgd_filter_free(f);
+  f = gdp(1, INFINITY);
+  uint64_t exact = 0, unit = (uint64_t)ldexp(0.1, 56); /* 0.1 = unit 2^-56 exactly */
+  assert_true(ldexp((double)unit, -56) == 0.1);
+  naive = 0;
+  int below = 0;
+  for (int t = 1; t <= 2000; t++) {
+    assert_int_equal(dpgd_filter_charge(f, 0, 0.1, 1.0), DPGD_OK);
+    exact += unit;
+    naive += 0.1;
+    double s = dpgd_filter_spent(f, 0, 0);
+    assert_true((uint64_t)ldexp(s, 56) >= exact && ldexp(s, 56) == floor(ldexp(s, 56)));
+    below += (uint64_t)ldexp(naive, 56) < exact;
+  }
+  assert_true(below > 0); /* the naive sum does fall below the real one */
+  dpgd_filter_free(f);
+}
+
+static void test_round_up_random(void **state)
+{
+  (void)state;
+  dpgd_filter *f = gdp(1, INFINITY);
+  uint64_t x = 0x9E3779B97F4A7C15ULL, exact = 0;
+  int ups = 0;
+  for (int t = 0; t < 3000; t++) {
+    uint64_t k = (rng_next(&x) >> 19) + 1; /* 1 .. 2^45 */
+    double c = ldexp((double)k, -40), prev = dpgd_filter_spent(f, 0, 0);
+    assert_int_equal(dpgd_filter_charge(f, 0, c, 1.0), DPGD_OK);
+    exact += k;
+    double s = ldexp(dpgd_filter_spent(f, 0, 0), 40);
+    assert_true(s == floor(s) && (uint64_t)s >= exact);
+    assert_true(s < (double)exact * (1 + 0x1p-40)); /* and not far above it */
+    /* A step where round to nearest would have rounded the sum down. */
+    ups += (uint64_t)ldexp(prev + c, 40) < (uint64_t)ldexp(prev, 40) + k;
+  }
+  assert_true(ups > 100);
+  dpgd_filter_free(f);
+}
+
+/* Exact operations are unchanged bit for bit: the trainer's costs (c = 1 against
+ * sigma = 1), zCDP's halving, and sums that round to nearest exactly (Algorithm 7 with
+ * B = k C^2 reproduces Algorithm 6). */
+static void test_round_up_exact_kept(void **state)
+{
+  (void)state;
+  double rho = 1e300;
+  dpgd_filter *f = gdp(1, INFINITY), *z = dpgd_filter_alloc(1, DPGD_FILTER_ZCDP, 1, NULL, &rho);
+  assert_non_null(z);
+  uint64_t x = 12345;
+  for (int t = 0; t < 1000; t++) {
+    double v = ldexp(rng_mant(&x, 53), (int)(rng_next(&x) % 200) - 100);
+    assert_memory_equal(&(double){dpgd_filter_cost(f, 0, v, 1.0)}, &v, sizeof v);
+    assert_memory_equal(&(double){dpgd_filter_cost(z, 0, v, 1.0)}, &(double){v / 2}, sizeof v);
+    assert_true(dpgd_filter_cost(f, 0, 4 * v, 2.0) == v); /* sigma^2 = 4 exactly */
+  }
+  dpgd_filter_free(z);
+  dpgd_filter_free(f);
+  f = gdp(1, 60 * 100.0);
+  for (int t = 0; t < 60; t++) {
+    assert_true(dpgd_filter_cap(f, 0, 10.0, 1.0) == 10.0);
+    assert_int_equal(dpgd_filter_charge(f, 0, 100.0, 1.0), DPGD_OK);
+    assert_true(dpgd_filter_spent(f, 0, 0) == 100.0 * (t + 1));
+  }
+  assert_false(dpgd_filter_active(f, 0));
+  dpgd_filter_free(f);
+}
+
+#ifdef __SIZEOF_FLOAT128__
+/* RDP costs a x^2 / (2 sigma^2) with random orders (20 significand bits), squared
+ * sensitivities (53 bits) and noise stds (30 bits, so that sigma^2 has 60 bits and
+ * rounds in double): cost sigma^2 >= (a/2) x^2 in exact arithmetic, both sides being
+ * exact in __float128 (113 bits >= 53 + 60 and 20 + 53), and cost is within 8 ulps of
+ * the real quotient; round to nearest alone falls below it on many draws. */
+static void test_round_up_rdp_cost(void **state)
+{
+  (void)state;
+  uint64_t x = 777;
+  int below = 0;
+  for (int t = 0; t < 20000; t++) {
+    double a = 1 + ldexp(rng_mant(&x, 20), (int)(rng_next(&x) % 7));
+    double b = 1.0, sens2 = ldexp(rng_mant(&x, 53), (int)(rng_next(&x) % 40) - 20);
+    double sigma = ldexp(rng_mant(&x, 30), (int)(rng_next(&x) % 20) - 10);
+    dpgd_filter *f = dpgd_filter_alloc(1, DPGD_FILTER_RDP, 1, &a, &b);
+    assert_non_null(f);
+    double cost = dpgd_filter_cost(f, 0, sens2, sigma);
+    dpgd_filter_free(f);
+    __float128 s2 = (__float128)sigma * sigma, num = (__float128)(a / 2) * sens2;
+    assert_true((__float128)cost * s2 >= num);
+    double low = cost;
+    for (int u = 0; u < 8; u++) low = nextafter(low, 0);
+    assert_true((__float128)low * s2 < num);
+    double naive = a / 2 * sens2 / (sigma * sigma);
+    below += (__float128)naive * s2 < num;
+  }
+  assert_true(below > 1000);
+}
+#else
+static void test_round_up_rdp_cost(void **state)
+{
+  (void)state;
+  skip(); /* no exact 113-bit arithmetic on this platform */
+}
+#endif
+
 static void test_serialize(void **state)
 {
   (void)state;
@@ -339,11 +480,13 @@ static void test_report(void **state)
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_closed_forms), cmocka_unit_test(test_boundaries),
-      cmocka_unit_test(test_serialize),    cmocka_unit_test(test_serialize_invariant),
-      cmocka_unit_test(test_property),     cmocka_unit_test(test_property_orders),
-      cmocka_unit_test(test_epsilon),      cmocka_unit_test(test_report),
-      cmocka_unit_test(test_dp_filter),
+      cmocka_unit_test(test_closed_forms),      cmocka_unit_test(test_boundaries),
+      cmocka_unit_test(test_serialize),         cmocka_unit_test(test_serialize_invariant),
+      cmocka_unit_test(test_property),          cmocka_unit_test(test_property_orders),
+      cmocka_unit_test(test_epsilon),           cmocka_unit_test(test_report),
+      cmocka_unit_test(test_dp_filter),         cmocka_unit_test(test_round_up_tenths),
+      cmocka_unit_test(test_round_up_random),   cmocka_unit_test(test_round_up_exact_kept),
+      cmocka_unit_test(test_round_up_rdp_cost),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

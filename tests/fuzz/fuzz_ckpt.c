@@ -1,7 +1,7 @@
 /* fuzz_ckpt.c -- libFuzzer target for the checkpoint container (dpgd_ckpt_read) and the
  * sections a resume hands on to other parsers: "acct" to dpgd_acct_deserialize,
- * "rngstep"/"rngquery" to dpgd_rng_state_set (then draws from the stream), "spend" to a
- * ledger and dpgd_ledger_check. Each input is read twice: as it is (the config hash taken
+ * "rngstep"/"rngquery" to dpgd_rng_state_set (then draws from the stream), "filter" to
+ * dpgd_ledger_load and "spend" (older checkpoints) to a ledger and dpgd_ledger_check. Each input is read twice: as it is (the config hash taken
  * from the file, so only the checks before the checksum decide), and with its CRC-32
  * recomputed, so the mutations reach the section table and the sections behind it.
  * Any crash, sanitizer report, leak or status without a message is a bug. */
@@ -78,6 +78,21 @@ static void spend_section(const dpgd_ckpt *c)
   dpgd_ledger_free(l);
 }
 
+static void filter_section(const dpgd_ckpt *c)
+{
+  const void *d;
+  size_t len;
+  if (dpgd_ckpt_get(c, "filter", 0, &d, &len) != DPGD_OK) return;
+  dpgd_ledger *l = dpgd_ledger_alloc(4, 1, 2.385, 11.2);
+  if (!l) return;
+  dpgd_error_clear();
+  int st = dpgd_ledger_load(l, d, len);
+  check_status(st);
+  if (dpgd_ledger_check(l) != DPGD_OK) __builtin_trap(); /* loaded or unchanged: valid */
+  (void)dpgd_ledger_active(l);
+  dpgd_ledger_free(l);
+}
+
 static void read_one(const uint8_t *data, size_t size)
 {
   uint64_t hash = 0;
@@ -111,6 +126,7 @@ static void read_one(const uint8_t *data, size_t size)
   rng_section(c, "rngstep", DPGD_STREAM_STEP);
   rng_section(c, "rngquery", DPGD_STREAM_QUERY);
   spend_section(c);
+  filter_section(c);
   dpgd_ckpt_free(c);
 }
 

@@ -383,7 +383,7 @@ static void test_resume_bit_identical(void **state)
  * set to other, as a checkpoint written by another build or BLAS kernel would be. */
 static void set_replay(const char *run, const dpgd_config *c, const char *other)
 {
-  static const char *const names[] = {"meta",     "params", "best", "spend", "rngstep",
+  static const char *const names[] = {"meta",     "params", "best", "filter", "rngstep",
                                       "rngquery", "acct",   "data", "replay"};
   enum { N = sizeof names / sizeof names[0] };
   char p[600];
@@ -402,6 +402,135 @@ static void set_replay(const char *run, const dpgd_config *c, const char *other)
   sec[N - 1].len = strlen(other);
   assert_int_equal(dpgd_ckpt_write(p, hash, sec, N), DPGD_OK);
   dpgd_ckpt_free(ck);
+}
+
+/* Rewrites run's checkpoint without its "filter" section, adding `add` (len bytes of
+ * data) in its place when add is not NULL: a checkpoint of an older dpgd ("spend"), or
+ * a damaged one. */
+static void swap_ledger_section(const char *run, const dpgd_config *c, const char *add,
+                                const void *data, size_t len)
+{
+  static const char *const names[] = {"meta",     "params", "best", "rngstep",
+                                      "rngquery", "acct",   "data", "replay"};
+  enum { N = sizeof names / sizeof names[0] };
+  char p[600];
+  snprintf(p, sizeof p, "%s/%s/checkpoint.bin", dir, run);
+  dpgd_config rc_cfg = *c;
+  snprintf(rc_cfg.output_dir, sizeof rc_cfg.output_dir, "%s/%s", dir, run);
+  uint64_t hash = dpgd_config_hash(&rc_cfg);
+  dpgd_ckpt *ck = NULL;
+  assert_int_equal(dpgd_ckpt_read(&ck, p, hash), DPGD_OK);
+  dpgd_ckpt_section sec[N + 1];
+  for (size_t k = 0; k < N; k++) {
+    strncpy(sec[k].name, names[k], sizeof sec[k].name); /* NUL-padded, 8 bytes */
+    assert_int_equal(dpgd_ckpt_get(ck, names[k], 0, &sec[k].data, &sec[k].len), DPGD_OK);
+  }
+  if (add) {
+    memset(sec[N].name, 0, sizeof sec[N].name);
+    memcpy(sec[N].name, add, strlen(add)); /* "spend" or "filter": NUL-padded */
+    sec[N].data = data;
+    sec[N].len = len;
+  }
+  assert_int_equal(dpgd_ckpt_write(p, hash, sec, N + (add != NULL)), DPGD_OK);
+  dpgd_ckpt_free(ck);
+}
+
+/* The filter section of run's checkpoint (malloc'ed copy). */
+static void *filter_section(const char *run, const dpgd_config *c, size_t *len)
+{
+  char p[600];
+  snprintf(p, sizeof p, "%s/%s/checkpoint.bin", dir, run);
+  dpgd_config rc_cfg = *c;
+  snprintf(rc_cfg.output_dir, sizeof rc_cfg.output_dir, "%s/%s", dir, run);
+  dpgd_ckpt *ck = NULL;
+  assert_int_equal(dpgd_ckpt_read(&ck, p, dpgd_config_hash(&rc_cfg)), DPGD_OK);
+  const void *d;
+  assert_int_equal(dpgd_ckpt_get(ck, "filter", 0, &d, len), DPGD_OK);
+  void *copy = malloc(*len);
+  assert_non_null(copy);
+  memcpy(copy, d, *len);
+  dpgd_ckpt_free(ck);
+  return copy;
+}
+
+/* Interrupted after step 7 (checkpoint at 6, the ledger's filter saved as "filter"). */
+static void cut_run(dpgd_config *c, const char *run)
+{
+  stopping_config(c, run, 3, 1);
+  dpgd_run *r = open_run(c);
+  for (int t = 0; t < 7; t++) assert_int_equal(dpgd_run_step(r), DPGD_OK);
+  dpgd_run_free(r);
+}
+
+/* Resumes run: DPGD_OK and the same outputs as "lfull", or refused naming `why`. */
+static void resume_ledger_run(const char *run, const char *why)
+{
+  char path[600];
+  snprintf(path, sizeof path, "%s/%s", dir, run);
+  dpgd_run *r = NULL;
+  int rc = dpgd_run_resume(&r, path);
+  if (why) {
+    assert_int_equal(rc, DPGD_EFORMAT);
+    assert_null(r);
+    assert_non_null(strstr(dpgd_error_last(), why));
+    assert_null(strchr(dpgd_error_last(), '\n'));
+    return;
+  }
+  if (rc) print_error("%s\n", dpgd_error_last());
+  assert_int_equal(rc, DPGD_OK);
+  assert_true(dpgd_run_ledger(r)->spend[0] > 0); /* the ledger came back */
+  finish_run(r);
+  dpgd_run_free(r);
+  /* summary.json differs in its nonprivate wall_s only */
+  static const char *const files[] = {"model.bin", "points.csv", "metrics.csv"};
+  for (size_t k = 0; k < 3; k++) assert_same_file("lfull", run, files[k]);
+}
+
+/* The ledger in a checkpoint: the filter (dpgd_filter_serialize, section "filter")
+ * round-trips; a checkpoint of an older dpgd with only the "spend" array resumes to the
+ * same outputs; a checkpoint with neither, a damaged filter or one of another budget is
+ * refused with one line (a resume never resets the ledger). */
+static void test_resume_ledger_sections(void **state)
+{
+  (void)state;
+  dpgd_config c;
+  stopping_config(&c, "lfull", 3, 1);
+  dpgd_run *r = open_run(&c);
+  finish_run(r);
+  dpgd_run_free(r);
+  cut_run(&c, "lnew");
+  resume_ledger_run("lnew", NULL);
+  cut_run(&c, "lold");
+  size_t len;
+  void *buf = filter_section("lold", &c, &len);
+  dpgd_filter *f = NULL;
+  assert_int_equal(dpgd_filter_deserialize(&f, buf, len), DPGD_OK);
+  size_t n = dpgd_filter_n(f);
+  swap_ledger_section("lold", &c, "spend", dpgd_filter_spent_data(f, 0), n * sizeof(double));
+  resume_ledger_run("lold", NULL);
+  cut_run(&c, "lnone");
+  swap_ledger_section("lnone", &c, NULL, NULL, 0);
+  resume_ledger_run("lnone", "no privacy ledger");
+  cut_run(&c, "lshort");
+  swap_ledger_section("lshort", &c, "spend", dpgd_filter_spent_data(f, 0), sizeof(double));
+  resume_ledger_run("lshort", "'spend' section is 8 bytes");
+  cut_run(&c, "lbad");
+  ((unsigned char *)buf)[len / 2] ^= 0x10;
+  swap_ledger_section("lbad", &c, "filter", buf, len);
+  resume_ledger_run("lbad", "cannot be restored");
+  ((unsigned char *)buf)[len / 2] ^= 0x10;
+  cut_run(&c, "lbudget"); /* a valid filter of another budget */
+  double b = dpgd_filter_budget(f, 0) * 2;
+  dpgd_filter *g = dpgd_filter_alloc(n, DPGD_FILTER_GDP, 1, NULL, &b);
+  void *gbuf = NULL;
+  size_t glen = 0;
+  assert_int_equal(dpgd_filter_serialize(g, &gbuf, &glen), DPGD_OK);
+  swap_ledger_section("lbudget", &c, "filter", gbuf, glen);
+  resume_ledger_run("lbudget", "does not match the ledger");
+  free(gbuf);
+  dpgd_filter_free(g);
+  dpgd_filter_free(f);
+  free(buf);
 }
 
 /* A research resume replays the released rows after its checkpoint with the same
@@ -845,6 +974,7 @@ int main(void)
       cmocka_unit_test(test_secure_and_diverged),
       cmocka_unit_test(test_secure_resume),
       cmocka_unit_test(test_resume_other_build),
+      cmocka_unit_test(test_resume_ledger_sections),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   if (rc == 0) tu_rmtree(dir); /* kept for inspection when a test failed */
