@@ -14,8 +14,9 @@ int dpgd_iter_check(const dpgd_iter_setting *s)
     return DPGD_FAIL(DPGD_EINVAL, "iteration: need 1 <= t <= n (got n = %llu, t = %llu)",
                      (unsigned long long)s->n, (unsigned long long)s->t);
   if (!(s->grad_sens > 0) || isinf(s->grad_sens))
-    return DPGD_FAIL(DPGD_EINVAL, "iteration: the gradient sensitivity must be finite and > 0 "
-                                  "(got %g)",
+    return DPGD_FAIL(DPGD_EINVAL,
+                     "iteration: the gradient sensitivity must be finite and > 0 "
+                     "(got %g)",
                      s->grad_sens);
   if (!(s->sigma > 0) || isinf(s->sigma))
     return DPGD_FAIL(DPGD_EINVAL, "iteration: sigma must be finite and > 0 (got %g)", s->sigma);
@@ -135,7 +136,8 @@ int dpgd_iter_contraction_epsilon(const dpgd_iter_setting *s, double delta,
   st = dpgd_gdp_epsilon(step_mu(s), delta, &hi);
   if (st) return st;
   for (int i = 0; contraction_delta_e(s, hi, &err) > delta; i++) {
-    if (i > 60) return DPGD_FAIL(DPGD_ERANGE, "contraction: eps(delta = %g) out of range", delta);
+    if (i > 60)
+      return DPGD_FAIL(DPGD_ERANGE, "contraction: eps(delta = %g) out of range", delta);
     hi = 2 * hi + 1e-300;
   }
   /* bisection keeping the upper end, whose delta(eps) <= delta has been verified */

@@ -24,8 +24,8 @@
 static dpgd_iter_setting setting(uint64_t n, uint64_t t, double g, double sigma, double eta,
                                  double diam)
 {
-  dpgd_iter_setting s = {.n = n, .t = t, .grad_sens = g, .sigma = sigma, .eta = eta,
-                         .diameter = diam};
+  dpgd_iter_setting s = {
+      .n = n, .t = t, .grad_sens = g, .sigma = sigma, .eta = eta, .diameter = diam};
   return s;
 }
 
@@ -72,7 +72,8 @@ static void test_rdp_linear(void **state)
         double rho = dpgd_iter_rho(&st);
         for (size_t ai = 0; ai < 4; ai++) {
           double a = alphas[ai], num = renyi_quadrature(a, m, v);
-          assert_true(fabs(num - a * m * m / (2 * v)) <= 1e-9 * num + 1e-12); /* the quadrature */
+          assert_true(fabs(num - a * m * m / (2 * v)) <=
+                      1e-9 * num + 1e-12); /* the quadrature */
           assert_true(num <= a * rho * (1 + 1e-12) + 1e-12);
           if (c == 1.0 && t == 1) assert_true(num >= a * rho * (1 - 1e-9)); /* tight */
         }
@@ -95,8 +96,8 @@ static double clampd(double x, double r) { return x < -r ? -r : x > r ? r : x; }
 
 /* The law of the last pre-projection iterate of x_k = clamp(x_{k-1}) + b_k + N(0, s^2)
  * from x_0 = start, shifted by b at step t only (b = 0: the other run). */
-static void propagate(grid_density *d, double start, double r, double s, uint64_t n,
-                      uint64_t t, double b)
+static void propagate(grid_density *d, double start, double r, double s, uint64_t n, uint64_t t,
+                      double b)
 {
   double *tmp = malloc(sizeof(double) * GRID);
   assert_non_null(tmp);
@@ -236,18 +237,19 @@ static void test_epsilons(void **state)
   assert_int_equal(dpgd_iter_composition_epsilon(&st, DPGD_ACCT_EXACT, delta, &v), DPGD_OK);
   assert_true(v.value >= e0 && v.value <= e0 * (1 + 1e-9));
   assert_true(vb.value < v.value && vc.value < v.value);
-  print_message("  n 1000, t 1, L 1, sigma 4, eta 0.05, diam 2: eps iteration %.4g (rdp_optimal), "
-                "contraction %.4g, composition %.4g\n",
-                vb.value, vc.value, v.value);
+  print_message(
+      "  n 1000, t 1, L 1, sigma 4, eta 0.05, diam 2: eps iteration %.4g (rdp_optimal), "
+      "contraction %.4g, composition %.4g\n",
+      vb.value, vc.value, v.value);
   /* at t = n every bound is the single Gaussian step's */
   st.t = st.n;
   assert_int_equal(dpgd_iter_contraction_epsilon(&st, delta, &vc), DPGD_OK);
   assert_true(fabs(vc.value / e0 - 1) < 1e-9);
   /* bad settings */
-  dpgd_iter_setting bad[] = {setting(0, 1, 1, 1, 1, 1),       setting(3, 4, 1, 1, 1, 1),
-                             setting(3, 0, 1, 1, 1, 1),       setting(3, 1, 0, 1, 1, 1),
-                             setting(3, 1, 1, NAN, 1, 1),     setting(3, 1, 1, 1, 0, 1),
-                             setting(3, 1, 1, 1, 1, -1),      setting(3, 1, INFINITY, 1, 1, 1)};
+  dpgd_iter_setting bad[] = {setting(0, 1, 1, 1, 1, 1),   setting(3, 4, 1, 1, 1, 1),
+                             setting(3, 0, 1, 1, 1, 1),   setting(3, 1, 0, 1, 1, 1),
+                             setting(3, 1, 1, NAN, 1, 1), setting(3, 1, 1, 1, 0, 1),
+                             setting(3, 1, 1, 1, 1, -1),  setting(3, 1, INFINITY, 1, 1, 1)};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     assert_int_equal(dpgd_iter_check(&bad[i]), DPGD_EINVAL);
     assert_true(isnan(dpgd_iter_rho(&bad[i])));
