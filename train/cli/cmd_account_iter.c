@@ -30,25 +30,26 @@ typedef struct {
 
 static void iter_usage(FILE *f)
 {
-  fprintf(f,
-          "usage: dpgd account --iteration n=N,t=T,lipschitz=L,sigma=S[,neighbour=replace|null]\n"
-          "                    [,eta=E,diameter=D] [--delta D] [--json]\n\n"
-          "Privacy of the point used at step T of one pass of N steps of projected noisy SGD\n"
-          "  w_k = Pi_K(w_{k-1} - E (grad f(w_{k-1}; x_k) + N(0, S^2 I)))\n"
-          "(S is the noise std on the GRADIENT) when only the last iterate is released\n"
-          "(accounting/ITERATION.md). Valid only if: only w_N is released; each point is used\n"
-          "once, in an order fixed in advance; K is convex and the loss convex, beta-smooth\n"
-          "and L-Lipschitz on K, with E <= 2/beta. Printed side by side, each an upper bound:\n"
-          "  iteration    amplification by iteration (Feldman et al. 2018, Thm 23): RDP\n"
-          "               a rho with rho = g^2 / (2 S^2 (N - T + 1)), converted by zcdp/rdp_*\n"
-          "  contraction  delta(eps) <= theta_eps(g/S) theta_eps(D/(E S))^(N - T) (Asoodeh et\n"
-          "               al.; needs eta= and diameter=, the diameter of K)\n"
-          "  composition  every iterate released: one Gaussian step of mu = g/S\n"
-          "g = 2L when a point is replaced by another (neighbour=replace, the default), L\n"
-          "when it is replaced by the null point (zero gradient, neighbour=null).\n\n"
-          "  --delta D   report eps at delta D, 0 < D < 1 (default 1e-5)\n"
-          "  --json      one JSON object instead of the tables\n\n"
-          "example: dpgd account --iteration n=1000,t=1,lipschitz=1,sigma=4,eta=0.5,diameter=1\n");
+  fprintf(
+      f,
+      "usage: dpgd account --iteration n=N,t=T,lipschitz=L,sigma=S[,neighbour=replace|null]\n"
+      "                    [,eta=E,diameter=D] [--delta D] [--json]\n\n"
+      "Privacy of the point used at step T of one pass of N steps of projected noisy SGD\n"
+      "  w_k = Pi_K(w_{k-1} - E (grad f(w_{k-1}; x_k) + N(0, S^2 I)))\n"
+      "(S is the noise std on the GRADIENT) when only the last iterate is released\n"
+      "(accounting/ITERATION.md). Valid only if: only w_N is released; each point is used\n"
+      "once, in an order fixed in advance; K is convex and the loss convex, beta-smooth\n"
+      "and L-Lipschitz on K, with E <= 2/beta. Printed side by side, each an upper bound:\n"
+      "  iteration    amplification by iteration (Feldman et al. 2018, Thm 23): RDP\n"
+      "               a rho with rho = g^2 / (2 S^2 (N - T + 1)), converted by zcdp/rdp_*\n"
+      "  contraction  delta(eps) <= theta_eps(g/S) theta_eps(D/(E S))^(N - T) (Asoodeh et\n"
+      "               al.; needs eta= and diameter=, the diameter of K)\n"
+      "  composition  every iterate released: one Gaussian step of mu = g/S\n"
+      "g = 2L when a point is replaced by another (neighbour=replace, the default), L\n"
+      "when it is replaced by the null point (zero gradient, neighbour=null).\n\n"
+      "  --delta D   report eps at delta D, 0 < D < 1 (default 1e-5)\n"
+      "  --json      one JSON object instead of the tables\n\n"
+      "example: dpgd account --iteration n=1000,t=1,lipschitz=1,sigma=4,eta=0.5,diameter=1\n");
 }
 
 /* One key=value of the --iteration specification into o. Returns 0 or 1 (error printed). */
@@ -169,7 +170,8 @@ static size_t iter_rows(const iter_options *o, iter_row *r)
     row_fill(&r[k], dpgd_iter_epsilon(&o->s, m, o->delta, &v), &v);
   }
   r[k] = (iter_row){.bound = "contraction", .m = DPGD_ACCT_EXACT};
-  if (o->have_contraction) row_fill(&r[k], dpgd_iter_contraction_epsilon(&o->s, o->delta, &v), &v);
+  if (o->have_contraction)
+    row_fill(&r[k], dpgd_iter_contraction_epsilon(&o->s, o->delta, &v), &v);
   else snprintf(r[k].why, sizeof r[k].why, "give eta= and diameter= (the diameter of K)");
   k++;
   for (int m = 0; m < DPGD_ACCT_N_METHODS; m++, k++) {
