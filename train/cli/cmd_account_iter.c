@@ -33,7 +33,7 @@ static void iter_usage(FILE *f)
   fprintf(
       f,
       "usage: dpgd account --iteration n=N,t=T,lipschitz=L,sigma=S[,neighbour=replace|null]\n"
-      "                    [,eta=E,diameter=D] [--delta D] [--json]\n\n"
+      "                    [,eta=E,diameter=DIAM] [--delta D] [--json]\n\n"
       "Privacy of the point used at step T of one pass of N steps of projected noisy SGD\n"
       "  w_k = Pi_K(w_{k-1} - E (grad f(w_{k-1}; x_k) + N(0, S^2 I)))\n"
       "(S is the noise std on the GRADIENT) when only the last iterate is released\n"
@@ -42,7 +42,7 @@ static void iter_usage(FILE *f)
       "and L-Lipschitz on K, with E <= 2/beta. Printed side by side, each an upper bound:\n"
       "  iteration    amplification by iteration (Feldman et al. 2018, Thm 23): RDP\n"
       "               a rho with rho = g^2 / (2 S^2 (N - T + 1)), converted by zcdp/rdp_*\n"
-      "  contraction  delta(eps) <= theta_eps(g/S) theta_eps(D/(E S))^(N - T) (Asoodeh et\n"
+      "  contraction  delta(eps) <= theta_eps(g/S) theta_eps(DIAM/(E S))^(N - T) (Asoodeh et\n"
       "               al.; needs eta= and diameter=, the diameter of K)\n"
       "  composition  every iterate released: one Gaussian step of mu = g/S\n"
       "g = 2L when a point is replaced by another (neighbour=replace, the default), L\n"
