@@ -262,4 +262,40 @@ int dpgd_calibrate_sigma(dpgd_acct_method m, double eps, double delta, uint64_t 
 int dpgd_calibrate_budget(dpgd_acct_method m, double eps, double delta, double sigma,
                           double clip, const dpgd_accountant *extra, double *budget);
 
+/* ---- Hidden iterates: one pass of projected noisy SGD (accounting/ITERATION.md) ----
+ * The privacy of the point used at step t of an n-step pass of
+ *   w_k = Pi_K(w_{k-1} - eta (grad f(w_{k-1}; x_k) + N(0, sigma^2 I)))
+ * when ONLY the last iterate w_n is released, each point is used once at a position
+ * fixed in advance, K is convex and f(.; x) convex and beta-smooth with eta <= 2/beta.
+ * sigma is the noise std added to the GRADIENT (the iterate gets eta sigma). */
+typedef struct {
+  uint64_t n, t;    /* steps of the pass; the point's position 1..n */
+  double grad_sens; /* g >= sup_w ||grad f(w; x) - grad f(w; x')||: 2L replacing a point
+                       of an L-Lipschitz loss, L against the null point (zero gradient) */
+  double sigma;     /* noise std on the gradient */
+  double eta;       /* step size: contraction bound only (unused with diameter +inf) */
+  double diameter;  /* of K; +inf without projection (contraction bound only) */
+} dpgd_iter_setting;
+
+/* DPGD_OK, or DPGD_EINVAL naming the bad field (reported). */
+int dpgd_iter_check(const dpgd_iter_setting *s);
+/* Amplification by iteration (Feldman et al. 2018, Theorem 23): the point is
+ * (a, a rho)-RDP for every a > 1 with rho = g^2 / (2 sigma^2 (n - t + 1)) (= 2 L^2 /
+ * (sigma^2 (n - t + 1)) at g = 2L), rounded up; NaN for a bad setting. */
+double dpgd_iter_rho(const dpgd_iter_setting *s);
+/* eps at delta of that RDP curve under m = zcdp or rdp_* (exact: DPGD_EINVAL, the curve
+ * is not a Gaussian privacy profile). */
+int dpgd_iter_epsilon(const dpgd_iter_setting *s, dpgd_acct_method m, double delta,
+                      dpgd_acct_value *out);
+/* The contraction bound (Asoodeh, Diaz & Calmon): delta(eps) <= theta_eps(g / sigma) *
+ * theta_eps(diameter / (eta sigma))^(n - t), theta_eps(r) = dpgd_gdp_delta(r, eps);
+ * rounded up (NaN for a bad setting or eps); and its eps at delta (bisection, upper end). */
+double dpgd_iter_contraction_delta(const dpgd_iter_setting *s, double eps);
+int dpgd_iter_contraction_epsilon(const dpgd_iter_setting *s, double delta,
+                                  dpgd_acct_value *out);
+/* The baseline with every iterate released: the point's one step, a Gaussian of ratio
+ * g / sigma, under any method m. */
+int dpgd_iter_composition_epsilon(const dpgd_iter_setting *s, dpgd_acct_method m, double delta,
+                                  dpgd_acct_value *out);
+
 #endif /* DPGD_ACCOUNTING_H */

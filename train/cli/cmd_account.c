@@ -425,11 +425,17 @@ static void account_usage(FILE *f)
           "  --epsilon E       report delta(E), E >= 0, instead\n",
           mech_help);
   print_method_help(f);
+  fprintf(
+      f,
+      "\n  --iteration n=N,t=T,lipschitz=L,sigma=S[,..]  instead of mechanisms: one pass of\n"
+      "                    noisy SGD, last iterate only (dpgd account --iteration --help)\n");
   fprintf(f, "\nexample: dpgd account --gaussian sigma=100,count=420 --delta 1e-5\n");
 }
 
 int dpgd_cmd_account(int argc, char **argv)
 {
+  if (dpgd_cmd_account_wants_iteration(argc, argv))
+    return dpgd_cmd_account_iteration(argc, argv);
   if (dpgd_cli_wants_help(argc, argv)) {
     account_usage(stdout);
     return DPGD_EXIT_OK;

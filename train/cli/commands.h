@@ -9,10 +9,13 @@ dpgd_cmd_fn dpgd_cmd_eval;      /* cmd_eval.c    */
 dpgd_cmd_fn dpgd_cmd_predict;   /* cmd_eval.c    */
 dpgd_cmd_fn dpgd_cmd_account;   /* cmd_account.c */
 dpgd_cmd_fn dpgd_cmd_calibrate; /* cmd_account.c */
-dpgd_cmd_fn dpgd_cmd_queries;   /* cmd_queries.c */
-dpgd_cmd_fn dpgd_cmd_plot;      /* cmd_plot.c */
-dpgd_cmd_fn dpgd_cmd_sweep;     /* cmd_plot.c    */
-dpgd_cmd_fn dpgd_cmd_data;      /* cmd_data.c */
-dpgd_cmd_fn dpgd_cmd_bench;     /* cmd_bench.c */
+/* cmd_account_iter.c: 'dpgd account --iteration', chosen when argv has that flag. */
+dpgd_cmd_fn dpgd_cmd_account_iteration;
+int dpgd_cmd_account_wants_iteration(int argc, char **argv);
+dpgd_cmd_fn dpgd_cmd_queries; /* cmd_queries.c */
+dpgd_cmd_fn dpgd_cmd_plot;    /* cmd_plot.c */
+dpgd_cmd_fn dpgd_cmd_sweep;   /* cmd_plot.c    */
+dpgd_cmd_fn dpgd_cmd_data;    /* cmd_data.c */
+dpgd_cmd_fn dpgd_cmd_bench;   /* cmd_bench.c */
 
 #endif /* DPGD_COMMANDS_H */
