@@ -98,6 +98,9 @@ static int clipped_noisy_sum(dpgd_run *r)
   /* Zero active points is a normal state: the sum is then zero and the update is noise
    * only (divided by the public n, never by the active count). */
   dpgd_ledger_caps(r->ledger, r->caps);
+  if (r->null_mask) /* dpgd audit: an excluded canary contributes nothing */
+    for (size_t i = 0; i < r->m.n; i++)
+      if (r->null_mask[i]) r->caps[i] = 0;
   int rc =
       dpgd_model_clipped_grad_sum(r->model, r->ws, r->train, r->caps, r->sum, NULL, r->post);
   if (!rc) rc = dpgd_ledger_spend(r->ledger, r->caps, r->post);
