@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cblas.h>
+
 #include "audit_internal.h"
 
 void dpgd_audit_defaults(dpgd_audit_params *p)
@@ -37,6 +39,8 @@ void dpgd_audit_free(dpgd_audit *a)
   free(a->base_sum);
   free(a->resid);
   free(a->score);
+  free(a->gstep);
+  free(a->gram);
   free(a);
 }
 
@@ -84,8 +88,10 @@ static int alloc_state(dpgd_audit *a)
   a->resid = calloc(P, sizeof *a->resid);
   a->score = calloc(M, sizeof *a->score);
   a->null_mask = calloc(n, 1);
+  a->gstep = calloc(M * M, sizeof *a->gstep);
+  a->gram = calloc(M * M, sizeof *a->gram);
   if (!a->shadow || !a->ws1 || !a->ccaps || !a->cpost || !a->bcaps || !a->G || !a->gd ||
-      !a->base_sum || !a->resid || !a->score || !a->null_mask)
+      !a->base_sum || !a->resid || !a->score || !a->null_mask || !a->gstep || !a->gram)
     return DPGD_FAIL(DPGD_ENOMEM, "no memory for the audit (%zu canaries, %zu parameters)", M,
                      P);
   for (size_t j = 0; j < M; j++) a->null_mask[a->n_base + j] = !a->in[j];
@@ -180,10 +186,16 @@ static int before_step(dpgd_audit *a)
   return dpgd_ledger_spend(a->shadow, a->ccaps, a->cpost);
 }
 
-/* After the step: resid += the released noisy sum; score_j += <G_j, resid>. */
+/* After the step: resid += the released noisy sum; score_j += <G_j, resid>; the Gram
+ * matrix of the canaries' gradients gains this step's G G^T (audit_report.c solves with
+ * it). */
 static void after_step(dpgd_audit *a)
 {
-  size_t P = a->P;
+  size_t P = a->P, M = a->M;
+  cblas_ssyrk(CblasRowMajor, CblasUpper, CblasNoTrans, (int)M, (int)P, 1.0f, a->G, (int)P, 0.0f,
+              a->gstep, (int)M);
+  for (size_t i = 0; i < M; i++)
+    for (size_t j = i; j < M; j++) a->gram[i * M + j] += a->gstep[i * M + j];
   for (size_t k = 0; k < P; k++) a->resid[k] += a->run->sum[k];
   for (size_t j = 0; j < a->M; j++) {
     const float *g = a->G + j * P;

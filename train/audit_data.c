@@ -59,7 +59,8 @@ int dpgd_audit_make_canaries(dpgd_audit *a)
   a->in = calloc(M, 1);
   dpgd_rng *g = dpgd_rng_alloc(DPGD_RNG_RESEARCH, a->ap.seed ^ 0x61756469746361ull, 0);
   int rc = DPGD_OK;
-  if (!a->canaries || !a->in || !g) rc = DPGD_FAIL(DPGD_ENOMEM, "no memory for %zu canaries", M);
+  if (!a->canaries || !a->in || !g)
+    rc = DPGD_FAIL(DPGD_ENOMEM, "no memory for %zu canaries", M);
   uint8_t lo, hi;
   canary_levels(&a->cfg, &lo, &hi);
   uint64_t u = 0;

@@ -15,14 +15,16 @@ struct dpgd_audit {
   size_t included;
   uint8_t *null_mask; /* (n_base + M) 1: an excluded canary (a null point of the run) */
   dpgd_run *run;
-  dpgd_ledger *shadow; /* canaries' spends as if every canary were included */
-  dpgd_grad_ws *ws1;   /* one example at a time */
-  double *ccaps, *cpost;    /* (M) */
-  double *bcaps;            /* (n_base + M) */
-  float *G;                 /* (M, P) canary j's clipped gradient at theta_t */
-  double *gd, *base_sum;    /* (P) */
-  double *resid;            /* (P) released sum - base part - half of all canaries */
-  double *score;            /* (M) sum over steps of <G_j, resid> */
+  dpgd_ledger *shadow;   /* canaries' spends as if every canary were included */
+  dpgd_grad_ws *ws1;     /* one example at a time */
+  double *ccaps, *cpost; /* (M) */
+  double *bcaps;         /* (n_base + M) */
+  float *G;              /* (M, P) canary j's clipped gradient at theta_t */
+  double *gd, *base_sum; /* (P) */
+  double *resid;         /* (P) released sum - base part - half of all canaries */
+  double *score;         /* (M) sum over steps of <G_j, resid> */
+  float *gstep;          /* (M, M) G G^T of one step (upper triangle) */
+  double *gram;          /* (M, M) sum over steps of G G^T (upper triangle) */
   double eps_claimed, delta;
   double sigma; /* the noise multiplier the claim assumes */
   double t0;

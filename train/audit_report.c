@@ -6,7 +6,40 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <gsl/gsl_errno.h>
+#include <gsl/gsl_linalg.h>
+
 #include "audit_internal.h"
+
+/* The canaries' released evidence, decorrelated: with y_t = released sum - base part -
+ * (1/2) sum_k g_t(k) = sum_k (S_k - 1/2) g_t(k) + noise, the least-squares estimate of
+ * S - 1/2 is (sum_t G_t G_t^T)^-1 sum_t G_t y_t, i.e. Gram^-1 score (a small ridge keeps
+ * it defined). Canaries whose gradients resemble each other (the CNN's) would otherwise
+ * drown each other's signal. Any function of the released sums and the auditor's own
+ * data is allowed, so this changes the power of the audit, never its validity. */
+static int decorrelate(dpgd_audit *a)
+{
+  size_t M = a->M;
+  double tr = 0;
+  for (size_t i = 0; i < M; i++) tr += a->gram[i * M + i];
+  double ridge = 1e-6 * (tr > 0 ? tr / (double)M : 1);
+  gsl_matrix *g = gsl_matrix_alloc(M, M);
+  if (!g) return DPGD_FAIL(DPGD_ENOMEM, "no memory for the canaries' Gram matrix");
+  for (size_t i = 0; i < M; i++)
+    for (size_t j = i; j < M; j++) {
+      double v = a->gram[i * M + j] + (i == j ? ridge : 0);
+      gsl_matrix_set(g, i, j, v);
+      gsl_matrix_set(g, j, i, v);
+    }
+  gsl_vector_view x = gsl_vector_view_array(a->score, M);
+  int st = gsl_linalg_cholesky_decomp1(g);
+  if (!st) st = gsl_linalg_cholesky_svx(g, &x.vector);
+  gsl_matrix_free(g);
+  if (st)
+    return DPGD_FAIL(DPGD_ERANGE, "the canaries' Gram matrix is not positive definite (%s)",
+                     gsl_strerror(st));
+  return DPGD_OK;
+}
 
 typedef struct {
   double score;
@@ -48,7 +81,9 @@ static int write_scores(const dpgd_audit *a, const signed char *guess)
   fprintf(f, "canary,included,score,guess\n");
   for (size_t j = 0; j < a->M; j++)
     fprintf(f, "%zu,%d,%.10g,%s\n", j, a->in[j], a->score[j],
-            guess[j] > 0 ? "in" : guess[j] < 0 ? "out" : "");
+            guess[j] > 0   ? "in"
+            : guess[j] < 0 ? "out"
+                           : "");
   fclose(f);
   dpgd_run_path_in(path, a->run, "audit_scores.csv");
   int rc = dpgd_write_atomic(path, text, len);
@@ -72,8 +107,8 @@ static int write_json(const dpgd_audit *a, const dpgd_audit_result *res)
   fprintf(f, "  \"guesses\": %zu,\n  \"correct\": %zu,\n", res->guesses, res->correct);
   fprintf(f, "  \"steps\": %zu,\n  \"algorithm\": \"%s\",\n", res->steps,
           p->filtered ? "filtered" : "plain");
-  fprintf(f, "  \"seed\": %llu,\n  \"planted_bug\": %s,\n",
-          (unsigned long long)a->ap.seed, a->ap.planted_noise_scale != 1 ? "true" : "false");
+  fprintf(f, "  \"seed\": %llu,\n  \"planted_bug\": %s,\n", (unsigned long long)a->ap.seed,
+          a->ap.planted_noise_scale != 1 ? "true" : "false");
   fprintf(f, "  \"wall_s\": %.3f,\n", res->wall_s);
   fprintf(f, "  \"meaning\": \"with the stated confidence the run is not (eps, delta)-DP "
              "for any eps below eps_lower; a lower bound can refute a claim, never prove "
@@ -95,6 +130,7 @@ int dpgd_audit_finish(dpgd_audit *a, dpgd_audit_result *res)
   ranked *order = malloc(a->M * sizeof *order);
   if (!guess || !order) rc = DPGD_FAIL(DPGD_ENOMEM, "no memory for the guesses");
   memset(res, 0, sizeof *res);
+  if (!rc) rc = decorrelate(a);
   if (!rc) {
     res->correct = make_guesses(a, guess, order);
     res->canaries = a->M;

@@ -145,8 +145,9 @@ static void draw_scores(const dpgd_audit *au, const dpgd_audit_result *res, cons
   snprintf(png, sizeof png, "%s/audit_scores.png", dir);
   FILE *f = open_memstream(&text, &len);
   if (!f) return;
-  fprintf(f, "set terminal pngcairo size 900,600 noenhanced font 'sans,12'\n"
-             "set output '%s'\nset grid\nset style fill transparent solid 0.4\n",
+  fprintf(f,
+          "set terminal pngcairo size 900,600 noenhanced font 'sans,12'\n"
+          "set output '%s'\nset grid\nset style fill transparent solid 0.4\n",
           png);
   fprintf(f, "set title 'canary scores: eps_lower %.3f vs claimed %.3f (%zu/%zu correct)'\n",
           res->eps_lower, dpgd_round_digits(res->eps_claimed, 4, 1), res->correct,
