@@ -99,7 +99,7 @@ static int write_json(const dpgd_audit *a, const dpgd_audit_result *res)
   if (!f) return DPGD_FAIL(DPGD_ENOMEM, "no memory for audit.json");
   const dpgd_plan *p = &a->run->plan;
   fprintf(f, "{\n  \"eps_lower\": ");
-  dpgd_report_json_num(f, res->eps_lower);
+  dpgd_report_json_num(f, dpgd_round_digits(res->eps_lower, 10, -1)); /* a lower bound */
   fprintf(f, ",\n  \"eps_claimed\": ");
   dpgd_report_json_num(f, dpgd_round_digits(res->eps_claimed, 10, 1));
   fprintf(f, ",\n  \"delta\": %.10g,\n  \"confidence\": %.10g,\n", res->delta, res->confidence);

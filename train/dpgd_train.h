@@ -339,10 +339,13 @@ int dpgd_queries_write_users(const dpgd_queries *q, double delta, const char *pa
  * Steinke, Nasr & Jagielski 2023: M canary images are appended to the training set of a
  * config; each is included with probability 1/2 (an excluded canary is a null point:
  * cap 0, n stays public). The run is trained as dpgd train trains it, and the auditor,
- * white-box, sees every released noisy sum. Canary j's score is
- *   sum_t < gbar_t(j), noisy_sum_t - sum_{base i} gbar_t(i) - (1/2) sum_k gbar_t(k) >
- * with every gbar at the released theta_t (canaries capped as if included, under their
- * own Algorithm 7 filter): a function of the released sums and of data the auditor owns.
+ * white-box, sees every released noisy sum. With every gradient at the released
+ * theta_t (canaries capped as if included, under their own Algorithm 7 filter),
+ *   y_t = noisy_sum_t - sum_{base i} gbar_t(i) - (1/2) sum_k gbar_t(k)
+ *       = sum_k (S_k - 1/2) gbar_t(k) + noise,
+ * and canary j's score is the least-squares estimate of S_j - 1/2 from all the y_t:
+ * (sum_t G_t G_t^T)^-1 sum_t G_t y_t, G_t the canaries' gradients: a function of the
+ * released sums and of data the auditor owns.
  * The r/2 highest scores are guessed in, the r/2 lowest out; dpgd_audit_eps_lower turns
  * the correct guesses into an eps lower bound. Driven like a run: dpgd_audit_open, then
  * dpgd_audit_step until dpgd_audit_done, then dpgd_audit_finish. */

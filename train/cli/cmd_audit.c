@@ -25,12 +25,12 @@ static void usage(FILE *f)
           "images are appended to the config's training set, each included with\n"
           "probability 1/2 (an excluded one is a null point); the run is trained as\n"
           "'dpgd train' trains it and the auditor sees every released noisy sum\n"
-          "(white box). Each canary's score is the sum over steps of the inner product\n"
-          "of its clipped gradient with the released sum (the base data's part and half\n"
-          "of every canary's removed); the R/2 highest scores are guessed in, the R/2\n"
-          "lowest out, and the correct guesses give a lower bound on eps at the run's\n"
-          "delta. A lower bound can show that a claimed eps is false; it can never show\n"
-          "that it holds (train/AUDIT.md).\n\n"
+          "(white box). A canary's score estimates its inclusion by least squares\n"
+          "from the released sums (the base data's part removed) and every canary's\n"
+          "clipped gradient at each released iterate; the R/2 highest scores are\n"
+          "guessed in, the R/2 lowest out, and the correct guesses give a lower bound\n"
+          "on eps at the run's delta. A lower bound can show that a claimed eps is\n"
+          "false; it can never show that it holds (train/AUDIT.md).\n\n"
           "  --config FILE    INI configuration (configs/*.ini)\n"
           "  --set S.K=V      override one key (repeatable)\n"
           "  --canaries M     canaries (default 1000)\n"
@@ -150,8 +150,8 @@ static void draw_scores(const dpgd_audit *au, const dpgd_audit_result *res, cons
           "set output '%s'\nset grid\nset style fill transparent solid 0.4\n",
           png);
   fprintf(f, "set title 'canary scores: eps_lower %.3f vs claimed %.3f (%zu/%zu correct)'\n",
-          res->eps_lower, dpgd_round_digits(res->eps_claimed, 4, 1), res->correct,
-          res->guesses);
+          dpgd_round_digits(res->eps_lower, 3, -1), dpgd_round_digits(res->eps_claimed, 4, 1),
+          res->correct, res->guesses);
   fputs("set xlabel 'score'\nset ylabel 'canaries'\n", f);
   histogram_block(f, s, in, M);
   fputs("plot $h using 1:2 with boxes title 'included', "
@@ -167,8 +167,8 @@ static void print_result(const dpgd_audit_result *res, const char *dir)
 {
   printf("canaries    %zu (%zu included), %zu guesses, %zu correct\n", res->canaries,
          res->included, res->guesses, res->correct);
-  printf("eps_lower   %.4f at confidence %g (delta %g)\n", res->eps_lower, res->confidence,
-         res->delta);
+  printf("eps_lower   %.4f at confidence %g (delta %g)\n",
+         dpgd_round_digits(res->eps_lower, 4, -1), res->confidence, res->delta);
   printf("eps_claimed %.4f (exact, training releases)\n",
          dpgd_round_digits(res->eps_claimed, 4, 1));
   printf("verdict     %s\n", res->eps_lower > res->eps_claimed
