@@ -65,5 +65,6 @@ expect_fail no-out 'out DIR is required' "$DPGD" audit --config "$CFG"
 expect_fail odd-guesses 'must be even' "$DPGD" audit "${ARGS[@]}" --guesses 7 --out "$TMP/x"
 expect_fail one-canary 'at least 2 canaries' "$DPGD" audit "${ARGS[@]}" --canaries 1 --out "$TMP/y"
 expect_fail no-plant 'unknown argument' "$DPGD" audit "${ARGS[@]}" --planted-bug --out "$TMP/z"
+expect_fail big-subset 'data.n_train = 99999999' "$DPGD" audit "${ARGS[@]}" --set data.n_train=99999999 --out "$TMP/w"
 expect_fail used-dir 'finished run' "$DPGD" audit "${ARGS[@]}" --out "$TMP/plain"
 finish
