@@ -241,6 +241,12 @@ int dpgd_acct_epsilon(const dpgd_accountant *a, dpgd_acct_method m, double delta
 int dpgd_acct_delta(const dpgd_accountant *a, dpgd_acct_method m, double eps,
                     dpgd_acct_value *out);
 
+/* Which algorithm gave this thread's last exact answer: "" for the characteristic
+ * function or a closed form, "pld h=<step>" for the privacy-loss-distribution path
+ * (compositions of subsampled Gaussians where the contour integral fails; its error
+ * bound is the width of its bracket). */
+const char *dpgd_acct_exact_note(void);
+
 /* Serialisation for checkpoints: a versioned, checksummed byte string.
  * dpgd_acct_serialize allocates *buf (free with free()). */
 int dpgd_acct_serialize(const dpgd_accountant *a, void **buf, size_t *len);
