@@ -20,10 +20,12 @@ typedef struct {
   int64_t a, lo; /* window start; lowest index of the composed support */
   double h;
   uint64_t K;
-  double *A, *B;         /* (N) each */
-  double alias_hi;       /* bound on the mass above the window, folded down */
-  double alias_lo;       /* bound on the mass below the window, folded up */
-  double add_hi, sub_lo; /* constants added to the upper / taken from the lower bound */
+  double *A, *B;       /* (N) each */
+  double alias_hi;     /* bound on the mass above the window, folded down */
+  double alias_lo;     /* bound on the mass below the window, folded up */
+  double add_hi;       /* infinite mass + aliasing from above + FFT bound */
+  double sub_fft, low; /* aliasing from below + FFT bound; lower-tail moves */
+  double lo_scale;     /* (1 + r)^-K: the pmf's tails exceed the truth's by r at most */
 } composed;
 
 /* The smallest 2^i 3^j 5^k >= n (sizes GSL's mixed-radix FFT factors fully). */
@@ -151,7 +153,7 @@ static void suffix_sums(composed *c, double *x, double *y)
   c->A = y, c->B = x;
 }
 
-/* The constants of the two bounds (PLD.md section 4): the infinite mass
+/* The constants of the two bounds (PLD.md sections 3-4): the infinite mass
  * 1 - prod (1 - p_inf)^k, the aliasing bounds, the lower-tail mass moved up into bin 0
  * (P(some release has L <= i0 h) <= sum k f_low, lower bound only) and the FFT bound
  * ||x_computed - x||_2 ||g||_2 <= E2 sqrt(N), E2 = m^K ((K + 1) eta + (6 K + 8 ne) u)
@@ -171,7 +173,10 @@ static void bound_constants(composed *c, const dpgd_pld_pmf *m, size_t ne)
               (((double)c->K + 1) * eta + (6.0 * (double)c->K + 8.0 * (double)ne) * u) * l2;
   double fft = e2 * sqrt((double)c->N);
   c->add_hi = inf + c->alias_hi + fft;
-  c->sub_lo = low * (1 + 1e-12) + c->alias_lo + fft;
+  c->sub_fft = c->alias_lo + fft;
+  c->low = low * (1 + 1e-12);
+  double r = 2 * ACCT_PLD_CDF_RELERR + ACCT_PLD_CDF_RELERR * ACCT_PLD_CDF_RELERR;
+  c->lo_scale = exp(-(double)c->K * log1p(r)) * (1 - 1e-12);
 }
 
 /* sum over window bins s_i = (a + i) h > t of c_i (1 - e^{t - s_i}), from the suffix
@@ -191,7 +196,8 @@ static double tail_delta(const composed *c, double t, int up)
 
 /* Upper bound: the composed pessimistic pmf. Lower bound: every loss is at least its
  * rounded-up value minus h, so the truth's delta(eps) >= the pmf's delta(eps + K h),
- * less what the lower bound may not count (PLD.md section 3). */
+ * scaled down for the margin in the pmf's tails and less what the lower bound may not
+ * count (PLD.md section 3). */
 static double delta_hi(const composed *c, double eps)
 {
   return fmin(1, c->add_hi + tail_delta(c, eps, 1));
@@ -199,7 +205,8 @@ static double delta_hi(const composed *c, double eps)
 
 static double delta_lo(const composed *c, double eps)
 {
-  return fmax(0, tail_delta(c, eps + (double)c->K * c->h, 0) - c->sub_lo);
+  double t = tail_delta(c, eps + (double)c->K * c->h, 0) - c->sub_fft;
+  return fmax(0, t * c->lo_scale - c->low);
 }
 
 /* The smallest eps >= 0 with delta_hi(eps) <= delta (hi) or the largest eps known to have
