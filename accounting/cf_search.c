@@ -18,7 +18,7 @@
 
 /* One subsampled-Gaussian release: L is monotone in the output, so
  * delta = P(L > eps) - e^eps Q(L > eps) is a difference of normal tails. Valid for any
- * real eps (negative ones are needed by the few-release recursion below). */
+ * real eps. */
 static double qtail(double z) { return 0.5 * gsl_sf_erfc(z / M_SQRT2); }
 
 static double sg1_delta(double q, double sigma, int dir, double eps)

@@ -5,6 +5,8 @@
  * answers eps(delta) / delta(eps) on demand under each method:
  *   exact       characteristic-function accounting (closed form for pure-Gaussian
  *               compositions, MATH.md section 2; inversion formula B, A as fallback);
+ *               where those fail for Gaussian and subsampled-Gaussian compositions, a
+ *               privacy-loss distribution with proven bounds (accounting/PLD.md);
  *   zcdp        rho-zCDP with rho = sum of Gaussian mu^2/2 (Gaussian-only);
  *   rdp_*       RDP curves composed over an order grid, converted by the classic,
  *               Balle et al. 2020 or Asoodeh et al. (optimal) conversion.
