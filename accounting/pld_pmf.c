@@ -103,7 +103,10 @@ int dpgd_pld_pmf_build(dpgd_pld_pmf *m, const acct_entry *en, int dir, double h,
   m->k = en->count;
   m->p = malloc(m->n * sizeof *m->p);
   m->blk = malloc((m->n / ACCT_PLD_BLOCK + 1) * sizeof *m->blk);
-  if (!m->p || !m->blk) return DPGD_FAIL(DPGD_ENOMEM, "out of memory (PLD of %zu bins)", m->n);
+  if (!m->p || !m->blk) {
+    dpgd_pld_pmf_free(m);
+    return DPGD_FAIL(DPGD_ENOMEM, "out of memory (PLD of %zu bins)", m->n);
+  }
   fill_masses(m, en, dir, h);
   for (size_t b = 0; b < m->n; b += ACCT_PLD_BLOCK) {
     double mass = 0;

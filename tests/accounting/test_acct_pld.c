@@ -13,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include "failalloc.h"
 #include "pld_internal.h"
 
 static dpgd_accountant *sg_new(double q, double sigma, uint64_t k)
@@ -149,12 +150,33 @@ static void test_grid_limit(void **state)
   dpgd_acct_free(a);
 }
 
+/* Every allocation of a PLD evaluation fails in turn (STYLE.md 17): ENOMEM, nothing
+ * leaks, and the evaluation succeeds once no allocation fails. */
+static void test_alloc_failures(void **state)
+{
+  (void)state;
+  dpgd_accountant *a = sg_new(0.05, 0.9, 3);
+  for (long n = 0;; n++) {
+    assert_true(n < 100);
+    dpgd_pld_bracket b;
+    failalloc_arm(n);
+    int st = dpgd_pld_run(a, 0, 2.5e-3, 1e-12, 1, 1e-5, &b);
+    long live = failalloc_live();
+    failalloc_arm(-1);
+    assert_int_equal(live, 0);
+    if (st == DPGD_OK) break;
+    assert_int_equal(st, DPGD_ENOMEM);
+    dpgd_error_clear();
+  }
+  dpgd_acct_free(a);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_gaussian_curve), cmocka_unit_test(test_agrees_with_cf),
       cmocka_unit_test(test_few_releases),   cmocka_unit_test(test_fft_vs_direct),
-      cmocka_unit_test(test_grid_limit),
+      cmocka_unit_test(test_grid_limit),     cmocka_unit_test(test_alloc_failures),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
