@@ -98,7 +98,7 @@ struct dpgd_accountant {
  * bracket [optimistic, pessimistic] of eps at which the grid step stops shrinking. */
 #define ACCT_PLD_RELTOL 1e-3
 /* Each refinement aims the bracket at this fraction of the tolerance. */
-#define ACCT_PLD_AIM 0.8
+#define ACCT_PLD_AIM 0.7
 /* The same for delta(eps) queries (delta moves far more than eps with the grid). */
 #define ACCT_PLD_DELTA_RELTOL 1e-2
 /* Time after which no finer grid is tried (seconds); the last bracket stands. */

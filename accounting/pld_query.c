@@ -33,8 +33,9 @@ static double now_s(void)
 }
 
 /* Refines h (each step aims the next bracket at ACCT_PLD_AIM tol of the lower bound, the
- * bracket shrinking like K h) until hi - lo <= tol lo, a finer grid would not fit, or
- * ACCT_PLD_TIME_S seconds have passed; the last bracket computed stands. A direction
+ * bracket shrinking like K h) until hi - lo <= tol lo, ACCT_PLD_MAX_ROUNDS grids were
+ * tried or ACCT_PLD_TIME_S seconds have passed; the last bracket computed stands. A grid
+ * too fine for ACCT_PLD_MAX_N bins is replaced by a coarser one. A direction
  * whose upper bound is below the other's lower bound cannot decide the maximum and is
  * not refined further. */
 static int refine(const dpgd_accountant *a, double h, double tol, int want_eps, double x,
@@ -50,9 +51,9 @@ static int refine(const dpgd_accountant *a, double h, double tol, int want_eps, 
     for (int dir = 0; dir < nd && !st; dir++)
       if (it == 0 || d[dir].hi >= fmax(d[0].lo, d[1].lo))
         st = dpgd_pld_run(a, dir, h, tau, want_eps, x, &b[dir]);
-    if (st && it > 0 && st == DPGD_ERANGE) { /* the finer grid does not fit: a coarser one */
+    if (st && it > 0 && st == DPGD_ERANGE) { /* the finer grid does not fit: step back */
       dpgd_error_clear();
-      h = sqrt(h * h_ok);
+      h = fmin(1.25 * h, sqrt(h * h_ok));
       continue;
     }
     if (st) return st;
