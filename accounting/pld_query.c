@@ -93,7 +93,7 @@ int dpgd_acct_pld_epsilon(const dpgd_accountant *a, double delta, dpgd_acct_valu
   dpgd_pld_bracket b;
   int st = refine(a, h, ACCT_PLD_RELTOL, 1, delta, ACCT_PLD_TAIL * delta, &b, &hu);
   if (st) return st;
-  out->value = dpgd_acct_round_up(b.hi);
+  out->value = b.hi > 0 ? dpgd_acct_round_up(b.hi) : 0; /* eps = 0 is exact as it is */
   out->err = out->value - b.lo;
   set_note(hu);
   return DPGD_OK;
@@ -105,7 +105,7 @@ int dpgd_acct_pld_delta(const dpgd_accountant *a, double eps, dpgd_acct_value *o
   dpgd_pld_bracket b;
   int st = refine(a, h, ACCT_PLD_DELTA_RELTOL, 0, eps, ACCT_PLD_DELTA_TAIL, &b, &hu);
   if (st) return st;
-  out->value = fmin(1, dpgd_acct_round_up(b.hi));
+  out->value = b.hi > 0 ? fmin(1, dpgd_acct_round_up(b.hi)) : 0;
   out->err = out->value - b.lo;
   set_note(hu);
   return DPGD_OK;

@@ -90,6 +90,18 @@ static void test_few_releases(void **state)
   }
 }
 
+/* Boundary: at q = 1e-9 the total variation distance is at most 1 - (1 - q)^5 < 1e-5,
+ * so eps(1e-5) is exactly 0 (not rounded up to the smallest double). */
+static void test_eps_zero(void **state)
+{
+  (void)state;
+  dpgd_accountant *a = sg_new(1e-9, 1, 5);
+  dpgd_acct_value v;
+  assert_int_equal(dpgd_acct_epsilon(a, DPGD_ACCT_EXACT, 1e-5, &v), DPGD_OK);
+  assert_true(v.value == 0 && v.err == 0);
+  dpgd_acct_free(a);
+}
+
 /* delta(eps) of the k-fold composition of one pmf, by direct convolution (the _ref of the
  * FFT composition): 1 - (1 - p_inf)^k + sum_s c(s) (1 - e^{eps - s})_+. */
 static double delta_ref(const dpgd_pld_pmf *m, double h, int k, double eps)
@@ -177,6 +189,7 @@ int main(void)
       cmocka_unit_test(test_gaussian_curve), cmocka_unit_test(test_agrees_with_cf),
       cmocka_unit_test(test_few_releases),   cmocka_unit_test(test_fft_vs_direct),
       cmocka_unit_test(test_grid_limit),     cmocka_unit_test(test_alloc_failures),
+      cmocka_unit_test(test_eps_zero),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
