@@ -441,6 +441,23 @@ static void account_usage(FILE *f)
   fprintf(f, "\nexample: dpgd account --gaussian sigma=100,count=420 --delta 1e-5\n");
 }
 
+/* Every requested method's answer to the question of o, timed. */
+static void account_answers(const options *o, answer *r /* (DPGD_ACCT_N_METHODS) */)
+{
+  for (int m = 0; m < DPGD_ACCT_N_METHODS; m++) {
+    if (!(o->methods >> m & 1)) continue;
+    dpgd_acct_value v;
+    double t0 = now_ms();
+    int st = o->have_eps ? dpgd_acct_delta(o->acc, m, o->eps, &v)
+                         : dpgd_acct_epsilon(o->acc, m, o->delta, &v);
+    r[m].ms = now_ms() - t0;
+    if (st) answer_fail(&r[m], st);
+    else r[m].ok = 1, r[m].value = v.value, r[m].err = v.err;
+    if (!st && m == DPGD_ACCT_EXACT)
+      snprintf(r[m].how, sizeof r[m].how, "%s", dpgd_acct_exact_note());
+  }
+}
+
 int dpgd_cmd_account(int argc, char **argv)
 {
   if (dpgd_cmd_account_wants_iteration(argc, argv))
@@ -467,18 +484,7 @@ int dpgd_cmd_account(int argc, char **argv)
   }
   if (!o.have_eps && !o.have_delta) o.delta = 1e-5;
   answer r[DPGD_ACCT_N_METHODS] = {{0}};
-  for (int m = 0; m < DPGD_ACCT_N_METHODS; m++) {
-    if (!(o.methods >> m & 1)) continue;
-    dpgd_acct_value v;
-    double t0 = now_ms();
-    int st = o.have_eps ? dpgd_acct_delta(o.acc, m, o.eps, &v)
-                        : dpgd_acct_epsilon(o.acc, m, o.delta, &v);
-    r[m].ms = now_ms() - t0;
-    if (st) answer_fail(&r[m], st);
-    else r[m].ok = 1, r[m].value = v.value, r[m].err = v.err;
-    if (!st && m == DPGD_ACCT_EXACT)
-      snprintf(r[m].how, sizeof r[m].how, "%s", dpgd_acct_exact_note());
-  }
+  account_answers(&o, r);
   double mu = dpgd_acct_gdp_mu(o.acc);
   char head[256] = "";
   if (o.json) {
