@@ -96,7 +96,13 @@ double dpgd_ledger_point_mu2(const dpgd_ledger *l, size_t i, double sigma);
  * independent of each other and of the order in which they are used; the state is
  * saved in checkpoints. Secure mode: bits from getrandom(2) (the kernel CSPRNG); no
  * state to save; Gaussians are hardened against floating-point attacks (see noise.c). */
-enum { DPGD_STREAM_INIT = 0, DPGD_STREAM_STEP = 1, DPGD_STREAM_QUERY = 2, DPGD_N_STREAMS = 3 };
+enum {
+  DPGD_STREAM_INIT = 0,
+  DPGD_STREAM_STEP = 1,
+  DPGD_STREAM_QUERY = 2,
+  DPGD_STREAM_SAMPLE = 3, /* Poisson sampling of the batches (train.sampling = poisson) */
+  DPGD_N_STREAMS = 4
+};
 
 /* Summands of one secure Gaussian draw (Holohan & Braghin 2021; see noise.c). */
 #define DPGD_SECURE_GAUSS_TERMS 4
@@ -126,6 +132,11 @@ int dpgd_rng_u64(dpgd_rng *r, uint64_t *out);
 int dpgd_rng_gaussian_add(dpgd_rng *r, double std, double *x /* (n) */, size_t n);
 /* One N(0, std^2) draw. */
 int dpgd_rng_gaussian(dpgd_rng *r, double std, double *out);
+/* Poisson sampling: in[i] = 1 with probability q (at most q, within 2^-64 of it),
+ * independently for each i < n, else 0; one 64-bit word per point in index order.
+ * *count (if not NULL) = the number sampled. DPGD_EINVAL for q outside [0, 1]. */
+int dpgd_rng_sample_poisson(dpgd_rng *r, double q, unsigned char *in /* (n) out */, size_t n,
+                            size_t *count);
 
 /* The stream's state for checkpoints: size in bytes (0 in secure mode), copy out, and
  * restore (DPGD_EFORMAT if len does not match). */
