@@ -153,55 +153,62 @@ static int check_calibration_conflicts(const dpgd_config *c, const dpgd_plan *p)
 }
 
 /* eps under method m of `steps` Poisson-subsampled Gaussians (rate q, multiplier sigma)
- * composed with `extra`; +inf where the method cannot answer (only ever the not-private
- * end of the calibration's bracket: the answer is a sigma whose eps was computed). */
-static double subsampled_eps(const dpgd_plan *p, dpgd_acct_method m, double sigma,
-                             uint64_t steps, const dpgd_accountant *extra, int *nomem)
+ * composed with `extra`. A method that cannot answer is an error naming it: taking its
+ * silence for "not private enough" would push sigma up to where it answers, far above
+ * the smallest sigma. */
+static int subsampled_eps(const dpgd_plan *p, dpgd_acct_method m, double sigma, uint64_t steps,
+                          const dpgd_accountant *extra, double *eps)
 {
   dpgd_accountant *a = extra ? dpgd_acct_clone(extra) : dpgd_acct_alloc();
-  dpgd_acct_value v = {.value = INFINITY};
-  if (!a) *nomem = 1;
-  else if (dpgd_acct_add_subsampled_gaussian(a, p->sample_rate, sigma, steps) ||
-           dpgd_acct_epsilon(a, m, p->delta, &v))
-    v.value = INFINITY;
+  if (!a) return DPGD_FAIL(DPGD_ENOMEM, "no memory for the accountant");
+  dpgd_acct_value v;
+  int rc = dpgd_acct_add_subsampled_gaussian(a, p->sample_rate, sigma, steps);
+  if (!rc) rc = dpgd_acct_epsilon(a, m, p->delta, &v);
   dpgd_acct_free(a);
-  dpgd_error_clear();
-  return v.value;
+  if (rc)
+    return DPGD_FAIL(rc,
+                     "calibration: %s = %s cannot evaluate %llu Poisson-subsampled Gaussians "
+                     "at q = %g, sigma = %g (%s); try another %s, or more steps",
+                     DPGD_CONFIG_KEY(privacy_method), dpgd_acct_method_name(m),
+                     (unsigned long long)steps, p->sample_rate, sigma, dpgd_error_last(),
+                     DPGD_CONFIG_KEY(privacy_method));
+  *eps = v.value;
+  return DPGD_OK;
 }
 
 /* The smallest sigma (to DPGD_PLAN_SIGMA_RTOL, rounded up) whose `steps` subsampled
  * releases and `extra` give eps(delta) <= eps under method m: a bracket by doubling and
- * halving, then bisection in log sigma; the upper end, where eps was seen to hold, is
- * the answer (MATH.md section 5: round sigma up). */
+ * halving from sigma = 1, then bisection in log sigma; the upper end, where eps was seen
+ * to hold, is the answer (MATH.md section 5: round sigma up). */
 #define DPGD_PLAN_SIGMA_RTOL 1e-7
 static int calibrate_subsampled(dpgd_plan *p, const dpgd_config *c, uint64_t steps,
                                 const dpgd_accountant *extra)
 {
   dpgd_acct_method m = (dpgd_acct_method)c->privacy_method;
-  double eps = c->privacy_epsilon, lo = 0, hi = 1;
-  int nomem = 0, i = 0;
-  while (subsampled_eps(p, m, hi, steps, extra, &nomem) > eps && !nomem && i++ < 64)
+  double target = c->privacy_epsilon, lo = 0, hi = 1, e;
+  int rc = subsampled_eps(p, m, hi, steps, extra, &e);
+  for (int i = 0; !rc && e > target; i++) {
+    if (i == 64)
+      return DPGD_FAIL(DPGD_ERANGE, "calibration: no sigma up to %g reaches %s = %g", hi,
+                       DPGD_CONFIG_KEY(privacy_epsilon), target);
     lo = hi, hi *= 2;
-  if (i > 64 || nomem)
-    return DPGD_FAIL(nomem ? DPGD_ENOMEM : DPGD_ERANGE,
-                     "calibration: no sigma reaches %s = %g at %s = %g (method %s)",
-                     DPGD_CONFIG_KEY(privacy_epsilon), eps, DPGD_CONFIG_KEY(train_sample_rate),
-                     p->sample_rate, dpgd_acct_method_name(m));
-  for (i = 0; lo == 0; i++) {
-    double x = hi / 2;
-    if (i > 64) return DPGD_FAIL(DPGD_ERANGE, "calibration: sigma below %g", hi);
-    if (subsampled_eps(p, m, x, steps, extra, &nomem) > eps) lo = x;
-    else hi = x;
+    rc = subsampled_eps(p, m, hi, steps, extra, &e);
   }
-  while (hi - lo > hi * DPGD_PLAN_SIGMA_RTOL && !nomem) {
+  for (int i = 0; !rc && lo == 0; i++) {
+    if (i == 64) return DPGD_FAIL(DPGD_ERANGE, "calibration: sigma below %g", hi);
+    rc = subsampled_eps(p, m, hi / 2, steps, extra, &e);
+    if (!rc && e > target) lo = hi / 2;
+    else if (!rc) hi /= 2;
+  }
+  while (!rc && hi - lo > hi * DPGD_PLAN_SIGMA_RTOL) {
     double mid = sqrt(lo * hi);
     if (!(mid > lo && mid < hi)) break;
-    if (subsampled_eps(p, m, mid, steps, extra, &nomem) > eps) lo = mid;
-    else hi = mid;
+    rc = subsampled_eps(p, m, mid, steps, extra, &e);
+    if (!rc && e > target) lo = mid;
+    else if (!rc) hi = mid;
   }
-  if (nomem) return DPGD_FAIL(DPGD_ENOMEM, "no memory for the accountant");
-  p->sigma = hi;
-  return DPGD_OK;
+  if (!rc) p->sigma = hi;
+  return rc;
 }
 
 /* sigma and B_norm: given, or calibrated to privacy.epsilon with the queries in `extra`. */
@@ -291,7 +298,16 @@ static int state_guarantee(dpgd_plan *p)
   dpgd_acct_free(all);
   /* A run whose guarantee cannot be stated does not run (e.g. tau -> 0: a query with
    * no noise). */
-  if ((!poisson && !isfinite(p->mu_total)) || !isfinite(p->eps[DPGD_ACCT_EXACT]))
+  if (poisson && !isfinite(p->eps[DPGD_ACCT_EXACT]))
+    return DPGD_FAIL(DPGD_ERANGE,
+                     "the exact accountant cannot state the planned run's eps (%zu "
+                     "Poisson-subsampled Gaussians at q = %g, sigma = %g: %s); change %s, %s "
+                     "or %s",
+                     p->steps, p->sample_rate, p->sigma,
+                     dpgd_error_str(p->eps_status[DPGD_ACCT_EXACT]),
+                     DPGD_CONFIG_KEY(train_sample_rate), DPGD_CONFIG_KEY(train_steps),
+                     DPGD_CONFIG_KEY(privacy_sigma));
+  if (!poisson && (!isfinite(p->mu_total) || !isfinite(p->eps[DPGD_ACCT_EXACT])))
     return DPGD_FAIL(DPGD_ERANGE,
                      "the planned run has no finite guarantee (mu = %g; check "
                      "%s, %s and %s)",

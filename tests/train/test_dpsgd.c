@@ -113,13 +113,28 @@ static void test_calibration_smallest(void **state)
     assert_int_equal(dpgd_plan_make(&p, &c, 60000), DPGD_OK);
     size_t nq = c.stopping_queries;
     double at = direct_eps(DPGD_ACCT_EXACT, 0.0427, p.sigma, 50, nq, 60, c.privacy_delta);
-    double below = direct_eps(DPGD_ACCT_EXACT, 0.0427, p.sigma * (1 - 2e-7), 50, nq, 60,
-                              c.privacy_delta);
+    double below =
+        direct_eps(DPGD_ACCT_EXACT, 0.0427, p.sigma * (1 - 2e-7), 50, nq, 60, c.privacy_delta);
     print_message("  queries %zu: sigma %.10g, eps %.12g, below %.12g\n", nq, p.sigma, at,
                   below);
     assert_true(at <= 1.0 && below > 1.0);
     assert_true(p.eps[DPGD_ACCT_EXACT] == at);
   }
+  /* Under another method, the same rule with that method's eps. */
+  c.stopping_queries = 0;
+  c.privacy_method = DPGD_ACCT_RDP_OPTIMAL;
+  dpgd_plan p;
+  assert_int_equal(dpgd_plan_make(&p, &c, 60000), DPGD_OK);
+  assert_true(direct_eps(DPGD_ACCT_RDP_OPTIMAL, 0.0427, p.sigma, 50, 0, 1, 1e-5) <= 1.0);
+  assert_true(direct_eps(DPGD_ACCT_RDP_OPTIMAL, 0.0427, p.sigma * (1 - 2e-7), 50, 0, 1, 1e-5) >
+              1.0);
+  /* Where the method cannot answer (the exact method on a few releases at a small
+   * rate), calibration fails naming the method instead of raising sigma until it can. */
+  c.privacy_method = DPGD_ACCT_EXACT;
+  c.train_sample_rate = 256.0 / 60000, c.train_steps = 10;
+  dpgd_error_clear();
+  assert_int_not_equal(dpgd_plan_make(&p, &c, 60000), DPGD_OK);
+  assert_non_null(strstr(dpgd_error_last(), "privacy.method = exact cannot evaluate"));
 }
 
 static dpgd_run *open_run(const dpgd_config *c)
