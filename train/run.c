@@ -285,7 +285,12 @@ void dpgd_run_progress(const dpgd_run *r, char *buf, size_t len)
   double eta = per * (double)(r->plan.steps - r->m.step);
   char acc[32] = "-";
   if (isfinite(r->m.last_test_acc)) snprintf(acc, sizeof acc, "%.4f", r->m.last_test_acc);
-  snprintf(buf, len, "step %llu/%zu  ETA %dm%02ds  eps %.4g (exact, delta %g)  test acc %s",
+  /* The exact method may have no answer after some steps (a few subsampled releases at
+   * a small rate): "n/a", as metrics.csv leaves the field empty. */
+  char eps[32] = "n/a";
+  double e = r->eps_now[DPGD_ACCT_EXACT];
+  if (isfinite(e)) snprintf(eps, sizeof eps, "%.4g", dpgd_round_digits(e, 4, 1));
+  snprintf(buf, len, "step %llu/%zu  ETA %dm%02ds  eps %s (exact, delta %g)  test acc %s",
            (unsigned long long)r->m.step, r->plan.steps, (int)(eta / 60), (int)fmod(eta, 60),
-           dpgd_round_digits(r->eps_now[DPGD_ACCT_EXACT], 4, 1), r->plan.delta, acc);
+           eps, r->plan.delta, acc);
 }

@@ -269,6 +269,32 @@ static void test_secure(void **state)
   dpgd_run_free(r);
 }
 
+/* At a small rate the exact method has no answer after a few steps (the planned run's
+ * eps, at 400 steps, has one; at step 4 it has none today): metrics.csv leaves eps_exact
+ * empty there and the progress line says n/a, never "nan". */
+static void test_exact_without_answer(void **state)
+{
+  (void)state;
+  dpgd_config c;
+  poisson_config(&c, "small-q", 256.0 / 60000, 400);
+  c.privacy_sigma = 0.9;
+  dpgd_run *r = open_run(&c);
+  assert_true(isfinite(dpgd_run_plan(r)->eps[DPGD_ACCT_EXACT]));
+  for (int t = 0; t < 4; t++) assert_int_equal(dpgd_run_step(r), DPGD_OK);
+  char line[256];
+  dpgd_run_progress(r, line, sizeof line);
+  print_message("  %s\n", line);
+  int none = isnan(dpgd_run_eps_now(r));
+  if (none) assert_non_null(strstr(line, "eps n/a (exact"));
+  else assert_null(strstr(line, "nan"));
+  dpgd_run_free(r);
+  size_t len;
+  char *m = (char *)slurp("small-q", "metrics.csv", &len);
+  assert_null(strstr(m, "nan"));
+  if (none) assert_non_null(strstr(m, "\n4,,,")); /* no exact, no zcdp at step 4 */
+  free(m);
+}
+
 int main(void)
 {
   dir = tu_tmpdir();
@@ -281,6 +307,7 @@ int main(void)
       cmocka_unit_test(test_run_accounting),
       cmocka_unit_test(test_resume_bit_identical),
       cmocka_unit_test(test_secure),
+      cmocka_unit_test(test_exact_without_answer),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   if (rc == 0) tu_rmtree(dir); /* kept for inspection when a test failed */
