@@ -128,13 +128,16 @@ static void test_calibration_smallest(void **state)
   assert_true(direct_eps(DPGD_ACCT_RDP_OPTIMAL, 0.0427, p.sigma, 50, 0, 1, 1e-5) <= 1.0);
   assert_true(direct_eps(DPGD_ACCT_RDP_OPTIMAL, 0.0427, p.sigma * (1 - 2e-7), 50, 0, 1, 1e-5) >
               1.0);
-  /* Where the method cannot answer (the exact method on a few releases at a small
-   * rate), calibration fails naming the method instead of raising sigma until it can. */
+  /* A few releases at a small rate, where the characteristic function cannot answer:
+   * the exact method answers through its PLD path (accounting/PLD.md), an upper bound
+   * within 0.1 %, so the calibrated sigma meets the target (its minimality holds only
+   * to that resolution). */
   c.privacy_method = DPGD_ACCT_EXACT;
   c.train_sample_rate = 256.0 / 60000, c.train_steps = 10;
-  dpgd_error_clear();
-  assert_int_not_equal(dpgd_plan_make(&p, &c, 60000), DPGD_OK);
-  assert_non_null(strstr(dpgd_error_last(), "privacy.method = exact cannot evaluate"));
+  assert_int_equal(dpgd_plan_make(&p, &c, 60000), DPGD_OK);
+  double at = direct_eps(DPGD_ACCT_EXACT, 256.0 / 60000, p.sigma, 10, 0, 1, 1e-5);
+  assert_true(at <= 1.0 && p.eps[DPGD_ACCT_EXACT] <= 1.0);
+  assert_true(direct_eps(DPGD_ACCT_EXACT, 256.0 / 60000, p.sigma * 0.99, 10, 0, 1, 1e-5) > 1.0);
 }
 
 static dpgd_run *open_run(const dpgd_config *c)
