@@ -71,11 +71,10 @@ struct dpgd_accountant {
 /* Doublings of the contour's truncation point T before the tail bound is accepted as
  * it stands (it is then part of the reported error). */
 #define ACCT_MAX_DOUBLINGS 40
-/* Compositions of one subsampled Gaussian with at most this many releases are
- * integrated directly over the outputs (nested Gauss-Legendre, ACCT_SG_FEW_PANELS panels
- * per level), where the contour integral converges slowly (small q). */
+/* Compositions of one subsampled Gaussian with 2 to this many releases go to the PLD
+ * path directly (the contour integral converges slowly there; one release has a closed
+ * form). */
 #define ACCT_SG_FEW_MAX 3
-#define ACCT_SG_FEW_PANELS 26
 /* Slots of the memo of log M(c + it) kept during one eps(delta) search. */
 #define ACCT_MEMO_SIZE 4096
 /* The memo doubles when half full, up to this many slots (24 bytes each). */
@@ -94,6 +93,35 @@ struct dpgd_accountant {
 #define ACCT_EPS_KNOWN 8
 /* Factor on the estimated contour tail where no closed bound is small enough. */
 #define ACCT_TAIL_SAFETY 10.0
+
+/* PLD path of the exact method (pld*.c, accounting/PLD.md). Relative width of the
+ * bracket [optimistic, pessimistic] of eps at which the grid step stops shrinking. */
+#define ACCT_PLD_RELTOL 1e-3
+/* Each refinement aims the bracket at this fraction of the tolerance. */
+#define ACCT_PLD_AIM 0.7
+/* The same for delta(eps) queries (delta moves far more than eps with the grid). */
+#define ACCT_PLD_DELTA_RELTOL 1e-2
+/* Time after which no finer grid is tried (seconds); the last bracket stands. */
+#define ACCT_PLD_TIME_S 4.0
+/* Most grid refinements. */
+#define ACCT_PLD_MAX_ROUNDS 8
+/* Most bins of one pmf and of the composition's FFT (two arrays of doubles each). */
+#define ACCT_PLD_MAX_N (1u << 23)
+/* Tail and aliasing mass allowed, as a fraction of the target delta (eps queries) or
+ * absolute (delta queries); each such mass is added to the upper bound. */
+#define ACCT_PLD_TAIL 1e-5
+#define ACCT_PLD_DELTA_TAIL 1e-14
+/* Relative error bound assumed for the normal tails behind each pmf (erfc of a threshold
+ * computed in double: a few hundred ulps at most; 1e-9 is far above that). */
+#define ACCT_PLD_CDF_RELERR 1e-9
+/* FFT rounding: ||fft(x)_computed - fft(x)||_2 <= ETA u ceil(log2 N) ||fft(x)||_2 is
+ * assumed (Higham 2002, Thm 24.2 gives about (mu + 5.7 u) log2 N for radix 2 with
+ * twiddle error mu; GSL's mixed-radix tables compute each twiddle by cos/sin). */
+#define ACCT_PLD_FFT_ETA 40.0
+/* Bins per block of the Chernoff bound's moment function, and the number of its
+ * exponents lam = 2^((i - 12)/2), i < N_LAMBDA. */
+#define ACCT_PLD_BLOCK 64
+#define ACCT_PLD_N_LAMBDA 40
 
 /* ---- gdp.c: the Gaussian curve (MATH.md section 2) ---- */
 /* log delta(eps) of mu-GDP (-inf if 0) with a bound on the absolute error of the log;
@@ -152,6 +180,12 @@ int dpgd_acct_asymmetric(const dpgd_accountant *a);
 /* The exact method: delta(eps) (max over directions, error added). */
 int dpgd_acct_exact_delta(const dpgd_accountant *a, double eps, dpgd_acct_value *out);
 int dpgd_acct_exact_epsilon(const dpgd_accountant *a, double delta, dpgd_acct_value *out);
+
+/* ---- pld_query.c: the PLD path (Gaussian and subsampled-Gaussian entries) ---- */
+int dpgd_acct_pld_applies(const dpgd_accountant *a);
+int dpgd_acct_pld_epsilon(const dpgd_accountant *a, double delta, dpgd_acct_value *out);
+int dpgd_acct_pld_delta(const dpgd_accountant *a, double eps, dpgd_acct_value *out);
+void dpgd_acct_exact_note_set(const char *s);
 
 /* ---- filter.c: the individual filter ---- */
 struct dpgd_filter {

@@ -18,7 +18,7 @@
 
 /* One subsampled-Gaussian release: L is monotone in the output, so
  * delta = P(L > eps) - e^eps Q(L > eps) is a difference of normal tails. Valid for any
- * real eps (negative ones are needed by the few-release recursion below). */
+ * real eps. */
 static double qtail(double z) { return 0.5 * gsl_sf_erfc(z / M_SQRT2); }
 
 static double sg1_delta(double q, double sigma, int dir, double eps)
@@ -48,47 +48,9 @@ int dpgd_acct_delta_single_sg(double q, double sigma, int dir, double eps, dpgd_
   return DPGD_OK;
 }
 
-/* k releases of one subsampled Gaussian (k <= ACCT_SG_FEW_MAX): conditioning on the first
- * output, delta_k(eps) = E_{o ~ P}[delta_{k-1}(eps - L(o))], a (k-1)-fold nested
- * composite Gauss-Legendre integral of the closed form over the window
- * [-12 sigma, 1 + 12 sigma] (both mixture components) with `panels` panels. */
-static double sg_few(double q, double sigma, int dir, uint64_t k, double eps, int panels)
-{
-  if (k == 1) return sg1_delta(q, sigma, dir, eps);
-  double lo = -ACCT_SG_TAIL_SIGMAS * sigma, hi = 1 + ACCT_SG_TAIL_SIGMAS * sigma;
-  double h = (hi - lo) / panels, s = 0, ln = -0.5 * log(2 * M_PI) - log(sigma);
-  for (int p = 0; p < panels; p++)
-    for (int i = 0; i < ACCT_SG_GL_NODES; i++) {
-      double o = lo + (p + 0.5) * h + 0.5 * h * dpgd_acct_gl_x[i];
-      double u = dpgd_acct_cf_sg_u(q, sigma, o);
-      double l0 = ln - o * o / (2 * sigma * sigma);
-      /* P's density: the mixture (remove) or N(0, sigma^2) (add) */
-      double dens = dir ? exp(l0) : exp(l0 + u);
-      s += 0.5 * h * dpgd_acct_gl_w[i] * dens *
-           sg_few(q, sigma, dir, k - 1, eps - (dir ? -u : u), panels);
-    }
-  return s;
-}
-
-/* The few-release value with an error estimate: the difference between
- * ACCT_SG_FEW_PANELS and twice as many panels (the integrand has kinks where the inner
- * threshold reaches its boundary, so this is an estimate, not a bound), times
- * ACCT_TAIL_SAFETY. */
-static int sg_few_delta(double q, double sigma, int dir, uint64_t k, double eps,
-                        dpgd_acct_value *out)
-{
-  if (dpgd_acct_cf_gl_init()) return DPGD_ENOMEM;
-  double v1 = sg_few(q, sigma, dir, k, eps, ACCT_SG_FEW_PANELS);
-  double v2 = sg_few(q, sigma, dir, k, eps, 2 * ACCT_SG_FEW_PANELS);
-  if (!isfinite(v2))
-    return DPGD_FAIL(DPGD_ERANGE, "few-release subsampled integral is not finite");
-  dpgd_acct_cf_clamp_delta(
-      out, v2, ACCT_TAIL_SAFETY * fabs(v2 - v1) + 64 * DBL_EPSILON * (1 + exp(eps)));
-  return DPGD_OK;
-}
-
 /* 1 if the composition is one subsampled-Gaussian entry of at most ACCT_SG_FEW_MAX
- * releases. */
+ * releases: one has a closed form; 2 or more go to the PLD path, where the contour
+ * integral converges too slowly. */
 static int few_sg(const dpgd_accountant *a)
 {
   return a->n == 1 && a->e[0].kind == ACCT_SUBSAMPLED && a->e[0].count <= ACCT_SG_FEW_MAX;
@@ -111,15 +73,14 @@ static void search_free(search *S)
   }
 }
 
-/* The exact method in one direction: closed form / direct integral for a few subsampled
- * releases, else formula B (A as fallback with a Gaussian entry). */
+/* The exact method in one direction: closed form for one subsampled release, else
+ * formula B (A as fallback with a Gaussian entry). */
 static int exact_dir(const dpgd_accountant *a, int dir, double eps, search *S,
                      dpgd_acct_value *o)
 {
   const acct_entry *e0 = &a->e[0];
   if (few_sg(a) && e0->count == 1)
     return dpgd_acct_delta_single_sg(e0->par[0], e0->par[1], dir, eps, o);
-  if (few_sg(a)) return sg_few_delta(e0->par[0], e0->par[1], dir, e0->count, eps, o);
   int st;
   if (!S) {
     st = dpgd_acct_delta_formula_b(a, dir, eps, o);
@@ -164,9 +125,17 @@ static int exact_delta_s(const dpgd_accountant *a, double eps, search *S, dpgd_a
   return DPGD_OK;
 }
 
+/* Where the characteristic-function path fails (the contour integral of few subsampled
+ * releases at a small rate converges too slowly), the PLD path answers. */
 int dpgd_acct_exact_delta(const dpgd_accountant *a, double eps, dpgd_acct_value *out)
 {
-  return exact_delta_s(a, eps, NULL, out);
+  if (few_sg(a) && a->e[0].count > 1) return dpgd_acct_pld_delta(a, eps, out);
+  int st = exact_delta_s(a, eps, NULL, out);
+  if (st && dpgd_acct_pld_applies(a)) {
+    dpgd_error_clear();
+    st = dpgd_acct_pld_delta(a, eps, out);
+  }
+  return st;
 }
 
 typedef struct {
@@ -279,10 +248,15 @@ static int exact_epsilon_s(eps_root *r, double delta, dpgd_acct_value *out)
 
 int dpgd_acct_exact_epsilon(const dpgd_accountant *a, double delta, dpgd_acct_value *out)
 {
+  if (few_sg(a) && a->e[0].count > 1) return dpgd_acct_pld_epsilon(a, delta, out);
   search S;
   memset(&S, 0, sizeof S);
   eps_root r = {.a = a, .target = delta, .floor = ACCT_EPS_FLOOR * delta, .S = &S};
   int st = exact_epsilon_s(&r, delta, out);
   search_free(&S);
+  if (st && dpgd_acct_pld_applies(a)) {
+    dpgd_error_clear();
+    st = dpgd_acct_pld_epsilon(a, delta, out);
+  }
   return st;
 }

@@ -5,6 +5,8 @@
  * answers eps(delta) / delta(eps) on demand under each method:
  *   exact       characteristic-function accounting (closed form for pure-Gaussian
  *               compositions, MATH.md section 2; inversion formula B, A as fallback);
+ *               where those fail for Gaussian and subsampled-Gaussian compositions, a
+ *               privacy-loss distribution with proven bounds (accounting/PLD.md);
  *   zcdp        rho-zCDP with rho = sum of Gaussian mu^2/2 (Gaussian-only);
  *   rdp_*       RDP curves composed over an order grid, converted by the classic,
  *               Balle et al. 2020 or Asoodeh et al. (optimal) conversion.
@@ -244,6 +246,12 @@ int dpgd_acct_epsilon(const dpgd_accountant *a, dpgd_acct_method m, double delta
                       dpgd_acct_value *out);
 int dpgd_acct_delta(const dpgd_accountant *a, dpgd_acct_method m, double eps,
                     dpgd_acct_value *out);
+
+/* Which algorithm gave this thread's last exact answer: "" for the characteristic
+ * function or a closed form, "pld h=<step>" for the privacy-loss-distribution path
+ * (compositions of subsampled Gaussians where the contour integral fails; its error
+ * bound is the width of its bracket). */
+const char *dpgd_acct_exact_note(void);
 
 /* Serialisation for checkpoints: a versioned, checksummed byte string.
  * dpgd_acct_serialize allocates *buf (free with free()). */

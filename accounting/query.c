@@ -47,6 +47,7 @@ int dpgd_acct_epsilon(const dpgd_accountant *a, dpgd_acct_method m, double delta
   if (!(delta > 0 && delta < 1))
     return DPGD_FAIL(DPGD_EINVAL, "delta must lie in (0, 1) (got %g)", delta);
   out->value = out->err = 0;
+  dpgd_acct_exact_note_set("");
   if (a->n == 0) return DPGD_OK;
   switch (m) {
   case DPGD_ACCT_EXACT:
@@ -72,6 +73,7 @@ int dpgd_acct_delta(const dpgd_accountant *a, dpgd_acct_method m, double eps,
   if (!(eps >= 0) || isinf(eps))
     return DPGD_FAIL(DPGD_EINVAL, "eps must be finite and >= 0 (got %g)", eps);
   out->value = out->err = 0;
+  dpgd_acct_exact_note_set("");
   if (a->n == 0) return DPGD_OK;
   switch (m) {
   case DPGD_ACCT_EXACT:

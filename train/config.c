@@ -23,7 +23,12 @@ enum {
   LT1 = 1 << 1,        /* < 1 */
   ZERO_UNSET = 1 << 2, /* 0 means "not given"; only the default may be 0 (doubles only) */
   NOHASH = 1 << 3,     /* does not change the computation: left out of the hash */
-  LIST_NAMES = 1 << 4  /* the help text is followed by the allowed names, " | "-joined */
+  LIST_NAMES = 1 << 4, /* the help text is followed by the allowed names, " | "-joined */
+  LE1 = 1 << 5,        /* <= 1 */
+  /* Left out of the hash while at its default (0, or the first name), so that a config
+   * that does not use the key hashes as it would without it and the checkpoints of such
+   * runs stay resumable across versions that know the key. */
+  HASH_IF_SET = 1 << 6
 };
 
 typedef struct {
@@ -42,6 +47,7 @@ static const char *const model_names[] = {"cnn", "softmax", NULL};
 static const char *const schedule_names[] = {"constant", "cosine", NULL};
 static const char *const rng_names[] = {"research", "secure", NULL};
 static const char *const calibrate_names[] = {"none", "sigma", "budget", NULL};
+static const char *const sampling_names[] = {"full", "poisson", "subset", NULL};
 
 /* A key's section, key, "section.key" and field offset, all from the two words, so that
  * the name in messages and the field it sets cannot drift apart. */
@@ -70,6 +76,15 @@ static const key_spec schema[] = {
     {KEY(train, steps), T_SIZE, "0", NULL, 0,
      "steps (Algorithm 7: k_max); 0 = floor(B_norm/C^2) + (stopping.queries - 1) * "
      "stopping.every"},
+    {KEY(train, sampling), T_ENUM, "full", sampling_names, HASH_IF_SET,
+     "full (every point every step: Algorithms 6 and 7) | poisson (DP-SGD: each point "
+     "independently with probability train.sample_rate each step) | subset (not supported)"},
+    {KEY(train, sample_rate), T_DOUBLE, "0", NULL, GT0 | LE1 | ZERO_UNSET | HASH_IF_SET,
+     "poisson: sampling rate q in (0, 1]; the noisy sum is divided by q n (public)"},
+    {KEY(train, batch_size), T_SIZE, "0", NULL, HASH_IF_SET,
+     "subset: points per step, sampled without replacement (not supported)"},
+    {KEY(train, epochs), T_DOUBLE, "0", NULL, GT0 | ZERO_UNSET | HASH_IF_SET,
+     "poisson: train.steps = ceil(epochs / sample_rate) when train.steps is not given"},
     {KEY(train, lr), T_DOUBLE, "0.1", NULL, GT0, "learning rate (> 0)"},
     {KEY(train, lr_schedule), T_ENUM, "constant", schedule_names, 0, "constant | cosine"},
     {KEY(train, seed), T_U64, "1", NULL, 0,
@@ -79,8 +94,8 @@ static const key_spec schema[] = {
     {KEY(train, rng), T_ENUM, "research", rng_names, 0,
      "research (seeded, reproducible) | secure (OS CSPRNG, for deployments)"},
     {KEY(train, constant_time), T_BOOL, "false", NULL, 0,
-     "true = do the same work for inactive (filtered-out) points, so that a step's time does "
-     "not reveal how many points are active"},
+     "true = do the same work for inactive (filtered-out or not sampled) points, so that a "
+     "step's time does not reveal how many points are active"},
 
     {KEY(filter, enabled), T_BOOL, "false", NULL, 0,
      "true = Algorithm 7 (individual privacy filtering); false = Algorithm 6"},
@@ -204,6 +219,10 @@ static int parse_double(char *field, const key_spec *k, const char *text, char *
   }
   if ((k->flags & LT1) && !(v < 1)) {
     snprintf(why, whylen, "must be < 1 (got %s)", text);
+    return DPGD_EINVAL;
+  }
+  if ((k->flags & LE1) && !(v <= 1)) {
+    snprintf(why, whylen, "must be <= 1 (got %s)", text);
     return DPGD_EINVAL;
   }
   *(double *)field = v;
@@ -440,10 +459,49 @@ static int check_ranges_again(const dpgd_config *c)
   return DPGD_OK;
 }
 
+/* The sampler's keys: poisson needs its rate and excludes the filter; the keys of one
+ * sampler are refused under another, so that no run trains with one and accounts with
+ * another. */
+static int check_sampling(const dpgd_config *c)
+{
+  int poisson = c->train_sampling == DPGD_SAMPLING_POISSON;
+  if (c->train_sampling == DPGD_SAMPLING_SUBSET)
+    return DPGD_FAIL(DPGD_EINVAL,
+                     "%s = subset (sampling without replacement, %s) is not supported; use "
+                     "%s = poisson with %s",
+                     NAME(train_sampling), NAME(train_batch_size), NAME(train_sampling),
+                     NAME(train_sample_rate));
+  if (c->train_batch_size != 0)
+    return DPGD_FAIL(DPGD_EINVAL, "%s applies to %s = subset only", NAME(train_batch_size),
+                     NAME(train_sampling));
+  if (!poisson && (c->train_sample_rate != 0 || c->train_epochs != 0))
+    return DPGD_FAIL(DPGD_EINVAL, "%s and %s apply to %s = poisson only",
+                     NAME(train_sample_rate), NAME(train_epochs), NAME(train_sampling));
+  if (!poisson) return DPGD_OK;
+  if (!(c->train_sample_rate > 0 && c->train_sample_rate <= 1))
+    return DPGD_FAIL(DPGD_EINVAL, "%s = poisson needs %s in (0, 1] (got %g)",
+                     NAME(train_sampling), NAME(train_sample_rate), c->train_sample_rate);
+  if (c->filter_enabled)
+    return DPGD_FAIL(DPGD_EINVAL,
+                     "%s = poisson with %s = true (individual filtering under subsampling) "
+                     "is not supported; set %s = false",
+                     NAME(train_sampling), NAME(filter_enabled), NAME(filter_enabled));
+  if (!(c->train_epochs >= 0) || !isfinite(c->train_epochs))
+    return DPGD_FAIL(DPGD_EINVAL, "%s must be > 0 (got %g)", NAME(train_epochs),
+                     c->train_epochs);
+  if (c->train_epochs > 0 && c->train_steps > 0)
+    return DPGD_FAIL(DPGD_EINVAL, "give %s or %s, not both", NAME(train_steps),
+                     NAME(train_epochs));
+  return DPGD_OK;
+}
+
 int dpgd_config_validate(const dpgd_config *c)
 {
   int rc = check_ranges_again(c);
+  if (!rc) rc = check_sampling(c);
   if (rc) return rc;
+  /* Poisson runs may give their length in epochs instead of steps. */
+  int has_steps = c->train_steps > 0 || c->train_epochs > 0;
   int need_eps = c->privacy_calibrate != DPGD_CALIBRATE_NONE;
   if (need_eps && !(c->privacy_epsilon > 0))
     return DPGD_FAIL(DPGD_EINVAL, "%s = %s needs %s > 0", NAME(privacy_calibrate),
@@ -451,7 +509,7 @@ int dpgd_config_validate(const dpgd_config *c)
   if (c->privacy_calibrate != DPGD_CALIBRATE_SIGMA && c->privacy_sigma == 0)
     return DPGD_FAIL(DPGD_EINVAL, "%s is not set (give it, or %s = sigma with %s)",
                      NAME(privacy_sigma), NAME(privacy_calibrate), NAME(privacy_epsilon));
-  if (c->privacy_calibrate == DPGD_CALIBRATE_SIGMA && c->train_steps == 0 && !c->filter_enabled)
+  if (c->privacy_calibrate == DPGD_CALIBRATE_SIGMA && !has_steps && !c->filter_enabled)
     return DPGD_FAIL(DPGD_EINVAL, "%s = sigma needs %s > 0", NAME(privacy_calibrate),
                      NAME(train_steps));
   if (c->privacy_calibrate == DPGD_CALIBRATE_BUDGET && !c->filter_enabled)
@@ -465,8 +523,9 @@ int dpgd_config_validate(const dpgd_config *c)
     if (c->filter_budget > 0 && c->filter_k > 0)
       return DPGD_FAIL(DPGD_EINVAL, "give %s or %s, not both", NAME(filter_budget),
                        NAME(filter_k));
-  } else if (c->train_steps == 0) {
-    return DPGD_FAIL(DPGD_EINVAL, "%s must be > 0 without filtering", NAME(train_steps));
+  } else if (!has_steps) {
+    return DPGD_FAIL(DPGD_EINVAL, "%s must be > 0 without filtering (poisson: or %s)",
+                     NAME(train_steps), NAME(train_epochs));
   }
   if (c->privacy_calibrate == DPGD_CALIBRATE_SIGMA && c->filter_enabled &&
       c->filter_budget == 0 && c->filter_k == 0)
@@ -497,6 +556,18 @@ static void print_help(FILE *f, const key_spec *k)
     fprintf(f, "%s%s", i ? " | " : "", k->names[i]);
 }
 
+/* For HASH_IF_SET keys, whose default is 0 (numbers) or the first name (T_ENUM). */
+static int at_default(const dpgd_config *c, const key_spec *k)
+{
+  const char *field = (const char *)c + k->offset;
+  switch (k->type) {
+  case T_SIZE: return *(const size_t *)field == 0;
+  case T_DOUBLE: return *(const double *)field == 0;
+  case T_ENUM: return *(const int *)field == 0;
+  default: return 0;
+  }
+}
+
 /* Writes every key; with hash_only, only the keys that change the computation and no
  * comments (the text that dpgd_config_hash digests). */
 static int write_config(const dpgd_config *c, FILE *f, int hash_only)
@@ -505,6 +576,7 @@ static int write_config(const dpgd_config *c, FILE *f, int hash_only)
   for (size_t i = 0; i < N_KEYS; i++) {
     const key_spec *k = &schema[i];
     if (hash_only && (k->flags & NOHASH)) continue;
+    if (hash_only && (k->flags & HASH_IF_SET) && at_default(c, k)) continue;
     if (strcmp(section, k->section)) {
       fprintf(f, "%s[%s]\n", section[0] ? "\n" : "", k->section);
       section = k->section;

@@ -16,6 +16,11 @@
 typedef enum { DPGD_LR_CONSTANT = 0, DPGD_LR_COSINE = 1 } dpgd_lr_schedule;
 typedef enum { DPGD_RNG_RESEARCH = 0, DPGD_RNG_SECURE = 1 } dpgd_rng_mode;
 typedef enum {
+  DPGD_SAMPLING_FULL = 0,    /* every point every step (Algorithms 6 and 7) */
+  DPGD_SAMPLING_POISSON = 1, /* each point independently with probability q (DP-SGD) */
+  DPGD_SAMPLING_SUBSET = 2   /* without replacement: refused by validation */
+} dpgd_sampling;
+typedef enum {
   DPGD_CALIBRATE_NONE = 0,  /* sigma and (for the filter) budget or k are given */
   DPGD_CALIBRATE_SIGMA = 1, /* smallest sigma meeting privacy.epsilon in train.steps */
   DPGD_CALIBRATE_BUDGET = 2 /* largest B_norm meeting privacy.epsilon at sigma, clip */
@@ -33,13 +38,17 @@ typedef struct dpgd_config {
   size_t model_chunk;   /* examples per chunk; 0 = measured default */
   int model_threads;    /* OpenMP threads; 0 = OpenMP default */
   /* [train] */
-  size_t train_steps;      /* Algorithm 6 steps / Algorithm 7 k_max; 0 = derived */
-  double train_lr;         /* learning rate eta */
-  int train_lr_schedule;   /* dpgd_lr_schedule */
-  uint64_t train_seed;     /* master seed (research mode) */
-  size_t train_eval_every; /* test accuracy every N steps; 0 = only at the end */
-  int train_rng;           /* dpgd_rng_mode */
-  int train_constant_time; /* same work for inactive points (timing) */
+  size_t train_steps;       /* Algorithm 6 steps / Algorithm 7 k_max; 0 = derived */
+  int train_sampling;       /* dpgd_sampling */
+  double train_sample_rate; /* poisson: q in (0, 1]; 0 = not given */
+  size_t train_batch_size;  /* subset: points per step; 0 = not given */
+  double train_epochs;      /* poisson: steps = ceil(epochs / q); 0 = not given */
+  double train_lr;          /* learning rate eta */
+  int train_lr_schedule;    /* dpgd_lr_schedule */
+  uint64_t train_seed;      /* master seed (research mode) */
+  size_t train_eval_every;  /* test accuracy every N steps; 0 = only at the end */
+  int train_rng;            /* dpgd_rng_mode */
+  int train_constant_time;  /* same work for inactive points (timing) */
   /* [filter] */
   int filter_enabled;   /* 1 = Algorithm 7 (individual filtering) */
   double filter_budget; /* B_norm; 0 = from filter.k or calibration */

@@ -1,7 +1,8 @@
 /* dpgd_train.h -- private full-batch gradient descent (MATH.md section 1; Feldman &
- * Zrnic, Algorithms 6 and 7): the per-point ledger and clip caps, the noise streams, the
- * checkpoint container, the run-directory writers (train/RUN_FORMAT.md) and the
- * training state that ties them to a model (model/) and the accountant (accounting/).
+ * Zrnic, Algorithms 6 and 7) and DP-SGD with Poisson sampling: the per-point ledger and
+ * clip caps, the noise streams, the checkpoint container, the run-directory writers
+ * (train/RUN_FORMAT.md) and the training state that ties them to a model (model/) and
+ * the accountant (accounting/).
  *
  * Reading order: ledger -> rng -> checkpoint container -> run (dpgd_run_*), which a
  * caller drives INITIALIZE / ITERATE / TEST style (STYLE.md 13): dpgd_run_open, then
@@ -96,7 +97,13 @@ double dpgd_ledger_point_mu2(const dpgd_ledger *l, size_t i, double sigma);
  * independent of each other and of the order in which they are used; the state is
  * saved in checkpoints. Secure mode: bits from getrandom(2) (the kernel CSPRNG); no
  * state to save; Gaussians are hardened against floating-point attacks (see noise.c). */
-enum { DPGD_STREAM_INIT = 0, DPGD_STREAM_STEP = 1, DPGD_STREAM_QUERY = 2, DPGD_N_STREAMS = 3 };
+enum {
+  DPGD_STREAM_INIT = 0,
+  DPGD_STREAM_STEP = 1,
+  DPGD_STREAM_QUERY = 2,
+  DPGD_STREAM_SAMPLE = 3, /* Poisson sampling of the batches (train.sampling = poisson) */
+  DPGD_N_STREAMS = 4
+};
 
 /* Summands of one secure Gaussian draw (Holohan & Braghin 2021; see noise.c). */
 #define DPGD_SECURE_GAUSS_TERMS 4
@@ -126,6 +133,11 @@ int dpgd_rng_u64(dpgd_rng *r, uint64_t *out);
 int dpgd_rng_gaussian_add(dpgd_rng *r, double std, double *x /* (n) */, size_t n);
 /* One N(0, std^2) draw. */
 int dpgd_rng_gaussian(dpgd_rng *r, double std, double *out);
+/* Poisson sampling: in[i] = 1 with probability q (at most q, within 2^-64 of it),
+ * independently for each i < n, else 0; one 64-bit word per point in index order.
+ * *count (if not NULL) = the number sampled. DPGD_EINVAL for q outside [0, 1]. */
+int dpgd_rng_sample_poisson(dpgd_rng *r, double q, unsigned char *in /* (n) out */, size_t n,
+                            size_t *count);
 
 /* The stream's state for checkpoints: size in bytes (0 in secure mode), copy out, and
  * restore (DPGD_EFORMAT if len does not match). */
@@ -168,6 +180,8 @@ int dpgd_write_atomic(const char *path, const void *buf, size_t len);
 /* Everything the config leaves implicit, resolved before the first step. */
 typedef struct dpgd_plan {
   int filtered;
+  int sampling;          /* dpgd_sampling: full, or poisson (DP-SGD) */
+  double sample_rate;    /* poisson: q; full: 1 */
   size_t n;              /* public dataset size */
   double sigma, clip;    /* noise multiplier (after calibration), C */
   double budget;         /* B_norm (filtered); k C^2 equivalent steps otherwise */
@@ -177,12 +191,13 @@ typedef struct dpgd_plan {
   size_t first_query;    /* step after which the first query is made; 0 = none */
   double tau;            /* query noise std, tau_frac * n */
   double delta;
-  double mu_train; /* GDP of the training releases at the end */
-  double mu_total; /* with the queries */
+  double mu_train; /* GDP of the training releases at the end; NAN for poisson (not GDP) */
+  double mu_total; /* with the queries; NAN for poisson */
   /* eps of the whole planned run by method; NAN where the method is not available */
   double eps[5];
   int eps_status[5];      /* dpgd status per method (DPGD_OK: eps is infinite) */
-  dpgd_odometer odometer; /* levels of the per-point report (points.csv) */
+  dpgd_odometer odometer; /* levels of the per-point report (points.csv); poisson: none
+                             (levels = 0): no per-point report is stated */
 } dpgd_plan;
 
 /* Resolves c into a plan (calibration through the accountant, derived steps, the query
@@ -190,7 +205,8 @@ typedef struct dpgd_plan {
 int dpgd_plan_make(dpgd_plan *p, const dpgd_config *c, size_t n);
 
 /* Public GDP parameter of the training releases after t steps (MATH.md section 1):
- * sqrt(min(B, t C^2))/(sigma C) filtered, sqrt(t)/sigma plain. */
+ * sqrt(min(B, t C^2))/(sigma C) filtered, sqrt(t)/sigma plain; NAN for poisson, whose
+ * steps are Poisson-subsampled Gaussians (MATH.md section 3), not Gaussians. */
 double dpgd_plan_mu_train(const dpgd_plan *p, size_t t);
 /* Number of stopping queries made after steps 1..t. */
 size_t dpgd_plan_queries_by(const dpgd_plan *p, size_t t);

@@ -45,9 +45,10 @@ static uint64_t splitmix64(uint64_t x)
 }
 
 static const uint64_t stream_tag[DPGD_N_STREAMS] = {
-    0x696e6974ULL,  /* "init" */
-    0x73746570ULL,  /* "step" */
-    0x7175657279ULL /* "query" */
+    0x696e6974ULL,    /* "init" */
+    0x73746570ULL,    /* "step" */
+    0x7175657279ULL,  /* "query" */
+    0x73616d706c65ULL /* "sample" */
 };
 
 const char *dpgd_rng_mode_name(int mode)
@@ -186,6 +187,28 @@ int dpgd_rng_gaussian_add(dpgd_rng *r, double std, double *x, size_t n)
     if (rc) return rc;
     x[j] += z;
   }
+  return DPGD_OK;
+}
+
+/* Point i is in iff its 64-bit word w_i < floor(q 2^64): probability floor(q 2^64)/2^64,
+ * at most q and within 2^-64 of it. Never more than q: the accountant's guarantee for
+ * rate q covers every smaller rate (the hockey-stick divergence of the subsampled
+ * Gaussian grows with q, by its joint convexity). One word per point, in index order,
+ * whether or not q = 1, so that the stream's position does not depend on the data. */
+int dpgd_rng_sample_poisson(dpgd_rng *r, double q, unsigned char *in, size_t n, size_t *count)
+{
+  if (!(q >= 0 && q <= 1)) return DPGD_FAIL(DPGD_EINVAL, "sampling rate %g outside [0, 1]", q);
+  /* q 2^64 is exact (a power-of-two scaling); below 2^64 for q < 1, so it converts. */
+  uint64_t thresh = q < 1 ? (uint64_t)ldexp(q, 64) : UINT64_MAX;
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    uint64_t w;
+    int rc = dpgd_rng_u64(r, &w);
+    if (rc) return rc;
+    in[i] = q == 1 || w < thresh;
+    k += in[i];
+  }
+  if (count) *count = k;
   return DPGD_OK;
 }
 

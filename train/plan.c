@@ -1,8 +1,9 @@
-/* plan.c -- what a config means before the first step (MATH.md sections 1 and 5): noise
- * calibration, the filter budget, derived step count, the stopping-query schedule, and
- * the guarantee of the whole planned run under every accounting method. Also the public
- * running guarantee mu(t) and the releases one step adds to the accountant, shared by
- * the plan and the training loop so that both account the same way. */
+/* plan.c -- what a config means before the first step (MATH.md sections 1, 3 and 5):
+ * noise calibration (for Poisson sampling: on the subsampled Gaussian's composition),
+ * the filter budget, derived step count, the stopping-query schedule, and the guarantee
+ * of the whole planned run under every accounting method. Also the public running
+ * guarantee mu(t) and the releases one step adds to the accountant, shared by the plan
+ * and the training loop so that both account the same way. */
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
@@ -13,6 +14,7 @@
 
 double dpgd_plan_mu_train(const dpgd_plan *p, size_t t)
 {
+  if (p->sampling == DPGD_SAMPLING_POISSON) return NAN;
   /* sqrt(min(B, t C^2)) / (sigma C), written so that no C^2 over- or underflows */
   double steps = (double)t;
   if (p->filtered) {
@@ -40,9 +42,13 @@ int dpgd_plan_query_due(const dpgd_plan *p, size_t t)
  * sensitivity C, noise sigma C). The filter bounds the rest of Algorithm 7 by the
  * remaining sum of mu^2, (B - floor(B/C^2) C^2)/(sigma C)^2, added at step
  * floor(B/C^2) + 1 (MATH.md section 1: fully adaptive GDP composition under a filter);
- * later steps add nothing. The composition after t steps is mu_train(t). */
+ * later steps add nothing. The composition after t steps is mu_train(t). Poisson
+ * sampling: every step is a Poisson-subsampled Gaussian, rate q, noise multiplier sigma
+ * (MATH.md section 3), the mechanism the sampler of the step runs. */
 int dpgd_plan_add_step(dpgd_accountant *a, const dpgd_plan *p, size_t t)
 {
+  if (p->sampling == DPGD_SAMPLING_POISSON)
+    return dpgd_acct_add_subsampled_gaussian(a, p->sample_rate, p->sigma, 1);
   if (!p->filtered || t <= p->full_steps) return dpgd_acct_add_gaussian(a, 1.0 / p->sigma, 1);
   if (t == p->full_steps + 1) {
     double rest = p->budget - (double)p->full_steps * p->clip * p->clip;
@@ -64,7 +70,10 @@ int dpgd_plan_accountant(dpgd_accountant **out, const dpgd_plan *p, size_t t)
   dpgd_accountant *a = dpgd_acct_alloc();
   if (!a) return DPGD_FAIL(DPGD_ENOMEM, "no memory for the accountant");
   size_t full = p->filtered && t > p->full_steps ? p->full_steps : t;
-  int rc = full ? dpgd_acct_add_gaussian(a, 1.0 / p->sigma, full) : DPGD_OK;
+  int rc = DPGD_OK;
+  if (p->sampling == DPGD_SAMPLING_POISSON && t)
+    rc = dpgd_acct_add_subsampled_gaussian(a, p->sample_rate, p->sigma, t);
+  else if (full) rc = dpgd_acct_add_gaussian(a, 1.0 / p->sigma, full);
   if (!rc && full < t) rc = dpgd_plan_add_step(a, p, full + 1); /* the filter's rest */
   size_t q = dpgd_plan_queries_by(p, t);
   if (!rc && q) rc = dpgd_acct_add_gaussian(a, 1.0 / p->tau, q);
@@ -143,6 +152,65 @@ static int check_calibration_conflicts(const dpgd_config *c, const dpgd_plan *p)
   return DPGD_OK;
 }
 
+/* eps under method m of `steps` Poisson-subsampled Gaussians (rate q, multiplier sigma)
+ * composed with `extra`. A method that cannot answer is an error naming it: taking its
+ * silence for "not private enough" would push sigma up to where it answers, far above
+ * the smallest sigma. */
+static int subsampled_eps(const dpgd_plan *p, dpgd_acct_method m, double sigma, uint64_t steps,
+                          const dpgd_accountant *extra, double *eps)
+{
+  dpgd_accountant *a = extra ? dpgd_acct_clone(extra) : dpgd_acct_alloc();
+  if (!a) return DPGD_FAIL(DPGD_ENOMEM, "no memory for the accountant");
+  dpgd_acct_value v;
+  int rc = dpgd_acct_add_subsampled_gaussian(a, p->sample_rate, sigma, steps);
+  if (!rc) rc = dpgd_acct_epsilon(a, m, p->delta, &v);
+  dpgd_acct_free(a);
+  if (rc)
+    return DPGD_FAIL(rc,
+                     "calibration: %s = %s cannot evaluate %llu Poisson-subsampled Gaussians "
+                     "at q = %g, sigma = %g (%s); try another %s, or more steps",
+                     DPGD_CONFIG_KEY(privacy_method), dpgd_acct_method_name(m),
+                     (unsigned long long)steps, p->sample_rate, sigma, dpgd_error_last(),
+                     DPGD_CONFIG_KEY(privacy_method));
+  *eps = v.value;
+  return DPGD_OK;
+}
+
+/* The smallest sigma (to DPGD_PLAN_SIGMA_RTOL, rounded up) whose `steps` subsampled
+ * releases and `extra` give eps(delta) <= eps under method m: a bracket by doubling and
+ * halving from sigma = 1, then bisection in log sigma; the upper end, where eps was seen
+ * to hold, is the answer (MATH.md section 5: round sigma up). */
+#define DPGD_PLAN_SIGMA_RTOL 1e-7
+static int calibrate_subsampled(dpgd_plan *p, const dpgd_config *c, uint64_t steps,
+                                const dpgd_accountant *extra)
+{
+  dpgd_acct_method m = (dpgd_acct_method)c->privacy_method;
+  double target = c->privacy_epsilon, lo = 0, hi = 1, e;
+  int rc = subsampled_eps(p, m, hi, steps, extra, &e);
+  for (int i = 0; !rc && e > target; i++) {
+    if (i == 64)
+      return DPGD_FAIL(DPGD_ERANGE, "calibration: no sigma up to %g reaches %s = %g", hi,
+                       DPGD_CONFIG_KEY(privacy_epsilon), target);
+    lo = hi, hi *= 2;
+    rc = subsampled_eps(p, m, hi, steps, extra, &e);
+  }
+  for (int i = 0; !rc && lo == 0; i++) {
+    if (i == 64) return DPGD_FAIL(DPGD_ERANGE, "calibration: sigma below %g", hi);
+    rc = subsampled_eps(p, m, hi / 2, steps, extra, &e);
+    if (!rc && e > target) lo = hi / 2;
+    else if (!rc) hi /= 2;
+  }
+  while (!rc && hi - lo > hi * DPGD_PLAN_SIGMA_RTOL) {
+    double mid = sqrt(lo * hi);
+    if (!(mid > lo && mid < hi)) break;
+    rc = subsampled_eps(p, m, mid, steps, extra, &e);
+    if (!rc && e > target) lo = mid;
+    else if (!rc) hi = mid;
+  }
+  if (!rc) p->sigma = hi;
+  return rc;
+}
+
 /* sigma and B_norm: given, or calibrated to privacy.epsilon with the queries in `extra`. */
 static int calibrate_noise(dpgd_plan *p, const dpgd_config *c, const dpgd_accountant *extra)
 {
@@ -152,7 +220,10 @@ static int calibrate_noise(dpgd_plan *p, const dpgd_config *c, const dpgd_accoun
     p->budget = c->filter_budget > 0 ? c->filter_budget : c->filter_k * p->clip * p->clip;
 
   p->sigma = c->privacy_sigma;
-  if (c->privacy_calibrate == DPGD_CALIBRATE_SIGMA) {
+  if (c->privacy_calibrate == DPGD_CALIBRATE_SIGMA && p->sampling == DPGD_SAMPLING_POISSON) {
+    rc = calibrate_subsampled(p, c, p->steps, extra);
+    if (rc) return rc;
+  } else if (c->privacy_calibrate == DPGD_CALIBRATE_SIGMA) {
     /* Filtered: B/C^2 full-norm steps, rounded up (more noise: the private direction). */
     double k = p->filtered ? ceil(p->budget / (p->clip * p->clip)) : (double)c->train_steps;
     rc = dpgd_calibrate_sigma(method, c->privacy_epsilon, p->delta, (uint64_t)k, extra,
@@ -179,10 +250,23 @@ static void derive_steps(dpgd_plan *p, const dpgd_config *c)
     if (p->steps == 0)
       p->steps = p->full_steps + (p->queries ? (p->queries - 1) * p->every : 0);
     if (p->steps == 0) p->steps = 1;
-  } else {
+  } else if (p->sampling != DPGD_SAMPLING_POISSON) {
     p->steps = c->train_steps;
     p->full_steps = p->steps;
   }
+}
+
+/* Poisson: train.steps, or ceil(train.epochs / q) (a step sees q n points on average).
+ * Known before the calibration, which needs it. */
+static int poisson_steps(dpgd_plan *p, const dpgd_config *c)
+{
+  double k = c->train_steps ? (double)c->train_steps : ceil(c->train_epochs / p->sample_rate);
+  if (!(k >= 1) || k > 1e12)
+    return DPGD_FAIL(DPGD_ERANGE, "%s = %g at %s = %g gives %g steps (1 to 1e12)",
+                     DPGD_CONFIG_KEY(train_epochs), c->train_epochs,
+                     DPGD_CONFIG_KEY(train_sample_rate), p->sample_rate, k);
+  p->steps = p->full_steps = (size_t)k;
+  return DPGD_OK;
 }
 
 /* The stopping queries: from floor(B/C^2) on when filtered, else the last ones. */
@@ -204,6 +288,7 @@ static int schedule_queries(dpgd_plan *p)
 /* The guarantee of the whole planned run, and the per-point report's levels. */
 static int state_guarantee(dpgd_plan *p)
 {
+  int poisson = p->sampling == DPGD_SAMPLING_POISSON;
   p->mu_train = dpgd_plan_mu_train(p, p->steps);
   p->mu_total = sqrt(p->mu_train * p->mu_train + (double)p->queries / (p->tau * p->tau));
   dpgd_accountant *all = NULL;
@@ -213,12 +298,24 @@ static int state_guarantee(dpgd_plan *p)
   dpgd_acct_free(all);
   /* A run whose guarantee cannot be stated does not run (e.g. tau -> 0: a query with
    * no noise). */
-  if (!isfinite(p->mu_total) || !isfinite(p->eps[DPGD_ACCT_EXACT]))
+  if (poisson && !isfinite(p->eps[DPGD_ACCT_EXACT]))
+    return DPGD_FAIL(DPGD_ERANGE,
+                     "the exact accountant cannot state the planned run's eps (%zu "
+                     "Poisson-subsampled Gaussians at q = %g, sigma = %g: %s); change %s, %s "
+                     "or %s",
+                     p->steps, p->sample_rate, p->sigma,
+                     dpgd_error_str(p->eps_status[DPGD_ACCT_EXACT]),
+                     DPGD_CONFIG_KEY(train_sample_rate), DPGD_CONFIG_KEY(train_steps),
+                     DPGD_CONFIG_KEY(privacy_sigma));
+  if (!poisson && (!isfinite(p->mu_total) || !isfinite(p->eps[DPGD_ACCT_EXACT])))
     return DPGD_FAIL(DPGD_ERANGE,
                      "the planned run has no finite guarantee (mu = %g; check "
                      "%s, %s and %s)",
                      p->mu_total, DPGD_CONFIG_KEY(privacy_sigma), DPGD_CONFIG_KEY(privacy_clip),
                      DPGD_CONFIG_KEY(stopping_tau_frac));
+  /* Poisson: no per-point report (its levels would need a per-point accounting of the
+   * subsampled releases, which the ledger does not do). */
+  if (poisson) return DPGD_OK;
   /* The per-point report's levels, fixed before any data is seen. Padded by 2^-40 so
    * that a point's total, rounded up, never lands above the top level. */
   double step_mu2 = 1.0 / (p->sigma * p->sigma);
@@ -235,6 +332,8 @@ int dpgd_plan_make(dpgd_plan *p, const dpgd_config *c, size_t n)
   if (rc) return rc;
   *p = (dpgd_plan){0};
   p->filtered = c->filter_enabled;
+  p->sampling = c->train_sampling;
+  p->sample_rate = p->sampling == DPGD_SAMPLING_POISSON ? c->train_sample_rate : 1;
   p->n = n;
   p->clip = c->privacy_clip;
   p->delta = c->privacy_delta;
@@ -245,6 +344,7 @@ int dpgd_plan_make(dpgd_plan *p, const dpgd_config *c, size_t n)
   dpgd_accountant *extra = NULL;
   rc = planned_queries(&extra, p);
   if (!rc) rc = check_calibration_conflicts(c, p);
+  if (!rc && p->sampling == DPGD_SAMPLING_POISSON) rc = poisson_steps(p, c);
   if (!rc) rc = calibrate_noise(p, c, extra);
   if (!rc) derive_steps(p, c);
   if (!rc) rc = schedule_queries(p);

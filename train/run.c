@@ -45,6 +45,8 @@ void dpgd_run_free(dpgd_run *r)
   free(r->best);
   dpgd_rng_free(r->rng_step);
   dpgd_rng_free(r->rng_query);
+  dpgd_rng_free(r->rng_sample);
+  free(r->in);
   dpgd_acct_free(r->acct);
   free(r);
 }
@@ -84,15 +86,10 @@ int dpgd_run_dry(dpgd_plan *p, const dpgd_config *c)
   return rc;
 }
 
-/* Everything shared by open and resume: data, plan, model, buffers, streams. */
-int dpgd_run_setup(dpgd_run *r)
+/* The model of the config, or an error that says why not. */
+static int alloc_model(dpgd_run *r)
 {
   const dpgd_config *c = &r->cfg;
-  int rc = find_and_load(&r->train, &r->test, c);
-  if (rc) return rc;
-  r->data_fp = data_fingerprint(r->train, r->test);
-  rc = dpgd_plan_make(&r->plan, c, r->train->n);
-  if (rc) return rc;
   const dpgd_model_type *t = dpgd_model_type_find(c->model_type);
   if (!t)
     return DPGD_FAIL(DPGD_EINVAL, "%s '%s' is not built", DPGD_CONFIG_KEY(model_type),
@@ -107,6 +104,19 @@ int dpgd_run_setup(dpgd_run *r)
     return DPGD_FAIL(DPGD_EINVAL, "%s = %s: %s", DPGD_CONFIG_KEY(model_type), c->model_type,
                      why);
   }
+  return DPGD_OK;
+}
+
+/* Everything shared by open and resume: data, plan, model, buffers, streams. */
+int dpgd_run_setup(dpgd_run *r)
+{
+  const dpgd_config *c = &r->cfg;
+  int rc = find_and_load(&r->train, &r->test, c);
+  if (rc) return rc;
+  r->data_fp = data_fingerprint(r->train, r->test);
+  rc = dpgd_plan_make(&r->plan, c, r->train->n);
+  if (!rc) rc = alloc_model(r);
+  if (rc) return rc;
   r->ws = dpgd_grad_ws_alloc(r->model, c->model_chunk, c->model_threads);
   r->P = dpgd_model_n_params(r->model);
   size_t n = r->train->n;
@@ -123,8 +133,12 @@ int dpgd_run_setup(dpgd_run *r)
   }
   r->rng_step = dpgd_rng_alloc(c->train_rng, c->train_seed, DPGD_STREAM_STEP);
   r->rng_query = dpgd_rng_alloc(c->train_rng, c->train_seed, DPGD_STREAM_QUERY);
+  /* Poisson: the sample is drawn in the noise's rng mode (secure: from getrandom too). */
+  int poisson = r->plan.sampling == DPGD_SAMPLING_POISSON;
+  if (poisson) r->rng_sample = dpgd_rng_alloc(c->train_rng, c->train_seed, DPGD_STREAM_SAMPLE);
+  if (poisson) r->in = malloc(n);
   if (!r->ws || !r->ledger || !r->caps || !r->post || !r->sum || !r->best || !r->rng_step ||
-      !r->rng_query)
+      !r->rng_query || (poisson && (!r->rng_sample || !r->in)))
     return DPGD_FAIL(DPGD_ENOMEM, "no memory for the training state (n = %zu, P = %zu)", n,
                      r->P);
   /* The sum's rounding moves it by up to 2 gamma sum_j ||v_j|| <= 2 gamma n C more
@@ -271,7 +285,12 @@ void dpgd_run_progress(const dpgd_run *r, char *buf, size_t len)
   double eta = per * (double)(r->plan.steps - r->m.step);
   char acc[32] = "-";
   if (isfinite(r->m.last_test_acc)) snprintf(acc, sizeof acc, "%.4f", r->m.last_test_acc);
-  snprintf(buf, len, "step %llu/%zu  ETA %dm%02ds  eps %.4g (exact, delta %g)  test acc %s",
+  /* The exact method may have no answer after some steps (a few subsampled releases at
+   * a small rate): "n/a", as metrics.csv leaves the field empty. */
+  char eps[32] = "n/a";
+  double e = r->eps_now[DPGD_ACCT_EXACT];
+  if (isfinite(e)) snprintf(eps, sizeof eps, "%.4g", dpgd_round_digits(e, 4, 1));
+  snprintf(buf, len, "step %llu/%zu  ETA %dm%02ds  eps %s (exact, delta %g)  test acc %s",
            (unsigned long long)r->m.step, r->plan.steps, (int)(eta / 60), (int)fmod(eta, 60),
-           dpgd_round_digits(r->eps_now[DPGD_ACCT_EXACT], 4, 1), r->plan.delta, acc);
+           eps, r->plan.delta, acc);
 }

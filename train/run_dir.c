@@ -140,7 +140,9 @@ int dpgd_run_compose_row(dpgd_run *r, size_t t, double test_acc, double lr, int 
 
 /* points.csv: each point's spend and its odometer report (train/RUN_FORMAT.md): the
  * level its total (training spend plus the stopping queries, which touch every point)
- * reached, that level's share of delta, and the guarantee valid at the realised level. */
+ * reached, that level's share of delta, and the guarantee valid at the realised level.
+ * Poisson runs state no per-point guarantee (the plan has no levels): those four columns
+ * are empty, and the spend counts the steps that sampled the point. */
 static int write_points(dpgd_run *r)
 {
   char p[PATHLEN];
@@ -163,7 +165,8 @@ static int write_points(dpgd_run *r)
     fprintf(f, "%zu,%u,%.17g,", i, (unsigned)r->train->labels[i], l->spend[i]);
     dpgd_report_num(f, l->spend[i] / budget);
     fprintf(f, ",%d,", dpgd_filter_active(l->filter, i));
-    rc = dpgd_report_odometer_cols(f, &pl->odometer, mu2);
+    if (pl->odometer.levels) rc = dpgd_report_odometer_cols(f, &pl->odometer, mu2);
+    else fputs(",,,", f);
     fputc('\n', f);
   }
   if (fclose(f) && !rc) rc = DPGD_FAIL(DPGD_ENOMEM, "no memory for %s", p);
@@ -182,8 +185,10 @@ static int write_summary(dpgd_run *r, double test_acc)
   fprintf(f, "{\"dpgd_version\": \"%s\", \"model\": \"%s\", \"activation\": \"%s\",\n",
           DPGD_VERSION, r->cfg.model_type,
           r->cfg.model_activation == DPGD_ACT_TANH ? "tanh" : "relu");
-  fprintf(f, " \"algorithm\": \"%s\", \"n_train\": %zu, \"n_test\": %zu,\n",
-          p->filtered ? "filtered" : "plain", r->train->n, r->test->n);
+  fprintf(f, " \"algorithm\": \"%s\", \"sampling\": \"%s\", \"sample_rate\": %.17g,\n",
+          p->filtered ? "filtered" : "plain",
+          p->sampling == DPGD_SAMPLING_POISSON ? "poisson" : "full", p->sample_rate);
+  fprintf(f, " \"n_train\": %zu, \"n_test\": %zu,\n", r->train->n, r->test->n);
   fprintf(f, " \"steps\": %zu, \"selected_step\": %llu, \"queries\": %llu,\n", p->steps,
           (unsigned long long)(r->m.queries_done ? r->m.best_step : r->m.step),
           (unsigned long long)r->m.queries_done);
@@ -203,14 +208,15 @@ static int write_summary(dpgd_run *r, double test_acc)
     dpgd_report_json_num(f, dpgd_round_digits(r->eps_now[k], 10, 1));
   }
   fprintf(f, "},\n \"odometer\": ");
-  dpgd_report_json_odometer(f, &p->odometer);
+  if (p->odometer.levels) dpgd_report_json_odometer(f, &p->odometer);
+  else fputs("null", f);
   fprintf(f, ",\n \"test_acc\": ");
   dpgd_report_json_num(f, test_acc);
   fprintf(f, ", \"seed\": %llu, \"rng\": \"%s\",\n", (unsigned long long)r->cfg.train_seed,
           dpgd_rng_mode_name(r->cfg.train_rng));
   if (!r->secure) fprintf(f, " \"caveat\": \"%s\",\n", DPGD_RESEARCH_CAVEAT);
-  /* Timing depends on how many points were still active (inactive points are skipped
-   * unless train.constant_time): data-dependent, so not covered by eps. */
+  /* Timing depends on how many points were still active or sampled (the others are
+   * skipped unless train.constant_time): data-dependent, so not covered by eps. */
   fprintf(f, " \"nonprivate\": {\"wall_s\": %.3f, \"constant_time\": %s}}\n", r->m.wall_s,
           r->cfg.train_constant_time ? "true" : "false");
   fclose(f);

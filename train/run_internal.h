@@ -38,6 +38,8 @@ struct dpgd_run {
   double *caps, *post, *sum; /* (n), (n), (P) */
   float *best;               /* (P) parameters of the best noisy iterate */
   dpgd_rng *rng_step, *rng_query;
+  dpgd_rng *rng_sample;  /* poisson: the batches' stream; NULL for full-batch runs */
+  unsigned char *in;     /* (n) poisson: 1 for the points sampled this step; else NULL */
   dpgd_accountant *acct; /* releases so far */
   run_meta m;
   double last_query; /* noisy accuracy of the query at this step; NAN if none */

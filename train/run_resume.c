@@ -18,55 +18,59 @@
 
 /* ---- checkpoints ---- */
 
+/* The states of the run's research streams, one after another in *buf (malloc):
+ * step, query, then sample (poisson runs); sizes in len[]. Secure streams have none. */
+static int rng_states(const dpgd_run *r, void **buf, size_t len[3])
+{
+  const dpgd_rng *g[3] = {r->rng_step, r->rng_query, r->rng_sample};
+  size_t total = 0;
+  for (int k = 0; k < 3; k++) total += len[k] = g[k] ? dpgd_rng_state_size(g[k]) : 0;
+  *buf = malloc(total ? total : 1);
+  if (!*buf) return DPGD_FAIL(DPGD_ENOMEM, "no memory for the checkpoint");
+  for (int k = 0, at = 0; k < 3; at += (int)len[k], k++)
+    if (g[k]) dpgd_rng_state_get(g[k], (char *)*buf + at);
+  return DPGD_OK;
+}
+
 int dpgd_run_write_checkpoint(dpgd_run *r)
 {
-  void *acct_buf = NULL, *filt_buf = NULL;
-  size_t acct_len = 0, filt_len = 0;
+  void *acct_buf = NULL, *filt_buf = NULL, *rng_buf = NULL;
+  size_t acct_len = 0, filt_len = 0, rl[3];
   int rc = dpgd_acct_serialize(r->acct, &acct_buf, &acct_len);
   if (!rc) rc = dpgd_ledger_save(r->ledger, &filt_buf, &filt_len);
+  if (!rc) rc = rng_states(r, &rng_buf, rl);
+  /* The metrics rows up to this step reach the disk before the checkpoint does. */
+  if (!rc && r->metrics >= 0 && dpgd_file_fsync(r->metrics))
+    rc = DPGD_FAIL(DPGD_EIO, "cannot write %s/metrics.csv: %s", r->dir, strerror(errno));
   if (rc) {
     free(acct_buf);
+    free(filt_buf);
+    free(rng_buf);
     return rc;
   }
-  size_t rs = dpgd_rng_state_size(r->rng_step), rq = dpgd_rng_state_size(r->rng_query);
-  void *sst = malloc(rs ? rs : 1), *sq = malloc(rq ? rq : 1);
-  if (!sst || !sq) {
-    free(sst);
-    free(sq);
-    free(acct_buf);
-    free(filt_buf);
-    return DPGD_FAIL(DPGD_ENOMEM, "no memory for the checkpoint");
-  }
-  dpgd_rng_state_get(r->rng_step, sst);
-  dpgd_rng_state_get(r->rng_query, sq);
   r->m.wall_s =
       r->wall_before + (dpgd_run_now_s() - ((double)r->t0.tv_sec + 1e-9 * r->t0.tv_nsec));
-  const dpgd_ckpt_section s[] = {
+  const char *rng = rng_buf;
+  dpgd_ckpt_section s[12] = {
       {"meta", &r->m, sizeof r->m},
       {"params", dpgd_model_params_const(r->model), r->P * sizeof(float)},
       {"best", r->best, r->P * sizeof(float)},
       {"filter", filt_buf, filt_len}, /* the ledger; older checkpoints: "spend", s(i) */
-      {"rngstep", sst, rs},
-      {"rngquery", sq, rq},
+      {"rngstep", rng, rl[0]},
+      {"rngquery", rng + rl[0], rl[1]},
       {"acct", acct_buf, acct_len},
       {"data", &r->data_fp, sizeof r->data_fp},
       {"replay", r->replay, strlen(r->replay)},
-      {"row", r->row, strlen(r->row)}, /* secure runs only: see dpgd_run_step */
   };
-  size_t n_sections = sizeof s / sizeof s[0] - !r->secure;
+  size_t n_sections = 9;
+  if (r->secure) /* secure runs only: see dpgd_run_step */
+    s[n_sections++] = (dpgd_ckpt_section){"row", r->row, strlen(r->row)};
+  if (r->rng_sample) /* poisson runs only */
+    s[n_sections++] = (dpgd_ckpt_section){"rngsamp", rng + rl[0] + rl[1], rl[2]};
   char p[PATHLEN];
   dpgd_run_path_in(p, r, "checkpoint.bin");
-  /* The metrics rows up to this step reach the disk before the checkpoint does. */
-  if (r->metrics >= 0 && dpgd_file_fsync(r->metrics)) {
-    free(sst);
-    free(sq);
-    free(acct_buf);
-    free(filt_buf);
-    return DPGD_FAIL(DPGD_EIO, "cannot write %s/metrics.csv: %s", r->dir, strerror(errno));
-  }
   rc = dpgd_ckpt_write(p, r->config_hash, s, n_sections);
-  free(sst);
-  free(sq);
+  free(rng_buf);
   free(acct_buf);
   free(filt_buf);
   return rc;
@@ -236,7 +240,7 @@ static int restore_ledger(dpgd_run *r, const dpgd_ckpt *ck, const char *p)
   return dpgd_ledger_check(r->ledger);
 }
 
-/* Parameters, best parameters, ledger, both RNG streams and the accountant. */
+/* Parameters, best parameters, ledger, the RNG streams and the accountant. */
 static int restore_state(dpgd_run *r, const dpgd_ckpt *ck, const char *p)
 {
   const void *d;
@@ -250,6 +254,8 @@ static int restore_state(dpgd_run *r, const dpgd_ckpt *ck, const char *p)
   if (!rc) rc = dpgd_rng_state_set(r->rng_step, d, len);
   if (!rc) rc = dpgd_ckpt_get(ck, "rngquery", 0, &d, &len);
   if (!rc) rc = dpgd_rng_state_set(r->rng_query, d, len);
+  if (!rc && r->rng_sample) rc = dpgd_ckpt_get(ck, "rngsamp", 0, &d, &len);
+  if (!rc && r->rng_sample) rc = dpgd_rng_state_set(r->rng_sample, d, len);
   if (!rc) rc = dpgd_ckpt_get(ck, "acct", 0, &d, &len);
   if (!rc) rc = dpgd_acct_deserialize(&r->acct, d, len);
   return rc;

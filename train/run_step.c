@@ -1,6 +1,7 @@
 /* run_step.c -- one step of private full-batch GD (Algorithms 6 and 7 of Feldman &
- * Zrnic): caps, the clipped per-example sum, the ledger, ONE Gaussian draw, the update,
- * accounted private stopping, and the row it emits. */
+ * Zrnic) or of DP-SGD with Poisson sampling: caps (0 for the points not sampled), the
+ * clipped per-example sum, the ledger, ONE Gaussian draw, the update, accounted private
+ * stopping, and the row it emits. */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -91,6 +92,18 @@ static int diverged(dpgd_run *r, size_t t, double lr)
 
 int dpgd_run_checkpoint(dpgd_run *r) { return dpgd_run_write_checkpoint(r); }
 
+/* Poisson sampling: the points not in this step's sample get cap 0, which the engine
+ * skips (unless train.constant_time) and the ledger does not charge. An empty sample is
+ * normal: the update is then noise only. */
+static int sample_batch(dpgd_run *r)
+{
+  int rc = dpgd_rng_sample_poisson(r->rng_sample, r->plan.sample_rate, r->in, r->m.n, NULL);
+  if (rc) return rc;
+  for (size_t i = 0; i < r->m.n; i++)
+    if (!r->in[i]) r->caps[i] = 0;
+  return DPGD_OK;
+}
+
 /* The clipped sum under the caps of the ledger, the spend, and ONE Gaussian draw on it. */
 static int clipped_noisy_sum(dpgd_run *r)
 {
@@ -101,8 +114,9 @@ static int clipped_noisy_sum(dpgd_run *r)
   if (r->null_mask) /* dpgd audit: an excluded canary contributes nothing */
     for (size_t i = 0; i < r->m.n; i++)
       if (r->null_mask[i]) r->caps[i] = 0;
-  int rc =
-      dpgd_model_clipped_grad_sum(r->model, r->ws, r->train, r->caps, r->sum, NULL, r->post);
+  int rc = r->rng_sample ? sample_batch(r) : DPGD_OK;
+  if (rc) return rc;
+  rc = dpgd_model_clipped_grad_sum(r->model, r->ws, r->train, r->caps, r->sum, NULL, r->post);
   if (!rc) rc = dpgd_ledger_spend(r->ledger, r->caps, r->post);
   if (rc) return rc;
 #ifndef NDEBUG
@@ -175,7 +189,10 @@ int dpgd_run_step(dpgd_run *r)
 
   int rc = clipped_noisy_sum(r);
   if (rc) return rc;
-  double lr = lr_at(r, t), scale = lr / (double)n;
+  /* Divided by the public n, or by the expected batch size q n (poisson): never by a
+   * count of the data. */
+  double denom = p->sampling == DPGD_SAMPLING_POISSON ? p->sample_rate * (double)n : (double)n;
+  double lr = lr_at(r, t), scale = lr / denom;
   int finite = apply_update(r, scale);
   rc = dpgd_plan_add_step(r->acct, p, t);
   if (rc) return rc;

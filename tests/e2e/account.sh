@@ -44,6 +44,16 @@ assert e <= o <= b * (1 + 1e-9) and b <= c, (e, o, b, c)
 for m in ("exact", "zcdp", "rdp_classic", "rdp_balle", "rdp_optimal"):
     r = row(m); assert float(r[2]) >= 0 and float(r[3]) >= 0, r
 '
+# A few subsampled releases at a small rate: the exact value comes from the PLD path
+# (its line says so), is a number (it printed n/a before) and its error bound, the
+# bracket's width, is within 0.1 % of the value.
+expect_ok sub-few "$DPGD" account --subsampled q=0.001,sigma=1,count=5 --method exact
+py sub-few-pld '
+f = row("exact"); e, err = float(f[1]), float(f[2])
+assert f[4] == "pld" and f[5].startswith("h="), f
+assert 0 < err <= 1e-3 * e and 0.0175 < e < 0.0185, f
+'
+
 # Splitting the same mu over entries gives the same exact eps (mu = sqrt(sum mu_j^2)).
 expect_ok gauss-mix "$DPGD" account --gaussian mu=0.1,count=3 --gaussian sigma=50,sensitivity=2.5,count=2 --method exact
 py gauss-mix-exact '

@@ -111,6 +111,13 @@ static void test_bad_values(void **state)
       {"model.threads=99999", "model.threads"},
       {"data.std=0", "data.std"},
       {"train.steps=99999999999999999999999", "train.steps"},
+      {"train.sampling=minibatch", "train.sampling"},
+      {"train.sample_rate=0", "train.sample_rate"},
+      {"train.sample_rate=-0.25", "train.sample_rate"},
+      {"train.sample_rate=1.0000001", "train.sample_rate"},
+      {"train.sample_rate=nan", "train.sample_rate"},
+      {"train.epochs=-2", "train.epochs"},
+      {"train.batch_size=-64", "train.batch_size"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     dpgd_config c;
@@ -191,6 +198,22 @@ static void test_cross_key_rules(void **state)
       {{"privacy.calibrate=sigma", "train.steps=10", NULL}, "privacy.epsilon"},
       {{"privacy.calibrate=budget", "privacy.sigma=3", "privacy.epsilon=1", "train.steps=4"},
        "filter.enabled"},
+      {{"train.sampling=poisson", "train.steps=10", "privacy.sigma=1", NULL},
+       "train.sampling = poisson needs train.sample_rate"},
+      {{"train.sampling=poisson", "train.sample_rate=0.1", "filter.enabled=true", "filter.k=3"},
+       "train.sampling = poisson with filter.enabled = true"},
+      {{"train.sampling=subset", "train.batch_size=64", "train.steps=10", "privacy.sigma=1"},
+       "train.sampling = subset (sampling without replacement, train.batch_size) is not"},
+      {{"train.batch_size=64", "train.steps=10", "privacy.sigma=1", NULL},
+       "train.batch_size applies to train.sampling = subset"},
+      {{"train.sample_rate=0.5", "train.steps=10", "privacy.sigma=1", NULL},
+       "train.sample_rate and train.epochs apply to train.sampling = poisson"},
+      {{"train.epochs=3", "train.steps=10", "privacy.sigma=1", NULL},
+       "apply to train.sampling = poisson"},
+      {{"train.sampling=poisson", "train.sample_rate=0.1", "train.epochs=2", "train.steps=10"},
+       "give train.steps or train.epochs, not both"},
+      {{"train.sampling=poisson", "train.sample_rate=0.1", "privacy.sigma=1", NULL},
+       "train.steps must be > 0"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     dpgd_config c;
@@ -207,6 +230,12 @@ static void test_cross_key_rules(void **state)
   assert_int_equal(dpgd_config_set(&c, "privacy.calibrate=sigma"), DPGD_OK);
   assert_int_equal(dpgd_config_set(&c, "privacy.epsilon=0.3"), DPGD_OK);
   assert_int_equal(dpgd_config_set(&c, "train.steps=112"), DPGD_OK);
+  assert_int_equal(dpgd_config_validate(&c), DPGD_OK);
+  /* Poisson with its rate, its length in epochs instead of steps. */
+  assert_int_equal(dpgd_config_set(&c, "train.steps=0"), DPGD_OK);
+  assert_int_equal(dpgd_config_set(&c, "train.sampling=poisson"), DPGD_OK);
+  assert_int_equal(dpgd_config_set(&c, "train.sample_rate=1"), DPGD_OK);
+  assert_int_equal(dpgd_config_set(&c, "train.epochs=2.385"), DPGD_OK);
   assert_int_equal(dpgd_config_validate(&c), DPGD_OK);
 }
 
@@ -240,6 +269,17 @@ static void test_round_trip_and_hash(void **state)
   assert_true(dpgd_config_hash(&b) == h);
   assert_int_equal(dpgd_config_set(&b, "privacy.clip=1.0000000000000002"), DPGD_OK);
   assert_true(dpgd_config_hash(&b) != h);
+
+  /* The sampler's keys: at their defaults they are not hashed (a full-batch config
+   * hashes the same whether or not the keys are written), set they are. */
+  h = dpgd_config_hash(&b);
+  assert_int_equal(dpgd_config_set(&b, "train.sampling=full"), DPGD_OK);
+  assert_true(dpgd_config_hash(&b) == h);
+  assert_int_equal(dpgd_config_set(&b, "train.sampling=poisson"), DPGD_OK);
+  uint64_t hp = dpgd_config_hash(&b);
+  assert_true(hp != h);
+  assert_int_equal(dpgd_config_set(&b, "train.sample_rate=0.25"), DPGD_OK);
+  assert_true(dpgd_config_hash(&b) != hp);
 }
 
 /* Every key of the schema round-trips through dpgd_config_key_name: the name at its

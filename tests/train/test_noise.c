@@ -2,7 +2,8 @@
  * and by stream, state save/restore continues the same sequence, and the Gaussian draws
  * have mean 0 and standard deviation std (research and secure modes), by tests with a
  * stated false-alarm rate; the secure uniforms stay strictly inside (0, 1) at the
- * extreme random words and Box-Muller's output stays bounded there. */
+ * extreme random words and Box-Muller's output stays bounded there; Poisson sampling
+ * gives Binomial(n, q) batch sizes (chi-square at a fixed seed) of independent points. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,6 +13,8 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <gsl/gsl_cdf.h>
+#include <gsl/gsl_randist.h>
 
 #include "dpgd_train.h"
 #include "noise_internal.h"
@@ -189,6 +192,120 @@ static void test_uniform_extremes(void **state)
               dpgd_noise_bits_to_uniform(UINT64_MAX - 4096));
 }
 
+/* Chi-square of T realised batch sizes against Binomial(n, q): cells of single sizes
+ * where the expected count is >= 5, the two tails pooled into end cells. Returns the
+ * p-value (gsl_cdf_chisq_Q, cells - 1 degrees of freedom). */
+static double batch_size_chisq(dpgd_rng *r, size_t n, double q, size_t T)
+{
+  size_t *hits = calloc(n + 1, sizeof *hits);
+  unsigned char *in = malloc(n);
+  for (size_t t = 0; t < T; t++) {
+    size_t k = n + 1, sum = 0;
+    assert_int_equal(dpgd_rng_sample_poisson(r, q, in, n, &k), DPGD_OK);
+    for (size_t i = 0; i < n; i++) sum += in[i];
+    assert_int_equal(k, sum);
+    hits[k]++;
+  }
+  /* lo..hi: sizes with expected count >= 5; below lo and above hi pooled. */
+  size_t lo = 0, hi = n;
+  while (lo < n && gsl_ran_binomial_pdf((unsigned)lo, q, (unsigned)n) * (double)T < 5) lo++;
+  while (hi > lo && gsl_ran_binomial_pdf((unsigned)hi, q, (unsigned)n) * (double)T < 5) hi--;
+  assert_true(lo > 0 && hi < n); /* both tail cells exist */
+  double chi = 0, obs_lo = 0, obs_hi = 0;
+  for (size_t k = 0; k < lo; k++) obs_lo += (double)hits[k];
+  for (size_t k = hi + 1; k <= n; k++) obs_hi += (double)hits[k];
+  double exp_lo = gsl_cdf_binomial_P((unsigned)lo - 1, q, (unsigned)n) * (double)T;
+  double exp_hi = gsl_cdf_binomial_Q((unsigned)hi, q, (unsigned)n) * (double)T;
+  chi += (obs_lo - exp_lo) * (obs_lo - exp_lo) / exp_lo;
+  chi += (obs_hi - exp_hi) * (obs_hi - exp_hi) / exp_hi;
+  for (size_t k = lo; k <= hi; k++) {
+    double e = gsl_ran_binomial_pdf((unsigned)k, q, (unsigned)n) * (double)T;
+    chi += ((double)hits[k] - e) * ((double)hits[k] - e) / e;
+  }
+  double pval = gsl_cdf_chisq_Q(chi, (double)(hi - lo + 2)); /* hi - lo + 3 cells */
+  print_message("  n %zu q %g: %zu cells, chi-square %.3f, p = %.4f\n", n, q, hi - lo + 3, chi,
+                pval);
+  free(hits);
+  free(in);
+  return pval;
+}
+
+/* Realised batch sizes of Poisson sampling follow Binomial(n, q): chi-square at a fixed
+ * seed, rejected below p = 1e-4 (the false-alarm rate of a correct sampler, had the seed
+ * been drawn at random). The test has power: the same sizes are far (z > 5.3) from the
+ * mean of a rate 2% off. */
+static void test_poisson_batch_sizes(void **state)
+{
+  (void)state;
+  dpgd_rng *r = dpgd_rng_alloc(DPGD_RNG_RESEARCH, 2385, DPGD_STREAM_SAMPLE);
+  assert_true(batch_size_chisq(r, 600, 0.0427, 20000) > 1e-4);
+  assert_true(batch_size_chisq(r, 97, 0.385, 20000) > 1e-4);
+  /* The same draws judged against a rate 2% off: rejected. */
+  dpgd_rng *s = dpgd_rng_alloc(DPGD_RNG_RESEARCH, 2385, DPGD_STREAM_SAMPLE);
+  size_t n = 600, T = 20000, total = 0, k;
+  unsigned char *in = malloc(n);
+  for (size_t t = 0; t < T; t++) {
+    assert_int_equal(dpgd_rng_sample_poisson(s, 0.0427, in, n, &k), DPGD_OK);
+    total += k;
+  }
+  double mean = (double)total / (double)T, want = n * 0.0427 * 1.02;
+  double sd = sqrt(n * 0.0427 * 1.02 * (1 - 0.0427 * 1.02) / (double)T);
+  assert_true(fabs(mean - want) / sd > 5.3);
+  /* q = 1 takes everyone, q = 0 no one; a rate outside [0, 1] is refused. */
+  assert_int_equal(dpgd_rng_sample_poisson(s, 1.0, in, n, &k), DPGD_OK);
+  assert_int_equal(k, n);
+  assert_int_equal(dpgd_rng_sample_poisson(s, 0.0, in, n, &k), DPGD_OK);
+  assert_int_equal(k, 0);
+  assert_int_equal(dpgd_rng_sample_poisson(s, 1.0000001, in, n, &k), DPGD_EINVAL);
+  assert_int_equal(dpgd_rng_sample_poisson(s, NAN, in, n, &k), DPGD_EINVAL);
+  free(in);
+  dpgd_rng_free(s);
+  dpgd_rng_free(r);
+}
+
+/* Independence: over T steps, each point's inclusion rate is q, two different points
+ * (i, i + 1) are in together at rate q^2, and one point in two consecutive steps at rate
+ * q^2. z-tests of the counts, rejected at |z| > 5.3 (false alarm about 1.2e-7 each).
+ * Then the secure stream: its batch-size mean, by the same z-test. */
+static void check_rate(double count, double trials, double p, const char *what)
+{
+  double z = (count - trials * p) / sqrt(trials * p * (1 - p));
+  print_message("  %s: z = %.3f\n", what, z);
+  assert_true(fabs(z) < 5.3);
+}
+
+static void test_poisson_independence(void **state)
+{
+  (void)state;
+  enum { N = 300, T = 4000 };
+  const double q = 0.137;
+  dpgd_rng *r = dpgd_rng_alloc(DPGD_RNG_RESEARCH, 7, DPGD_STREAM_SAMPLE);
+  unsigned char in[N], prev[N];
+  double each = 0, pairs = 0, again = 0;
+  for (size_t t = 0; t < T; t++) {
+    assert_int_equal(dpgd_rng_sample_poisson(r, q, in, N, NULL), DPGD_OK);
+    for (size_t i = 0; i < N; i++) {
+      each += in[i];
+      if (i + 1 < N) pairs += in[i] && in[i + 1];
+      if (t) again += in[i] && prev[i];
+    }
+    memcpy(prev, in, sizeof in);
+  }
+  check_rate(each, (double)N * T, q, "inclusion");
+  check_rate(pairs, (double)(N - 1) * T, q * q, "pairs of points");
+  check_rate(again, (double)N * (T - 1), q * q, "consecutive steps");
+  dpgd_rng_free(r);
+  dpgd_rng *sec = dpgd_rng_alloc(DPGD_RNG_SECURE, 0, DPGD_STREAM_SAMPLE);
+  each = 0;
+  for (size_t t = 0; t < 200; t++) {
+    size_t k;
+    assert_int_equal(dpgd_rng_sample_poisson(sec, q, in, N, &k), DPGD_OK);
+    each += (double)k;
+  }
+  check_rate(each, (double)N * 200, q, "secure inclusion");
+  dpgd_rng_free(sec);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -198,6 +315,8 @@ int main(void)
       cmocka_unit_test(test_gaussian_std_research),
       cmocka_unit_test(test_gaussian_std_secure),
       cmocka_unit_test(test_uniform_extremes),
+      cmocka_unit_test(test_poisson_batch_sizes),
+      cmocka_unit_test(test_poisson_independence),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -154,6 +154,13 @@ static void test_summary_good(void **state)
   assert_int_equal(dpgd_run_summary_parse(&s, t, strlen(t), "s.json"), DPGD_OK);
   assert_true(isnan(s.eps[DPGD_ACCT_EXACT]) && s.eps[DPGD_ACCT_ZCDP] == 1.5);
   assert_true(isnan(s.wall_s) && isnan(s.budget));
+  assert_string_equal(s.sampling, "full"); /* absent: full-batch */
+  /* A poisson run is not GDP: its mu is null. */
+  t = "{\"algorithm\":\"plain\",\"sampling\":\"poisson\",\"sample_rate\":0.0427,"
+      "\"mu\":null,\"delta\":1e-5,\"test_acc\":0.5,\"steps\":3,\"eps\":{\"exact\":1}}";
+  assert_int_equal(dpgd_run_summary_parse(&s, t, strlen(t), "s.json"), DPGD_OK);
+  assert_string_equal(s.sampling, "poisson");
+  assert_true(isnan(s.mu));
 }
 
 static void expect_summary_error(const char *text, const char *needle)
@@ -181,6 +188,11 @@ static void test_summary_bad(void **state)
   expect_summary_error(buf, "\"algorithm\" must be");
   snprintf(buf, sizeof buf, "{%s}", base);
   expect_summary_error(buf, "(missing)");
+  expect_summary_error("{\"algorithm\":\"plain\",\"mu\":null,\"delta\":1e-5,\"test_acc\":0.5,"
+                       "\"steps\":3,\"eps\":{\"zcdp\":1}}",
+                       "\"mu\"");
+  snprintf(buf, sizeof buf, "{\"algorithm\":\"plain\",\"sampling\":\"subset\",%s}", base);
+  expect_summary_error(buf, "\"sampling\" must be");
   expect_summary_error("{\"algorithm\":\"plain\",\"mu\":-1,\"delta\":1e-5,\"test_acc\":0.5,"
                        "\"steps\":3,\"eps\":{\"zcdp\":1}}",
                        "\"mu\"");

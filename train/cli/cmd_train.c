@@ -43,7 +43,10 @@ static void usage(FILE *f)
       "usage: dpgd train --config FILE [--set section.key=value ...] [--out RUN_DIR]\n"
       "       dpgd train --resume RUN_DIR\n\n"
       "Private full-batch gradient descent (Feldman & Zrnic, Algorithm 6, or\n"
-      "Algorithm 7 with individual privacy filtering when filter.enabled = true).\n"
+      "Algorithm 7 with individual privacy filtering when filter.enabled = true), or\n"
+      "DP-SGD with Poisson sampling (train.sampling = poisson, train.sample_rate = q:\n"
+      "each point independently with probability q each step, the noisy sum divided by\n"
+      "q n; accounted as Poisson-subsampled Gaussians by the same accountant).\n"
       "Writes the run directory described in train/RUN_FORMAT.md: config.ini,\n"
       "metrics.csv, model.bin, points.csv (SENSITIVE per-point report),\n"
       "checkpoint.bin, summary.json (last).\n\n"
@@ -61,10 +64,29 @@ static void usage(FILE *f)
   dpgd_config_print_schema(f);
 }
 
+/* The guarantee line: GDP mu for full-batch runs; poisson runs are not GDP. */
+static void print_guarantee(const dpgd_plan *p)
+{
+  if (p->sampling == DPGD_SAMPLING_POISSON)
+    printf("guarantee   %zu Poisson-subsampled Gaussians (q = %.6g, sigma = %.6g)%s, delta = "
+           "%g; eps by method:\n",
+           p->steps, p->sample_rate, dpgd_round_digits(p->sigma, 6, 1),
+           p->queries ? " and the queries" : "", p->delta);
+  else
+    printf("guarantee   mu = %.6g GDP (training %.6g), delta = %g; eps by method:\n",
+           dpgd_round_digits(p->mu_total, 6, 1), dpgd_round_digits(p->mu_train, 6, 1),
+           p->delta);
+}
+
 static void print_plan(const dpgd_plan *p, const dpgd_config *c)
 {
-  printf("algorithm   %s\n",
-         p->filtered ? "filtered (Algorithm 7, individual filtering)" : "plain (Algorithm 6)");
+  if (p->sampling == DPGD_SAMPLING_POISSON)
+    printf("algorithm   DP-SGD, Poisson sampling: rate q = %.6g, expected batch q n = %.6g "
+           "(the noisy sum is divided by it)\n",
+           p->sample_rate, p->sample_rate * (double)p->n);
+  else
+    printf("algorithm   %s\n", p->filtered ? "filtered (Algorithm 7, individual filtering)"
+                                           : "plain (Algorithm 6)");
   printf("data        n = %zu (public)\n", p->n);
   /* Noise scales are shown rounded up, like every privacy number: a configuration that
    * copies a shown value gets at least the noise the guarantee assumes. */
@@ -87,8 +109,7 @@ static void print_plan(const dpgd_plan *p, const dpgd_config *c)
            p->queries, p->every, p->first_query, dpgd_round_digits(p->tau, 6, 1),
            dpgd_round_digits(1 / p->tau, 3, 1));
   else printf("stopping    none (last iterate)\n");
-  printf("guarantee   mu = %.6g GDP (training %.6g), delta = %g; eps by method:\n",
-         dpgd_round_digits(p->mu_total, 6, 1), dpgd_round_digits(p->mu_train, 6, 1), p->delta);
+  print_guarantee(p);
   for (int m = 0; m < DPGD_ACCT_N_METHODS; m++) {
     const char *name = dpgd_acct_method_name((dpgd_acct_method)m);
     if (isfinite(p->eps[m])) printf("  %-12s %.6g\n", name, dpgd_round_digits(p->eps[m], 6, 1));

@@ -241,11 +241,12 @@ static int fig_spend(FILE *f, const dpgd_plot_run *runs, size_t n, const char *p
 
 static int fig_tradeoff(FILE *f, const dpgd_plot_run *runs, size_t n, const char *png)
 {
-  /* Distinct guarantees only: seeds of one configuration share mu. */
+  /* Distinct guarantees only: seeds of one configuration share mu. Poisson runs have
+   * no mu (not GDP) and no curve here. */
   int *show = calloc(n ? n : 1, sizeof *show);
   if (!show) return DPGD_FAIL(DPGD_ENOMEM, "out of memory");
   for (size_t i = 0; i < n; i++) {
-    show[i] = 1;
+    show[i] = !isnan(runs[i].summary.mu);
     for (size_t j = 0; j < i; j++)
       if (show[j] && runs[j].summary.mu == runs[i].summary.mu) show[i] = 0;
   }

@@ -380,6 +380,7 @@ static int summary_member(jp *j, const char *key, void *user)
     if (!strcmp(key, nums[i].key)) return jnumber(j, (double *)((char *)s + nums[i].off));
   if (!strcmp(key, "algorithm")) return jstring(j, s->algorithm, sizeof s->algorithm);
   if (!strcmp(key, "model")) return jstring(j, s->model, sizeof s->model);
+  if (!strcmp(key, "sampling")) return jstring(j, s->sampling, sizeof s->sampling);
   if (!strcmp(key, "rng")) return jstring(j, s->rng, sizeof s->rng);
   if (!strcmp(key, "eps")) return jobject(j, eps_member, s);
   if (!strcmp(key, "nonprivate")) return jobject(j, nonprivate_member, s);
@@ -402,7 +403,13 @@ int dpgd_run_summary_parse(dpgd_run_summary *s, const char *buf, size_t len, con
   if (strcmp(s->algorithm, "filtered") && strcmp(s->algorithm, "plain"))
     return DPGD_FAIL(DPGD_EFORMAT, "%s: \"algorithm\" must be \"filtered\" or \"plain\"%s",
                      name, s->algorithm[0] ? "" : " (missing)");
-  if (!(s->mu >= 0)) return DPGD_FAIL(DPGD_EFORMAT, "%s: \"mu\" missing or negative", name);
+  if (!s->sampling[0]) snprintf(s->sampling, sizeof s->sampling, "full");
+  int poisson = !strcmp(s->sampling, "poisson");
+  if (!poisson && strcmp(s->sampling, "full"))
+    return DPGD_FAIL(DPGD_EFORMAT, "%s: \"sampling\" must be \"full\" or \"poisson\"", name);
+  /* Poisson runs are not GDP: their "mu" is null. */
+  if (!(s->mu >= 0) && !(poisson && isnan(s->mu)))
+    return DPGD_FAIL(DPGD_EFORMAT, "%s: \"mu\" missing or negative", name);
   if (!(s->delta > 0 && s->delta < 1))
     return DPGD_FAIL(DPGD_EFORMAT, "%s: \"delta\" missing or outside (0,1)", name);
   if (!(s->test_acc >= 0 && s->test_acc <= 1))

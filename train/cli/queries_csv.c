@@ -53,7 +53,8 @@ static int vector_dim(const dpgd_csv *t, size_t c, size_t base, const char *file
 }
 
 /* Query t starts at column c; sets its length in columns *d. */
-static int layout_query(dpgd_qlayout *L, const dpgd_csv *t, size_t c, const char *file, size_t *d)
+static int layout_query(dpgd_qlayout *L, const dpgd_csv *t, size_t c, const char *file,
+                        size_t *d)
 {
   const char *name = t->names[c];
   size_t base;

@@ -94,8 +94,10 @@ static void put_trial(FILE *trials, const char *cell, long long seed, const dpgd
   for (int m = 0; m < DPGD_ACCT_N_METHODS; m++)
     if (isnan(s->eps[m])) fputs(",", trials);
     else fprintf(trials, ",%.6g", dpgd_round_digits(s->eps[m], 6, 1));
-  fprintf(trials, ",%.6g,%.6g,%.6g,%.6g\n", s->delta, dpgd_round_digits(s->mu, 6, 1), s->steps,
-          s->wall_s);
+  fprintf(trials, ",%.6g,", s->delta);
+  if (!isnan(s->mu))
+    fprintf(trials, "%.6g", dpgd_round_digits(s->mu, 6, 1)); /* poisson: none */
+  fprintf(trials, ",%.6g,%.6g\n", s->steps, s->wall_s);
 }
 
 /* Reads one cell's finished trials; appends a row per trial to trials.csv. */

@@ -1,0 +1,48 @@
+/* pld_internal.h -- private to the accountant library: the privacy-loss-distribution
+ * (PLD) path of the exact method (pld_pmf.c, pld.c; derivation in accounting/PLD.md). */
+#ifndef DPGD_PLD_INTERNAL_H
+#define DPGD_PLD_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "acct_internal.h"
+
+/* One entry's discretised privacy loss in one direction: bin j holds the mass of the
+ * losses in ((i0 + j - 1) h, (i0 + j) h] (bin 0: every loss <= i0 h), the loss rounded up
+ * to the grid; losses above the last bin are at +inf. */
+typedef struct {
+  int64_t i0;   /* grid index of bin 0 */
+  size_t n;     /* bins */
+  double *p;    /* (n) masses */
+  double p_inf; /* mass at +inf (an upper bound of P(L > (i0 + n - 1) h)) */
+  double f_low; /* an upper bound of P(L <= i0 h), the mass rounded up into bin 0 */
+  double l2;    /* ||p||_2, rounded up */
+  double *blk;  /* (ceil(n / ACCT_PLD_BLOCK)) block masses, for the Chernoff bounds */
+  uint64_t k;   /* releases of this entry */
+} dpgd_pld_pmf;
+
+/* P(L > l) (*S) and P(L <= l) (*F) under P of one Gaussian or subsampled-Gaussian
+ * release in direction dir (0 remove, 1 add). */
+void dpgd_pld_loss_tails(const acct_entry *en, int dir, double l, double *S, double *F);
+/* Builds the pmf of grid step h between the loss with P(L <= l) <= tau_low and the one
+ * with P(L > l) <= tau_inf; DPGD_ERANGE above max_n bins. */
+int dpgd_pld_pmf_build(dpgd_pld_pmf *m, const acct_entry *en, int dir, double h, double tau_inf,
+                       double tau_low, size_t max_n);
+void dpgd_pld_pmf_free(dpgd_pld_pmf *m);
+/* log of an upper bound on E[exp(lam L)] over the finite bins (Chernoff bounds). */
+double dpgd_pld_log_mgf(const dpgd_pld_pmf *m, double h, double lam);
+
+/* A two-sided answer: hi is the private-side (upper) bound, lo a lower bound of the
+ * truth (eps or delta). */
+typedef struct {
+  double hi, lo;
+} dpgd_pld_bracket;
+
+/* One PLD evaluation at grid step h of the whole composition in direction dir (0 remove,
+ * 1 add): want_eps: eps(x = delta), else delta(x = eps). tau: the tail and aliasing mass
+ * allowed (each is added to the upper bound). */
+int dpgd_pld_run(const dpgd_accountant *a, int dir, double h, double tau, int want_eps,
+                 double x, dpgd_pld_bracket *out);
+
+#endif /* DPGD_PLD_INTERNAL_H */

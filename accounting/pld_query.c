@@ -1,0 +1,112 @@
+/* pld_query.c -- the exact method's PLD answers: eps(delta) and delta(eps) of a
+ * composition of Gaussian and subsampled-Gaussian releases, the grid step h refined
+ * until the pessimistic (upper) and optimistic (lower) bounds agree within
+ * ACCT_PLD_RELTOL or the time budget is spent. PLD.md has the derivation. */
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "pld_internal.h"
+
+static _Thread_local char note[64];
+
+const char *dpgd_acct_exact_note(void) { return note; }
+
+void dpgd_acct_exact_note_set(const char *s) { snprintf(note, sizeof note, "%s", s ? s : ""); }
+
+int dpgd_acct_pld_applies(const dpgd_accountant *a)
+{
+  int sg = 0;
+  for (size_t i = 0; i < a->n; i++) {
+    if (a->e[i].kind == ACCT_SUBSAMPLED) sg = 1;
+    else if (a->e[i].kind != ACCT_GAUSSIAN) return 0;
+  }
+  return sg;
+}
+
+static double now_s(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Refines h (each step aims the next bracket at ACCT_PLD_AIM tol of the lower bound, the
+ * bracket shrinking like K h) until hi - lo <= tol lo, ACCT_PLD_MAX_ROUNDS grids were
+ * tried or ACCT_PLD_TIME_S seconds have passed; the last bracket computed stands. A grid
+ * too fine for ACCT_PLD_MAX_N bins is replaced by a coarser one. A direction
+ * whose upper bound is below the other's lower bound cannot decide the maximum and is
+ * not refined further. */
+static int refine(const dpgd_accountant *a, double h, double tol, int want_eps, double x,
+                  double tau, dpgd_pld_bracket *out, double *h_used)
+{
+  double t0 = now_s();
+  int nd = dpgd_acct_asymmetric(a) + 1;
+  dpgd_pld_bracket d[2] = {{0, 0}, {0, 0}};
+  double h_ok = h;
+  for (int it = 0; it < ACCT_PLD_MAX_ROUNDS; it++) {
+    dpgd_pld_bracket b[2] = {d[0], d[1]};
+    int st = 0;
+    for (int dir = 0; dir < nd && !st; dir++)
+      if (it == 0 || d[dir].hi >= fmax(d[0].lo, d[1].lo))
+        st = dpgd_pld_run(a, dir, h, tau, want_eps, x, &b[dir]);
+    if (st && it > 0 && st == DPGD_ERANGE) { /* the finer grid does not fit: step back */
+      dpgd_error_clear();
+      h = fmin(1.25 * h, sqrt(h * h_ok));
+      continue;
+    }
+    if (st) return st;
+    d[0] = b[0], d[1] = b[1], *h_used = h_ok = h;
+    out->hi = fmax(d[0].hi, d[1].hi), out->lo = fmax(d[0].lo, d[1].lo);
+    double w = out->hi - out->lo;
+    if (w <= tol * out->lo || now_s() - t0 > ACCT_PLD_TIME_S) break;
+    double f = out->lo > 0 ? ACCT_PLD_AIM * tol * out->lo / w : 0.25;
+    h *= fmin(fmax(f, 1.0 / 256), 1 / 1.5);
+  }
+  return DPGD_OK;
+}
+
+static void set_note(double h)
+{
+  char s[64];
+  snprintf(s, sizeof s, "pld h=%.3g", h);
+  dpgd_acct_exact_note_set(s);
+}
+
+static uint64_t releases(const dpgd_accountant *a)
+{
+  uint64_t k = dpgd_acct_n_releases(a);
+  return k ? k : 1;
+}
+
+int dpgd_acct_pld_epsilon(const dpgd_accountant *a, double delta, dpgd_acct_value *out)
+{
+  dpgd_acct_value rv;
+  double e0 = 1;
+  if (dpgd_acct_rdp_epsilon(a, DPGD_ACCT_RDP_BALLE, delta, &rv) == DPGD_OK && rv.value > 0 &&
+      rv.value < 1e3)
+    e0 = rv.value;
+  dpgd_error_clear();
+  /* a coarse first grid (the RDP eps is an upper bound: the truth may be far smaller) */
+  double h = ACCT_PLD_RELTOL * e0 / (double)releases(a), hu = h;
+  dpgd_pld_bracket b;
+  int st = refine(a, h, ACCT_PLD_RELTOL, 1, delta, ACCT_PLD_TAIL * delta, &b, &hu);
+  if (st) return st;
+  out->value = b.hi > 0 ? dpgd_acct_round_up(b.hi) : 0; /* eps = 0 is exact as it is */
+  out->err = out->value - b.lo;
+  set_note(hu);
+  return DPGD_OK;
+}
+
+int dpgd_acct_pld_delta(const dpgd_accountant *a, double eps, dpgd_acct_value *out)
+{
+  double h = ACCT_PLD_RELTOL * fmax(eps, 0.01) / (double)releases(a), hu = h;
+  dpgd_pld_bracket b;
+  int st = refine(a, h, ACCT_PLD_DELTA_RELTOL, 0, eps, ACCT_PLD_DELTA_TAIL, &b, &hu);
+  if (st) return st;
+  out->value = b.hi > 0 ? fmin(1, dpgd_acct_round_up(b.hi)) : 0;
+  out->err = out->value - b.lo;
+  set_note(hu);
+  return DPGD_OK;
+}

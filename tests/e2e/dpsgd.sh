@@ -1,0 +1,59 @@
+# dpsgd.sh -- DP-SGD with Poisson sampling end to end: a small run's summary.json names
+# the sampler and its rate, and its eps is the one `dpgd account --subsampled` prints
+# for the same (q, sigma, steps); the DP-SGD config plans (dry run); a research run
+# killed with SIGKILL resumes to the bytes of an uninterrupted one; the combinations not
+# supported are refused with one line naming the keys.
+. "$(dirname "$0")/lib.sh"
+SRC=${DPGD_SOURCE_DIR:-$(dirname "$0")/../..}
+CFG=$SRC/configs/softmax.ini
+export OMP_NUM_THREADS=1
+Q=0.05 SIGMA=1.385 T=20
+SET=(--set data.dir="$MNIST" --set data.n_train=1000 --set data.n_test=200
+     --set model.threads=1 --set train.steps=$T --set privacy.calibrate=none
+     --set privacy.sigma=$SIGMA --set train.sampling=poisson --set train.sample_rate=$Q
+     --set output.checkpoint_every=2 --set train.eval_every=5)
+
+# The reference run: the sampler in summary.json; eps equal to the accountant's.
+expect_ok reference "$DPGD" train --config "$CFG" "${SET[@]}" --out "$TMP/ref" --quiet
+checks=$((checks + 1))
+grep -q "\"sampling\": \"poisson\", \"sample_rate\": 0.05" "$TMP/ref/summary.json" ||
+  fail "summary.json lacks the sampler: $(head -c 300 "$TMP/ref/summary.json")"
+run_eps=$(sed -n 's/.*"eps": {"exact": \([0-9.e+-]*\),.*/\1/p' "$TMP/ref/summary.json")
+expect_ok account "$DPGD" account --subsampled q=$Q,sigma=$SIGMA,count=$T --delta 1e-5
+acct_eps=$(awk '$1 == "exact" { print $2 }' "$TMP/out")
+checks=$((checks + 1))
+[ -n "$run_eps" ] && [ "$run_eps" = "$acct_eps" ] ||
+  fail "run eps '$run_eps' differs from dpgd account's '$acct_eps'"
+echo "q=$Q sigma=$SIGMA steps=$T: run eps $run_eps, dpgd account $acct_eps"
+
+# The DP-SGD config plans: sigma calibrated for eps 1 over ceil(5/q) steps.
+expect_ok dpsgd-config "$DPGD" train --config "$SRC/configs/dpsgd/mnist-cnn-eps1.ini" \
+  --set data.dir="$MNIST" --dry-run
+expect_out dpsgd-config-sampler '^algorithm +DP-SGD, Poisson sampling: rate q = 0.00426667'
+expect_out dpsgd-config-steps '^steps +1172$'
+expect_out dpsgd-config-eps '^  exact +1$'
+
+# Killed (SIGKILL) after a few rows, resumed: the bytes of the uninterrupted run, which
+# needs the sampler's stream from the checkpoint.
+start_run killed "$TMP/killed" 5
+kill -9 $run_pid
+wait $run_pid 2>/dev/null
+checks=$((checks + 1))
+[ ! -e "$TMP/killed/summary.json" ] || fail "killed: the run ended before the kill"
+expect_ok killed-resume "$DPGD" train --resume "$TMP/killed" --quiet
+expect_out killed-resumed '^resuming +after step [1-9]'
+expect_same_as_ref killed "$TMP/killed"
+
+# Refused, one line naming the keys.
+R=(--config "$CFG" --set data.dir="$MNIST" --set privacy.calibrate=none --set privacy.sigma=2
+   --dry-run)
+P=(--set train.sampling=poisson --set train.sample_rate=$Q)
+expect_fail filter 'train.sampling = poisson with filter.enabled = true' \
+  "$DPGD" train "${R[@]}" "${P[@]}" --set filter.enabled=true --set filter.k=5
+expect_fail subset 'train.sampling = subset .*train.batch_size.* not supported' \
+  "$DPGD" train "${R[@]}" --set train.sampling=subset --set train.batch_size=64
+expect_fail rate 'train.sample_rate: must be <= 1' \
+  "$DPGD" train "${R[@]}" "${P[@]}" --set train.sample_rate=1.5
+expect_fail no-rate 'train.sampling = poisson needs train.sample_rate' \
+  "$DPGD" train "${R[@]}" --set train.sampling=poisson
+finish
