@@ -41,6 +41,7 @@ void dpgd_audit_free(dpgd_audit *a)
   free(a->score);
   free(a->gstep);
   free(a->gram);
+  free(a->theta);
   free(a);
 }
 
@@ -90,8 +91,10 @@ static int alloc_state(dpgd_audit *a)
   a->null_mask = calloc(n, 1);
   a->gstep = calloc(M * M, sizeof *a->gstep);
   a->gram = calloc(M * M, sizeof *a->gram);
+  a->theta = calloc(P, sizeof *a->theta);
   if (!a->shadow || !a->ws1 || !a->ccaps || !a->cpost || !a->bcaps || !a->G || !a->gd ||
-      !a->base_sum || !a->resid || !a->score || !a->null_mask || !a->gstep || !a->gram)
+      !a->base_sum || !a->resid || !a->score || !a->null_mask || !a->gstep || !a->gram ||
+      !a->theta)
     return DPGD_FAIL(DPGD_ENOMEM, "no memory for the audit (%zu canaries, %zu parameters)", M,
                      P);
   for (size_t j = 0; j < M; j++) a->null_mask[a->n_base + j] = !a->in[j];
@@ -100,14 +103,22 @@ static int alloc_state(dpgd_audit *a)
   return dpgd_ledger_set_slack(a->shadow, r->ledger->slack);
 }
 
-/* The claim: eps at delta of the training releases (MATH.md section 1, mu_train). Then
- * the planted bug, if a test asked for one: less noise than the claim assumes. */
+/* The claim: eps at delta of the training releases alone (every step's noisy sum, as the
+ * plan accounts it; the stopping queries are left out). Then the planted bug, if a test
+ * asked for one: less noise than the claim assumes. */
 static int claim_and_plant(dpgd_audit *a)
 {
   dpgd_run *r = a->run;
   a->delta = r->plan.delta;
-  int rc = dpgd_gdp_epsilon(r->plan.mu_train, a->delta, &a->eps_claimed);
+  dpgd_accountant *acct = dpgd_acct_alloc();
+  if (!acct) return DPGD_FAIL(DPGD_ENOMEM, "no memory for the accountant");
+  int rc = DPGD_OK;
+  for (size_t t = 1; !rc && t <= r->plan.steps; t++) rc = dpgd_plan_add_step(acct, &r->plan, t);
+  dpgd_acct_value v;
+  if (!rc) rc = dpgd_acct_epsilon(acct, DPGD_ACCT_EXACT, a->delta, &v);
+  dpgd_acct_free(acct);
   if (rc) return rc;
+  a->eps_claimed = v.value;
   a->sigma = r->plan.sigma;
   r->plan.sigma *= a->ap.planted_noise_scale;
   return DPGD_OK;
@@ -156,18 +167,31 @@ const double *dpgd_audit_scores(const dpgd_audit *a, const uint8_t **in, size_t 
   return a->score;
 }
 
-/* Before the step, at theta_t: resid = -(base points' clipped sum) - (1/2) sum_j G_j,
- * with the base caps the run is about to use and the canaries' own (shadow) caps. */
+/* The base points' clipped sum at theta_t (the model holds theta_t) under a->bcaps,
+ * subtracted from resid. */
+static int subtract_base(dpgd_audit *a)
+{
+  dpgd_run *r = a->run;
+  int rc =
+      dpgd_model_clipped_grad_sum(r->model, r->ws, r->train, a->bcaps, a->base_sum, NULL, NULL);
+  if (rc) return rc;
+  for (size_t k = 0; k < a->P; k++) a->resid[k] -= a->base_sum[k];
+  return DPGD_OK;
+}
+
+/* Before the step, at theta_t: resid = -(1/2) sum_j G_j - (base points' clipped sum),
+ * with the base caps the run is about to use and the canaries' own (shadow) caps. Under
+ * Poisson sampling the base part waits for the step's sample (after_step). */
 static int before_step(dpgd_audit *a)
 {
   dpgd_run *r = a->run;
   size_t P = a->P, M = a->M;
+  memcpy(a->theta, dpgd_model_params(r->model), P * sizeof *a->theta);
   dpgd_ledger_caps(r->ledger, a->bcaps);
   for (size_t j = 0; j < M; j++) a->bcaps[a->n_base + j] = 0;
-  int rc =
-      dpgd_model_clipped_grad_sum(r->model, r->ws, r->train, a->bcaps, a->base_sum, NULL, NULL);
+  memset(a->resid, 0, P * sizeof *a->resid);
+  int rc = r->rng_sample ? DPGD_OK : subtract_base(a);
   if (rc) return rc;
-  for (size_t k = 0; k < P; k++) a->resid[k] = -a->base_sum[k];
   dpgd_ledger_caps(a->shadow, a->ccaps);
   dpgd_dataset one = *a->canaries;
   one.n = 1;
@@ -186,12 +210,33 @@ static int before_step(dpgd_audit *a)
   return dpgd_ledger_spend(a->shadow, a->ccaps, a->cpost);
 }
 
+/* DP-SGD: the base points the step sampled, summed at theta_t. Revealing the BASE points'
+ * sample to the auditor keeps each canary's guarantee (its own sampling stays hidden and
+ * is independent of the others'); the canaries' samples are never used. */
+static int subtract_sampled_base(dpgd_audit *a)
+{
+  dpgd_run *r = a->run;
+  float *theta = dpgd_model_params(r->model);
+  for (size_t i = 0; i < a->n_base; i++)
+    if (!r->in[i]) a->bcaps[i] = 0;
+  for (size_t k = 0; k < a->P; k++) {
+    float t = theta[k];
+    theta[k] = a->theta[k];
+    a->theta[k] = t;
+  }
+  int rc = subtract_base(a);
+  memcpy(theta, a->theta, a->P * sizeof *theta); /* theta_{t+1} back */
+  return rc;
+}
+
 /* After the step: resid += the released noisy sum; score_j += <G_j, resid>; the Gram
  * matrix of the canaries' gradients gains this step's G G^T (audit_report.c solves with
  * it). */
-static void after_step(dpgd_audit *a)
+static int after_step(dpgd_audit *a)
 {
   size_t P = a->P, M = a->M;
+  int rc = a->run->rng_sample ? subtract_sampled_base(a) : DPGD_OK;
+  if (rc) return rc;
   cblas_ssyrk(CblasRowMajor, CblasUpper, CblasNoTrans, (int)M, (int)P, 1.0f, a->G, (int)P, 0.0f,
               a->gstep, (int)M);
   for (size_t i = 0; i < M; i++)
@@ -203,13 +248,13 @@ static void after_step(dpgd_audit *a)
     for (size_t k = 0; k < P; k++) s += (double)g[k] * a->resid[k];
     a->score[j] += s;
   }
+  return DPGD_OK;
 }
 
 int dpgd_audit_step(dpgd_audit *a)
 {
   int rc = before_step(a);
   if (!rc) rc = dpgd_run_step(a->run);
-  if (rc) return rc;
-  after_step(a);
-  return DPGD_OK;
+  if (!rc) rc = after_step(a);
+  return rc;
 }

@@ -25,6 +25,7 @@ struct dpgd_audit {
   double *score;         /* (M) sum over steps of <G_j, resid> */
   float *gstep;          /* (M, M) G G^T of one step (upper triangle) */
   double *gram;          /* (M, M) sum over steps of G G^T (upper triangle) */
+  float *theta;          /* (P) theta_t, the iterate of the step's gradients */
   double eps_claimed, delta;
   double sigma; /* the noise multiplier the claim assumes */
   double t0;

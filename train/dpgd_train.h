@@ -387,8 +387,10 @@ typedef struct dpgd_audit_result {
 typedef struct dpgd_audit dpgd_audit;
 
 /* Loads the config's data, makes the canaries, writes <dir>/audit_data and opens the run
- * in dir (a new run directory). eps_claimed: eps at the run's delta of its training
- * releases (GDP mu_train), the guarantee the audit tests. */
+ * in dir (a new run directory). eps_claimed: the exact eps at the run's delta of its
+ * training releases (every step as the plan accounts it), the guarantee the audit tests.
+ * DP-SGD (Poisson sampling): the auditor also uses the step's sample of the BASE points
+ * (independent of every canary's), never the canaries' samples. */
 int dpgd_audit_open(dpgd_audit **out, const dpgd_config *c, const char *dir,
                     const dpgd_audit_params *p);
 int dpgd_audit_step(dpgd_audit *a);

@@ -2,7 +2,7 @@
  * the softmax model, no MNIST needed: excluded canaries are null points of the run (they
  * spend nothing, included ones spend like any point); without a bug the lower bound stays
  * below the claim and with the planted noise cut it rises above it, under Algorithms 6
- * and 7; the same seeds give the same scores; audit.json carries the counts. */
+ * and 7 and DP-SGD; the same seeds give the same scores; audit.json carries the counts. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,6 +21,7 @@
 static char *dir;
 enum { N_TRAIN = 240, N_TEST = 60, M = 200 };
 
+/* filtered: 1 Algorithm 7, 2 DP-SGD (Poisson sampling, rate 1/4), 0 Algorithm 6. */
 static void config(dpgd_config *c, int filtered)
 {
   dpgd_config_defaults(c);
@@ -33,8 +34,13 @@ static void config(dpgd_config *c, int filtered)
   c->privacy_clip = 1;
   c->privacy_epsilon = 1.5;
   c->privacy_calibrate = DPGD_CALIBRATE_SIGMA;
-  c->filter_enabled = filtered;
-  c->filter_k = 6; /* Algorithm 7: every canary reaches its budget half-way */
+  c->filter_enabled = filtered == 1;
+  if (filtered == 1) c->filter_k = 6; /* every canary reaches its budget half-way */
+  if (filtered == 2) {
+    c->train_sampling = DPGD_SAMPLING_POISSON;
+    c->train_sample_rate = 0.25;
+    c->train_steps = 48;
+  }
   c->model_threads = 1;
   c->output_progress = 0;
 }
@@ -89,12 +95,14 @@ static void check_verdict(const dpgd_audit_result *r, int bug)
 
 static void run_pair(int filtered)
 {
+  const char *const names[3][2] = {
+      {"alg6", "alg6-bug"}, {"alg7", "alg7-bug"}, {"dpsgd", "dpsgd-bug"}};
   dpgd_audit_result ok, bug;
-  dpgd_audit *a = audit(filtered ? "alg7" : "alg6", filtered, 1, &ok);
+  dpgd_audit *a = audit(names[filtered][0], filtered, 1, &ok);
   check_null_points(a);
   check_verdict(&ok, 0);
   dpgd_audit_free(a);
-  a = audit(filtered ? "alg7-bug" : "alg6-bug", filtered, 0.1, &bug);
+  a = audit(names[filtered][1], filtered, 0.1, &bug);
   check_null_points(a);
   check_verdict(&bug, 1);
   dpgd_audit_free(a);
@@ -110,6 +118,12 @@ static void test_alg7(void **state)
 {
   (void)state;
   run_pair(1);
+}
+
+static void test_dpsgd(void **state)
+{
+  (void)state;
+  run_pair(2);
 }
 
 static void test_reproducible_and_json(void **state)
@@ -161,9 +175,8 @@ int main(void)
   tt_write_banded_split(dir, "train", N_TRAIN, 11);
   tt_write_banded_split(dir, "t10k", N_TEST, 12);
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_alg6),
-      cmocka_unit_test(test_alg7),
-      cmocka_unit_test(test_reproducible_and_json),
+      cmocka_unit_test(test_alg6),       cmocka_unit_test(test_alg7),
+      cmocka_unit_test(test_dpsgd),      cmocka_unit_test(test_reproducible_and_json),
       cmocka_unit_test(test_bad_params),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
