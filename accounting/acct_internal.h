@@ -11,11 +11,14 @@
 #include "dpgd_accounting.h"
 
 typedef enum {
-  ACCT_GAUSSIAN = 1,  /* par[0] = mu */
-  ACCT_LAPLACE = 2,   /* par[0] = a = sensitivity/scale */
-  ACCT_RR = 3,        /* par[0] = eps0 */
-  ACCT_DISCRETE = 4,  /* p[k], q[k] */
-  ACCT_SUBSAMPLED = 5 /* par[0] = q (rate), par[1] = sigma */
+  ACCT_GAUSSIAN = 1,   /* par[0] = mu */
+  ACCT_LAPLACE = 2,    /* par[0] = a = sensitivity/scale */
+  ACCT_RR = 3,         /* par[0] = eps0 */
+  ACCT_DISCRETE = 4,   /* p[k], q[k] */
+  ACCT_SUBSAMPLED = 5, /* par[0] = q (rate), par[1] = sigma */
+  /* without replacement, replace-one neighbours (wor.c): RDP bound only */
+  ACCT_WOR_RO_GAUSSIAN = 6, /* par[0] = gamma = m/n, par[1] = sigma */
+  ACCT_WOR_RO_LAPLACE = 7   /* par[0] = gamma = m/n, par[1] = a0 */
 } acct_kind;
 
 typedef struct {
@@ -152,6 +155,13 @@ int dpgd_acct_asymmetric(const dpgd_accountant *a);
 /* The exact method: delta(eps) (max over directions, error added). */
 int dpgd_acct_exact_delta(const dpgd_accountant *a, double eps, dpgd_acct_value *out);
 int dpgd_acct_exact_epsilon(const dpgd_accountant *a, double delta, dpgd_acct_value *out);
+
+/* ---- wor.c: subsampling without replacement ---- */
+/* eps_hat(alpha) of one replace-one entry (Wang, Balle & Kasiviswanathan 2019, Thm 9,
+ * at the integer order ceil(alpha)); INFINITY for other kinds. */
+double dpgd_acct_wor_rdp(const acct_entry *en, double alpha);
+/* Validates and pushes a stored replace-one entry (deserialise). */
+int dpgd_acct_wor_push(dpgd_accountant *a, acct_kind kind, const double *par, uint64_t count);
 
 /* ---- filter.c: the individual filter ---- */
 struct dpgd_filter {
