@@ -242,7 +242,8 @@ int dpgd_acct_add_subsampled_gaussian(dpgd_accountant *a, double q, double sigma
  *     the dominating pairs of Zhu, Dong & Wang 2022 (amplification by sampling for
  *     dominating pairs, part (2); section 4.1, proof in appendix C.3), "remove" and
  *     "add" accounted separately, delta the larger. The Gaussian's pairs are those of the
- *     Poisson-subsampled Gaussian at rate q = m/n (rounded up), and it is stored as one.
+ *     Poisson-subsampled Gaussian at rate q = m/n (rounded up), and it is stored as one;
+ *     the Laplace's have two atoms and a continuous part (accounting/SAMPLING.md).
  *   DPGD_ACCT_REPLACE_ONE: neighbours have n points each and differ in one point's
  *     value. No dominating pair is known: the entry carries the RDP upper bound of
  *     Wang, Balle & Kasiviswanathan 2019 (Theorem 9), so only the rdp_* methods answer

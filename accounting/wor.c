@@ -1,7 +1,7 @@
 /* wor.c -- subsampling without replacement (accounting/SAMPLING.md): m of n points at
  * each release. Add/remove neighbours: the dominating pairs of Zhu, Dong & Wang 2022,
  * which for the Gaussian are the Poisson-subsampled Gaussian's at q = m/n (exact by the
- * characteristic function). Replace-one neighbours: the RDP bound of Wang, Balle &
+ * characteristic function; the Laplace's in cf_wor_laplace.c). Replace-one neighbours: the RDP bound of Wang, Balle &
  * Kasiviswanathan 2019, Theorem 9 (an upper bound; no dominating pair is known). */
 #include <float.h>
 #include <math.h>
@@ -20,7 +20,10 @@ double dpgd_acct_wor_rate(uint64_t m, uint64_t n)
   return g > 1 ? 1 : g;
 }
 
-static int is_replace(acct_kind k) { return k == ACCT_WOR_RO_GAUSSIAN || k == ACCT_WOR_RO_LAPLACE; }
+static int is_replace(acct_kind k)
+{
+  return k == ACCT_WOR_RO_GAUSSIAN || k == ACCT_WOR_RO_LAPLACE;
+}
 
 int dpgd_acct_replace_one(const dpgd_accountant *a)
 {
@@ -35,7 +38,7 @@ static int check_relation(const dpgd_accountant *a, int replace)
 {
   for (size_t i = 0; i < a->n; i++) {
     acct_kind k = a->e[i].kind;
-    if (replace ? k == ACCT_SUBSAMPLED : is_replace(k))
+    if (replace ? k == ACCT_SUBSAMPLED || k == ACCT_WOR_AR_LAPLACE : is_replace(k))
       return DPGD_FAIL(DPGD_EINVAL,
                        "a replace-one entry (sampling without replacement) cannot be composed "
                        "with a subsampled entry under add/remove neighbours");
@@ -61,10 +64,12 @@ int dpgd_acct_wor_push(dpgd_accountant *a, acct_kind kind, const double *par, ui
 {
   if (!a) return DPGD_FAIL(DPGD_EINVAL, "accountant is NULL");
   if (count < 1) return DPGD_FAIL(DPGD_EINVAL, "count must be >= 1");
-  if (!is_replace(kind) || !(par[0] > 0 && par[0] <= 1) || !(par[1] > 0) || isinf(par[1]))
+  int ar = kind == ACCT_WOR_AR_LAPLACE;
+  if (!(is_replace(kind) || ar) || !(par[0] > 0 && par[0] <= 1) || !(par[1] > 0) ||
+      isinf(par[1]) || (ar && par[0] == 1))
     return DPGD_FAIL(DPGD_EINVAL, "bad without-replacement entry (rate %g, parameter %g)",
                      par[0], par[1]);
-  int st = check_relation(a, 1);
+  int st = check_relation(a, !ar);
   if (st) return st;
   acct_entry en = {.kind = kind, .count = count, .par = {par[0], par[1]}};
   return dpgd_acct_push(a, &en);
@@ -91,13 +96,15 @@ int dpgd_acct_add_wor_laplace(dpgd_accountant *a, uint64_t m, uint64_t n, double
   int st = check_args(a, m, n, a0, "Laplace a = sensitivity/scale", count);
   if (st) return st;
   double g = dpgd_acct_wor_rate(m, n);
-  if (rel == DPGD_ACCT_ADD_REMOVE)
-    return DPGD_FAIL(DPGD_EINVAL,
-                     "the without-replacement Laplace under add/remove neighbours has no "
-                     "evaluator in this build; use relation replace-one (an upper bound)");
-  if (rel != DPGD_ACCT_REPLACE_ONE) return DPGD_FAIL(DPGD_EINVAL, "unknown relation %d", rel);
+  if (rel != DPGD_ACCT_ADD_REMOVE && rel != DPGD_ACCT_REPLACE_ONE)
+    return DPGD_FAIL(DPGD_EINVAL, "unknown relation %d", rel);
   double par[2] = {g, a0};
-  return dpgd_acct_wor_push(a, ACCT_WOR_RO_LAPLACE, par, count);
+  if (rel == DPGD_ACCT_REPLACE_ONE)
+    return dpgd_acct_wor_push(a, ACCT_WOR_RO_LAPLACE, par, count);
+  if (g < 1) return dpgd_acct_wor_push(a, ACCT_WOR_AR_LAPLACE, par, count);
+  /* m = n: the pairs are the base Laplace's (a pair and its reverse) */
+  st = check_relation(a, 0);
+  return st ? st : dpgd_acct_add_laplace(a, a0, count);
 }
 
 /* ---- the replace-one RDP bound ---- */
@@ -128,6 +135,7 @@ static double base_rdp(const acct_entry *en, double j)
  * are equal or replace-one neighbours of the base). Terms in log space, rounded up. */
 double dpgd_acct_wor_rdp(const acct_entry *en, double alpha)
 {
+  if (en->kind == ACCT_WOR_AR_LAPLACE) return dpgd_acct_wl_rdp(en, alpha);
   if (!is_replace(en->kind)) return INFINITY;
   double ai = ceil(alpha - 1e-12);
   if (ai < 2) ai = 2;
@@ -137,8 +145,8 @@ double dpgd_acct_wor_rdp(const acct_entry *en, double alpha)
   double t2 = fmin(log(4 * expm1(e2)), e2 + fmin(log(2), 2 * lx));
   double s = gsl_sf_lnchoose((unsigned)ai, 2) + 2 * lg + t2;
   for (double j = 3; j <= ai; j++)
-    s = lse2(s, gsl_sf_lnchoose((unsigned)ai, (unsigned)j) + j * lg + (j - 1) * base_rdp(en, j) +
-                    fmin(log(2), j * lx));
+    s = lse2(s, gsl_sf_lnchoose((unsigned)ai, (unsigned)j) + j * lg +
+                    (j - 1) * base_rdp(en, j) + fmin(log(2), j * lx));
   double v = log1p(exp(s)) / (ai - 1);
   if (s > 700) v = (s + log1p(exp(-s))) / (ai - 1);
   v = fmin(v, base_rdp(en, ai));

@@ -185,6 +185,12 @@ py wor-ro-values '
 assert row("exact")[1] == "n/a", row("exact")
 assert float(row("rdp_optimal")[1]) >= 0.5986851442, row("rdp_optimal")
 '
+# The add/remove Laplace: exact, below its own RDP bound and below the replace-one one.
+expect_ok wor-lap "$DPGD" account --wor-laplace m=100,n=1000,b=0.5,count=50 --json
+py wor-lap-values '
+j = json.loads(out)["methods"]; e = j["exact"]["eps"]
+assert 0 < e <= j["rdp_optimal"]["eps"] and e < 12.5, (e, j)
+'
 expect_fail wor-m-gt-n 'needs 1 <= m <= n' $A --wor-gaussian m=5,n=4,sigma=1
 expect_fail wor-relation 'relation must be add-remove or replace-one' $A --wor-laplace m=1,n=4,b=1,relation=swap
 expect_fail sub-q '--subsampled: sampling rate q must lie in \[0, 1\]' $A --subsampled q=1.5,sigma=1
