@@ -417,6 +417,11 @@ int dpgd_acct_cf_formula_b(const dpgd_accountant *a, int dir, double eps, const 
       return DPGD_OK;
     }
   }
+  if (!x.subtract && has_wl(a)) /* its atoms must be enumerated: M alone never decays */
+    return DPGD_FAIL(DPGD_ERANGE,
+                     "the without-replacement Laplace needs its atoms "
+                     "enumerated, and this composition has more than %d",
+                     ACCT_ENUM_MAX_ATOMS);
   if (memo && memo->c > 0) x.c = memo->c;
   else x.c = dpgd_acct_cf_find_c(&x);
   if (memo && memo->c != x.c) memo->t0 = 0;

@@ -60,7 +60,7 @@ static double complex wl_log_cont(double g, double a, int dir, double complex s)
     double h = fmin(1.0, a - lo);
     for (int k = 0; k < 60 && aw * wl_du(g, 2 * (lo + h) - a) * h > 2 * M_PI; k++)
       h = 2 * M_PI / (aw * wl_du(g, 2 * (lo + h) - a)); /* shrinks; u'(lo + h) drops */
-    if (a - lo - h < 1e-9 * a) h = a - lo;                /* no sliver at the end */
+    if (a - lo - h < 1e-9 * a) h = a - lo;              /* no sliver at the end */
     if (++np > ACCT_WL_MAX_PANELS || !(h > 0)) return NAN;
     double mid = lo + 0.5 * h;
     for (int i = 0; i < ACCT_SG_GL_NODES; i++) {
