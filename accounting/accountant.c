@@ -163,6 +163,9 @@ int dpgd_acct_add_subsampled_gaussian(dpgd_accountant *a, double q, double sigma
   if (!(sigma > 0) || isinf(sigma))
     return DPGD_FAIL(DPGD_EINVAL, "noise multiplier sigma must be finite and > 0 (got %g)",
                      sigma);
+  if (dpgd_acct_replace_one(a))
+    return DPGD_FAIL(DPGD_EINVAL, "a subsampled entry under add/remove neighbours cannot be "
+                                  "composed with a replace-one entry");
   if (q == 0) return dpgd_acct_add_gaussian(a, 0, count); /* samples no one: mu = 0 */
   if (q == 1) return dpgd_acct_add_gaussian(a, 1 / sigma, count);
   acct_entry en = {.kind = ACCT_SUBSAMPLED, .count = count, .par = {q, sigma}};

@@ -11,11 +11,16 @@
 #include "dpgd_accounting.h"
 
 typedef enum {
-  ACCT_GAUSSIAN = 1,  /* par[0] = mu */
-  ACCT_LAPLACE = 2,   /* par[0] = a = sensitivity/scale */
-  ACCT_RR = 3,        /* par[0] = eps0 */
-  ACCT_DISCRETE = 4,  /* p[k], q[k] */
-  ACCT_SUBSAMPLED = 5 /* par[0] = q (rate), par[1] = sigma */
+  ACCT_GAUSSIAN = 1,   /* par[0] = mu */
+  ACCT_LAPLACE = 2,    /* par[0] = a = sensitivity/scale */
+  ACCT_RR = 3,         /* par[0] = eps0 */
+  ACCT_DISCRETE = 4,   /* p[k], q[k] */
+  ACCT_SUBSAMPLED = 5, /* par[0] = q (rate), par[1] = sigma */
+  /* without replacement, replace-one neighbours (wor.c): RDP bound only */
+  ACCT_WOR_RO_GAUSSIAN = 6, /* par[0] = gamma = m/n, par[1] = sigma */
+  ACCT_WOR_RO_LAPLACE = 7,  /* par[0] = gamma = m/n, par[1] = a0 */
+  /* without replacement, add/remove neighbours (cf_wor_laplace.c): exact */
+  ACCT_WOR_AR_LAPLACE = 8 /* par[0] = gamma = m/n, par[1] = a0 */
 } acct_kind;
 
 typedef struct {
@@ -75,6 +80,18 @@ struct dpgd_accountant {
  * path directly (the contour integral converges slowly there; one release has a closed
  * form). */
 #define ACCT_SG_FEW_MAX 3
+/* Most Gauss-Legendre panels (width <= pi/|s|) of the continuous part of one
+ * without-replacement Laplace moment (NaN beyond: the quadrature then reports it). */
+#define ACCT_WL_MAX_PANELS 200000
+/* The tail tolerance with such an entry: its moments cost a quadrature whose nodes
+ * grow with t, and the peeled remainder's tail falls only like T^-3, so T stops at a
+ * tail of this fraction of delta (the tail bound is added to the error: a slightly
+ * larger upper bound, never a wrong one). */
+#define ACCT_WL_TAIL_RELTOL 1e-3
+/* Largest contour shift c formula B uses with such an entry. */
+#define ACCT_WL_C_MAX 32.0
+/* Slots of the per-thread memory of those moments (48 bytes each). */
+#define ACCT_WL_CACHE 65536
 /* Slots of the memo of log M(c + it) kept during one eps(delta) search. */
 #define ACCT_MEMO_SIZE 4096
 /* The memo doubles when half full, up to this many slots (24 bytes each). */
@@ -186,6 +203,16 @@ int dpgd_acct_pld_applies(const dpgd_accountant *a);
 int dpgd_acct_pld_epsilon(const dpgd_accountant *a, double delta, dpgd_acct_value *out);
 int dpgd_acct_pld_delta(const dpgd_accountant *a, double eps, dpgd_acct_value *out);
 void dpgd_acct_exact_note_set(const char *s);
+/* ---- wor.c: subsampling without replacement ---- */
+/* eps_hat(alpha) of one replace-one entry (Wang, Balle & Kasiviswanathan 2019, Thm 9,
+ * at the integer order ceil(alpha)); of an add/remove Laplace entry, the Renyi divergence
+ * of its pairs; INFINITY for other kinds. */
+double dpgd_acct_wor_rdp(const acct_entry *en, double alpha);
+/* Renyi divergence of the without-replacement Laplace's add/remove pairs
+ * (cf_wor_laplace.c), the larger direction. */
+double dpgd_acct_wl_rdp(const acct_entry *en, double alpha);
+/* Validates and pushes a stored without-replacement entry (deserialise). */
+int dpgd_acct_wor_push(dpgd_accountant *a, acct_kind kind, const double *par, uint64_t count);
 
 /* ---- filter.c: the individual filter ---- */
 struct dpgd_filter {

@@ -53,7 +53,7 @@ static double nfold_size(size_t k, uint64_t n)
 void dpgd_acct_cf_atoms_free(atoms *at)
 {
   for (size_t j = 0; at->one && j < at->nlap; j++) free(at->one[j].at);
-  free(at->at), free(at->one), free(at->lap_a), free(at->lap_n);
+  free(at->at), free(at->one), free(at->lap_a), free(at->lap_n), free(at->lap_en);
   memset(at, 0, sizeof *at);
 }
 
@@ -112,6 +112,13 @@ int dpgd_acct_cf_enumerate(const dpgd_accountant *a, int dir, atoms *res)
   return DPGD_OK;
 }
 
+/* 1 for the entries with atoms and a continuous part (Laplace, without-replacement
+ * Laplace). */
+static int has_cont(const acct_entry *en)
+{
+  return en->kind == ACCT_LAPLACE || en->kind == ACCT_WOR_AR_LAPLACE;
+}
+
 /* The atomic part as dpgd_acct_cf_enumerate() gives it and, when it exists and some entry is Laplace,
  * the atoms of the composition less one release of each Laplace entry (see
  * peel_delta). */
@@ -120,14 +127,16 @@ int dpgd_acct_cf_enumerate_peel(const dpgd_accountant *a, int dir, atoms *res)
   int st = dpgd_acct_cf_enumerate(a, dir, res);
   if (st || res->n == 0) return st;
   size_t nl = 0;
-  for (size_t i = 0; i < a->n; i++) nl += a->e[i].kind == ACCT_LAPLACE;
+  for (size_t i = 0; i < a->n; i++) nl += has_cont(&a->e[i]);
   if (nl == 0) return DPGD_OK;
   dpgd_accountant tmp = *a;
   tmp.e = malloc(a->n * sizeof *tmp.e);
   res->one = calloc(nl, sizeof *res->one);
   res->lap_a = malloc(nl * sizeof *res->lap_a);
   res->lap_n = malloc(nl * sizeof *res->lap_n);
-  if (!tmp.e || !res->one || !res->lap_a || !res->lap_n) {
+  res->lap_en = malloc(nl * sizeof *res->lap_en);
+  res->dir = dir;
+  if (!tmp.e || !res->one || !res->lap_a || !res->lap_n || !res->lap_en) {
     free(tmp.e);
     dpgd_acct_cf_atoms_free(res);
     return DPGD_FAIL(DPGD_ENOMEM, "out of memory (Laplace atoms)");
@@ -135,8 +144,11 @@ int dpgd_acct_cf_enumerate_peel(const dpgd_accountant *a, int dir, atoms *res)
   res->nlap = nl;
   memcpy(tmp.e, a->e, a->n * sizeof *tmp.e); /* shallow: discrete p, q stay a's */
   for (size_t i = 0, j = 0; i < a->n && !st; i++) {
-    if (a->e[i].kind != ACCT_LAPLACE) continue;
-    res->lap_a[j] = a->e[i].par[0], res->lap_n[j] = (double)a->e[i].count;
+    if (!has_cont(&a->e[i])) continue;
+    res->lap_en[j] = &a->e[i];
+    res->lap_a[j] =
+        dpgd_acct_wl_is(&a->e[i]) ? dpgd_acct_wl_cont_max(&a->e[i], dir) : a->e[i].par[0];
+    res->lap_n[j] = (double)a->e[i].count;
     tmp.e[i].count--;
     st = dpgd_acct_cf_enumerate(&tmp, dir, &res->one[j++]); /* never larger than the whole */
     tmp.e[i].count++;
@@ -190,7 +202,11 @@ double dpgd_acct_cf_peel_delta(const atoms *at, double eps, double *err)
       if (o->at[mid].l + a > eps) hi = mid;
       else lo = mid + 1;
     }
-    for (size_t i = lo; i < o->n; i++) sj += exp(o->at[i].lw) * lap_kernel(a, eps, o->at[i].l);
+    const acct_entry *en = at->lap_en[j];
+    for (size_t i = lo; i < o->n; i++)
+      sj += exp(o->at[i].lw) * (dpgd_acct_wl_is(en)
+                                    ? dpgd_acct_wl_kernel(en, at->dir, eps - o->at[i].l)
+                                    : lap_kernel(a, eps, o->at[i].l));
     s += at->lap_n[j] * sj;
     nt += (double)(o->n - lo);
   }

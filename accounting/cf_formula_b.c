@@ -115,6 +115,14 @@ void dpgd_acct_cf_bound_logs(const cf_ctx *x, double t, double *A, double *Bd, d
       if (H) peel_acc(n, cb / d, &L, H);
       break;
     }
+    case ACCT_WOR_AR_LAPLACE: { /* atoms d, continuous part bounded in logs */
+      double ld = creal(dpgd_acct_cf_atoms_log_mgf(en, x->dir, c));
+      double lb = dpgd_acct_wl_log_cont_bound(en, x->dir, c, t);
+      if (H) peel_acc(n, exp(lb - ld), &L, H);
+      *A += n * (fmax(ld, lb) + log1p(exp(-fabs(ld - lb))));
+      *Bd += n * ld;
+      continue;
+    }
     case ACCT_SUBSAMPLED: {
       double q = en->par[0], sg = en->par[1];
       double rw = x->dir ? -c : 1 + c;
@@ -152,13 +160,17 @@ static double b_integrand(double t, void *vp)
     double complex ld = 0;
     for (size_t i = 0; i < x->a->n; i++) {
       const acct_entry *en = &x->a->e[i];
-      double complex lj = en->kind == ACCT_LAPLACE ? dpgd_acct_cf_atoms_log_mgf(en, x->dir, s)
-                                                   : dpgd_acct_cf_entry_log_mgf(en, x->dir, s);
+      int atomic = en->kind == ACCT_LAPLACE || en->kind == ACCT_WOR_AR_LAPLACE;
+      double complex lj = atomic ? dpgd_acct_cf_atoms_log_mgf(en, x->dir, s)
+                                 : dpgd_acct_cf_entry_log_mgf(en, x->dir, s);
       ld += (double)en->count * lj;
     }
     double complex j1 = 0; /* J1 / D = sum_j n_j C_j / D_j = sum_j n_j frac / (1 + e) */
     for (size_t i = 0; x->peel && i < x->a->n; i++) {
       const acct_entry *en = &x->a->e[i];
+      if (en->kind == ACCT_WOR_AR_LAPLACE) /* C/D by quadrature */
+        j1 += (double)en->count * cexp(dpgd_acct_wl_log_cont(en, x->dir, s) -
+                                       dpgd_acct_cf_atoms_log_mgf(en, x->dir, s));
       if (en->kind != ACCT_LAPLACE) continue;
       double complex z = 1 + 2 * s, e = cexp(-en->par[0] * z); /* |z| >= 1 + 2c */
       j1 += (double)en->count * ((1 - e) / z) / (1 + e);
@@ -183,9 +195,28 @@ static double saddle_obj(double y, void *vp)
   return isfinite(v) ? v : 1e300;
 }
 
+static double find_c_raw(cf_ctx *x);
+
+/* 1 if some entry is a without-replacement Laplace (add/remove). */
+static int has_wl(const dpgd_accountant *a)
+{
+  for (size_t i = 0; i < a->n; i++)
+    if (a->e[i].kind == ACCT_WOR_AR_LAPLACE) return 1;
+  return 0;
+}
+
+/* c minimising the saddle objective, at most ACCT_WL_C_MAX with a without-replacement
+ * Laplace entry (its moment's quadrature grows with |c + i t|; any c > 0 is exact, c
+ * only steers accuracy, and the saddle runs off to +inf as eps nears the largest loss). */
+double dpgd_acct_cf_find_c(cf_ctx *x)
+{
+  double c = find_c_raw(x);
+  return has_wl(x->a) ? fmin(c, ACCT_WL_C_MAX) : c;
+}
+
 /* c minimising the saddle objective: a grid over log c, refined by GSL's Brent
  * minimiser. */
-double dpgd_acct_cf_find_c(cf_ctx *x)
+static double find_c_raw(cf_ctx *x)
 {
   const int n = 41;
   const double y0 = log(1e-6), y1 = log(1e4);
@@ -246,6 +277,11 @@ static int quad_fixed(gsl_function *F, double a, double b, double abstol, double
   return GSL_SUCCESS;
 }
 
+/* The relative tail tolerance of the running integration: ACCT_TAIL_RELTOL, or
+ * ACCT_WL_TAIL_RELTOL while formula B integrates a composition with a
+ * without-replacement Laplace entry (set and restored by dpgd_acct_cf_formula_b). */
+static _Thread_local double tail_rel = ACCT_TAIL_RELTOL;
+
 int dpgd_acct_cf_integrate_tail(gsl_function *F, const void *ctx, tail_fn *tail, int estimate,
                                 int fixed, double T0, double base, double *val, double *err)
 {
@@ -268,7 +304,7 @@ int dpgd_acct_cf_integrate_tail(gsl_function *F, const void *ctx, tail_fn *tail,
       break;
     }
     sum += r, E += e;
-    double tol = fmax(ACCT_TAIL_RELTOL * (base + fabs(sum)), ACCT_QUAD_ABSTOL);
+    double tol = fmax(tail_rel * (base + fabs(sum)), ACCT_QUAD_ABSTOL);
     tb = tail(ctx, hi);
     if (tb <= tol) break;
     if (estimate && k > 0) {
@@ -381,6 +417,11 @@ int dpgd_acct_cf_formula_b(const dpgd_accountant *a, int dir, double eps, const 
       return DPGD_OK;
     }
   }
+  if (!x.subtract && has_wl(a)) /* its atoms must be enumerated: M alone never decays */
+    return DPGD_FAIL(DPGD_ERANGE,
+                     "the without-replacement Laplace needs its atoms "
+                     "enumerated, and this composition has more than %d",
+                     ACCT_ENUM_MAX_ATOMS);
   if (memo && memo->c > 0) x.c = memo->c;
   else x.c = dpgd_acct_cf_find_c(&x);
   if (memo && memo->c != x.c) memo->t0 = 0;
@@ -389,8 +430,10 @@ int dpgd_acct_cf_formula_b(const dpgd_accountant *a, int dir, double eps, const 
   double v = 0, e = 0;
   double t0 = memo && memo->t0 > 0 ? memo->t0 : t_scale(&x);
   if (memo) memo->t0 = t0;
+  tail_rel = has_wl(a) ? ACCT_WL_TAIL_RELTOL : ACCT_TAIL_RELTOL;
   int st =
       dpgd_acct_cf_integrate_tail(&F, &x, b_tail, has_sg_only(a), memo != NULL, t0, dv, &v, &e);
+  tail_rel = ACCT_TAIL_RELTOL;
   if (st) return st;
   dpgd_acct_cf_clamp_delta(out, v + dv, e + derr);
   return DPGD_OK;

@@ -21,9 +21,12 @@ typedef struct atoms {
   int too_big;
   /* With Laplace entries (filled by enumerate_peel): per Laplace entry j, in entry order,
    * its parameter lap_a[j], count lap_n[j] and the atoms one[j] of the composition with
-   * one release of it left out. */
+   * one release of it left out. Without-replacement Laplace entries join them:
+   * lap_en[j] is the entry, lap_a[j] its continuous part's largest loss. */
   size_t nlap;
   double *lap_a, *lap_n;
+  const acct_entry **lap_en;
+  int dir;
   struct atoms *one;
 } atoms;
 
@@ -71,6 +74,15 @@ double dpgd_acct_cf_sg_tv(double q, double sigma, double rw);
 size_t dpgd_acct_cf_entry_atoms(const acct_entry *en, int dir, double *l, double *w);
 double complex dpgd_acct_cf_atoms_log_mgf(const acct_entry *en, int dir, double complex s);
 double complex dpgd_acct_cf_entry_log_mgf(const acct_entry *en, int dir, double complex s);
+
+/* ---- cf_wor_laplace.c: the without-replacement Laplace, add/remove ---- */
+int dpgd_acct_wl_is(const acct_entry *en);
+size_t dpgd_acct_wl_atoms(const acct_entry *en, int dir, double *l, double *w);
+double dpgd_acct_wl_cont_max(const acct_entry *en, int dir);
+double complex dpgd_acct_wl_log_cont(const acct_entry *en, int dir, double complex s);
+double complex dpgd_acct_wl_log_mgf(const acct_entry *en, int dir, double complex s);
+double dpgd_acct_wl_log_cont_bound(const acct_entry *en, int dir, double c, double t);
+double dpgd_acct_wl_kernel(const acct_entry *en, int dir, double x);
 
 /* ---- cf_atoms.c ---- */
 void dpgd_acct_cf_atoms_free(atoms *at);

@@ -325,6 +325,7 @@ size_t dpgd_acct_cf_entry_atoms(const acct_entry *en, int dir, double *l, double
     l[1] = -e0, w[1] = 1 - p;
     return 2;
   }
+  if (en->kind == ACCT_WOR_AR_LAPLACE) return dpgd_acct_wl_atoms(en, dir, l, w);
   if (en->kind == ACCT_LAPLACE) { /* the atomic part only (sub-probability) */
     double a = en->par[0];
     l[0] = a, w[0] = 0.5;
@@ -364,6 +365,7 @@ double complex dpgd_acct_cf_entry_log_mgf(const acct_entry *en, int dir, double 
   case ACCT_GAUSSIAN: return en->par[0] * en->par[0] * s * (s + 1) / 2;
   case ACCT_LAPLACE: return laplace_log_mgf(en->par[0], s);
   case ACCT_SUBSAMPLED: return sg_log_mgf(en->par[0], en->par[1], dir, s);
+  case ACCT_WOR_AR_LAPLACE: return dpgd_acct_wl_log_mgf(en, dir, s);
   default: return dpgd_acct_cf_atoms_log_mgf(en, dir, s);
   }
 }
@@ -380,6 +382,8 @@ double complex dpgd_acct_log_mgf(const dpgd_accountant *a, int dir, double compl
 int dpgd_acct_asymmetric(const dpgd_accountant *a)
 {
   for (size_t i = 0; i < a->n; i++)
-    if (a->e[i].kind == ACCT_DISCRETE || a->e[i].kind == ACCT_SUBSAMPLED) return 1;
+    if (a->e[i].kind == ACCT_DISCRETE || a->e[i].kind == ACCT_SUBSAMPLED ||
+        a->e[i].kind == ACCT_WOR_AR_LAPLACE)
+      return 1;
   return 0;
 }

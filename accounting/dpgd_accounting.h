@@ -232,6 +232,35 @@ int dpgd_acct_add_discrete(dpgd_accountant *a, const double *p, const double *q,
 int dpgd_acct_add_subsampled_gaussian(dpgd_accountant *a, double q, double sigma,
                                       uint64_t count);
 
+/* Subsampling without replacement: each release applies the base mechanism to a fresh
+ * uniformly random subset of exactly m of the n points (accounting/SAMPLING.md). The
+ * base mechanism's parameter is measured against its sensitivity under replace-one
+ * neighbours of the m-point subset (a point swapped for another: 2C for a sum of
+ * gradients clipped to norm C): Gaussian sigma = noise std / that sensitivity,
+ * Laplace a0 = that sensitivity / scale. 1 <= m <= n.
+ *   DPGD_ACCT_ADD_REMOVE: neighbours differ by adding or removing one point, the two
+ *     datasets having n and n - 1 points (n the larger; a dataset of n points is covered
+ *     against removals, and against additions, whose n + 1 only lowers m/n). Exact:
+ *     the dominating pairs of Zhu, Dong & Wang 2022 (amplification by sampling for
+ *     dominating pairs, part (2); section 4.1, proof in appendix C.3), "remove" and
+ *     "add" accounted separately, delta the larger. The Gaussian's pairs are those of the
+ *     Poisson-subsampled Gaussian at rate q = m/n (rounded up), and it is stored as one;
+ *     the Laplace's have two atoms and a continuous part (accounting/SAMPLING.md).
+ *   DPGD_ACCT_REPLACE_ONE: neighbours have n points each and differ in one point's
+ *     value. No dominating pair is known: the entry carries the RDP upper bound of
+ *     Wang, Balle & Kasiviswanathan 2019 (Theorem 9), so only the rdp_* methods answer
+ *     (exact and zcdp refuse with DPGD_EINVAL); it never mixes with a Poisson-subsampled
+ *     or an add/remove entry in one accountant (DPGD_EINVAL). */
+typedef enum { DPGD_ACCT_ADD_REMOVE = 0, DPGD_ACCT_REPLACE_ONE = 1 } dpgd_acct_relation;
+int dpgd_acct_add_wor_gaussian(dpgd_accountant *a, uint64_t m, uint64_t n, double sigma,
+                               dpgd_acct_relation rel, uint64_t count);
+int dpgd_acct_add_wor_laplace(dpgd_accountant *a, uint64_t m, uint64_t n, double a0,
+                              dpgd_acct_relation rel, uint64_t count);
+/* The sampling rate m/n rounded up to a double (never below the true ratio). */
+double dpgd_acct_wor_rate(uint64_t m, uint64_t n);
+/* 1 if some entry of a assumes replace-one neighbours (the rdp_* methods alone apply). */
+int dpgd_acct_replace_one(const dpgd_accountant *a);
+
 /* Total GDP parameter sqrt(sum mu_j^2) when every entry is Gaussian; NAN otherwise. */
 double dpgd_acct_gdp_mu(const dpgd_accountant *a);
 /* Number of entries / total count of releases composed. */

@@ -36,6 +36,10 @@ static int check_query(const dpgd_accountant *a, dpgd_acct_method m, dpgd_acct_v
     return DPGD_FAIL(DPGD_EINVAL, "unknown accounting method %d", (int)m);
   if (m == DPGD_ACCT_ZCDP && !dpgd_acct_all_gaussian(a))
     return DPGD_FAIL(DPGD_EINVAL, "zcdp applies to Gaussian-only compositions");
+  if (m == DPGD_ACCT_EXACT && dpgd_acct_replace_one(a))
+    return DPGD_FAIL(DPGD_EINVAL,
+                     "no dominating pair is known for sampling without replacement under "
+                     "replace-one neighbours; the rdp_* rows are upper bounds");
   return DPGD_OK;
 }
 

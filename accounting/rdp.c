@@ -4,7 +4,8 @@
  * Each conversion is minimised over the grid and then refined with GSL's Brent
  * minimiser in the order; the subsampled Gaussian is evaluated at integer orders only
  * (Mironov, Talwar & Zhang 2019), using eps_hat(a) <= eps_hat(ceil a) (Renyi
- * divergences grow with the order), so its grid is the integers. */
+ * divergences grow with the order), so its grid is the integers; so are the
+ * without-replacement replace-one bounds (wor.c). */
 #include <float.h>
 #include <math.h>
 
@@ -66,8 +67,8 @@ static double rdp_entry(const acct_entry *en, double a)
                             k * log(q) + (k * k - k) / (2 * s * s));
     return l / (ai - 1);
   }
+  default: return dpgd_acct_wor_rdp(en, a);
   }
-  return INFINITY;
 }
 
 double dpgd_acct_rdp_curve(const dpgd_accountant *a, double alpha)
@@ -80,7 +81,9 @@ double dpgd_acct_rdp_curve(const dpgd_accountant *a, double alpha)
 static int has_subsampled(const dpgd_accountant *a)
 {
   for (size_t i = 0; i < a->n; i++)
-    if (a->e[i].kind == ACCT_SUBSAMPLED) return 1;
+    if (a->e[i].kind == ACCT_SUBSAMPLED || a->e[i].kind == ACCT_WOR_RO_GAUSSIAN ||
+        a->e[i].kind == ACCT_WOR_RO_LAPLACE)
+      return 1;
   return 0;
 }
 

@@ -97,6 +97,9 @@ static int add_entry(dpgd_accountant *a, uint64_t kind, uint64_t count, const do
   case ACCT_RR: return dpgd_acct_add_rr(a, par[0], count);
   case ACCT_DISCRETE: return dpgd_acct_add_discrete(a, p, q, k, count);
   case ACCT_SUBSAMPLED: return dpgd_acct_add_subsampled_gaussian(a, par[0], par[1], count);
+  case ACCT_WOR_RO_GAUSSIAN:
+  case ACCT_WOR_RO_LAPLACE:
+  case ACCT_WOR_AR_LAPLACE: return dpgd_acct_wor_push(a, (acct_kind)kind, par, count);
   default:
     return DPGD_FAIL(DPGD_EFORMAT, "accountant state: unknown mechanism %llu",
                      (unsigned long long)kind);

@@ -27,7 +27,22 @@ static const char mech_help[] =
     "                                                distributions (removal direction;\n"
     "                                                the reversed pair is also accounted)\n"
     "  --subsampled q=Q,sigma=S[,count=N]            Poisson-subsampled Gaussian,\n"
-    "                                                rate Q, noise multiplier S\n";
+    "                                                rate Q, noise multiplier S\n"
+    "  --wor-gaussian m=M,n=N,sigma=S[,sensitivity=D][,relation=R][,count=K]\n"
+    "  --wor-laplace m=M,n=N,b=B[,sensitivity=D][,relation=R][,count=K]  (or a=A)\n"
+    "      sampling without replacement: each release sees a fresh uniformly random\n"
+    "      subset of exactly M of the N points; sigma, b, a and D are relative to the\n"
+    "      base query's replace-one sensitivity (2C for a sum of gradients clipped to C).\n"
+    "      relation=add-remove (default): neighbours differ by one point added or\n"
+    "        removed, datasets of N and N-1 points; exact (Zhu, Dong & Wang 2022, add\n"
+    "        and remove accounted separately; the Gaussian equals Poisson at q = M/N).\n"
+    "      relation=replace-one: neighbours have N points and differ in one point's\n"
+    "        value; only an upper bound is known (RDP of Wang, Balle & Kasiviswanathan\n"
+    "        2019, Theorem 9): the rdp_* rows, never exact.\n";
+
+/* Which neighbouring relations the without-replacement flags asked for (bit 0
+ * add-remove, bit 1 replace-one), for the relation line of the output. */
+static unsigned wor_relations;
 
 /* The --method and --json lines of both usages: the method names wrapped at 80
  * columns under the flag's text. */
@@ -180,15 +195,52 @@ static int scale_or_ratio(const char *flag, char *spec, const char *scale, const
   return 0;
 }
 
+/* --wor-gaussian / --wor-laplace (laplace = 1): m, n, the base's ratio, relation,
+ * count. */
+static int add_wor(dpgd_accountant *a, const char *flag, char *spec, int laplace)
+{
+  kv k[] = {{"m", NULL},    {"n", NULL},           {laplace ? "b" : "sigma", NULL},
+            {"a", NULL},    {"sensitivity", NULL}, {"relation", NULL},
+            {"count", NULL}};
+  size_t m = 0, n = 0;
+  uint64_t count = 1;
+  double x = 0, d = 1;
+  char name[64];
+  if (parse_kv(flag, spec, k, 7) || kv_count(flag, &k[6], &count)) return 1;
+  if (!k[0].val || !k[1].val || (!laplace && !k[2].val) || (!laplace && k[3].val) ||
+      (laplace && !k[2].val == !k[3].val) || (k[3].val && k[4].val)) {
+    dpgd_cli_error("%s: give m=, n= and %s (see 'dpgd account --help')", flag,
+                   laplace ? "one of b= (with optional sensitivity=) and a=" : "sigma=");
+    return 1;
+  }
+  snprintf(name, sizeof name, "%s m", flag);
+  if (dpgd_cli_parse_size(name, k[0].val, &m)) return 1;
+  snprintf(name, sizeof name, "%s n", flag);
+  if (dpgd_cli_parse_size(name, k[1].val, &n)) return 1;
+  if (kv_double(flag, k[2].val ? &k[2] : &k[3], 1, 0, &x) || kv_double(flag, &k[4], 0, 1, &d))
+    return 1;
+  if (k[2].val && laplace) x = d > 0 && x > 0 ? d / x : -1; /* a = sensitivity / b */
+  else if (k[2].val) x /= d; /* sigma relative to the sensitivity */
+  dpgd_acct_relation rel = DPGD_ACCT_ADD_REMOVE;
+  if (k[5].val && !strcmp(k[5].val, "replace-one")) rel = DPGD_ACCT_REPLACE_ONE;
+  else if (k[5].val && strcmp(k[5].val, "add-remove")) {
+    dpgd_cli_error("%s: relation must be add-remove or replace-one", flag);
+    return 1;
+  }
+  wor_relations |= 1u << rel;
+  return add_status(flag, laplace ? dpgd_acct_add_wor_laplace(a, m, n, x, rel, count)
+                                  : dpgd_acct_add_wor_gaussian(a, m, n, x, rel, count));
+}
+
 /* Adds the mechanism of one flag (--gaussian etc.) with its specification to a.
  * Returns 0, 1 after printing an error, or -1 if flag is not a mechanism flag. */
 static int add_mechanism(dpgd_accountant *a, const char *flag, const char *spec_in)
 {
-  static const char *flags[] = {"--gaussian", "--laplace", "--rr", "--discrete",
-                                "--subsampled"};
+  static const char *flags[] = {"--gaussian",   "--laplace",      "--rr",         "--discrete",
+                                "--subsampled", "--wor-gaussian", "--wor-laplace"};
   size_t which = 0;
-  while (which < 5 && strcmp(flag, flags[which])) which++;
-  if (which == 5) return -1;
+  while (which < 7 && strcmp(flag, flags[which])) which++;
+  if (which == 7) return -1;
   if (!spec_in) {
     dpgd_cli_error("%s needs a specification (see 'dpgd account --help')", flag);
     return 1;
@@ -201,6 +253,7 @@ static int add_mechanism(dpgd_accountant *a, const char *flag, const char *spec_
   strcpy(spec, spec_in);
   uint64_t count = 1;
   double x, y;
+  if (which >= 5) return add_wor(a, flag, spec, which == 6);
   switch (which) {
   case 0: /* gaussian: sigma or mu */
   case 1: /* laplace: b or a */
@@ -418,6 +471,25 @@ static void print_answers(const options *o, const answer *r, const char *what,
   if (o->json) printf("}}\n");
 }
 
+/* The neighbouring relation each without-replacement entry assumes: printed, or
+ * appended to the JSON head when head is given. */
+static void print_relations(char *head, size_t size)
+{
+  if (head) {
+    if (wor_relations)
+      snprintf(head + strlen(head), size - strlen(head), ", \"relation\": \"%s\"",
+               wor_relations & 1u << DPGD_ACCT_REPLACE_ONE ? "replace-one" : "add-remove");
+    return;
+  }
+  if (wor_relations & 1u << DPGD_ACCT_ADD_REMOVE)
+    printf("relation     without replacement, add/remove: neighbours of n and n-1 points "
+           "(exact pairs)\n");
+  if (wor_relations & 1u << DPGD_ACCT_REPLACE_ONE)
+    printf("relation     without replacement, replace-one: neighbours of n points, one "
+           "point changed\n             (no exact value known; rdp_* are upper bounds, "
+           "Wang, Balle & Kasiviswanathan 2019, Thm 9)\n");
+}
+
 static void account_usage(FILE *f)
 {
   fprintf(f,
@@ -494,11 +566,13 @@ int dpgd_cmd_account(int argc, char **argv)
              "\"releases\": %llu, \"entries\": %zu, \"gdp_mu\": %s, \"%s\": %.17g",
              (unsigned long long)dpgd_acct_n_releases(o.acc), dpgd_acct_n_entries(o.acc), mus,
              o.have_eps ? "epsilon" : "delta", o.have_eps ? o.eps : o.delta);
+    print_relations(head, sizeof head);
   } else {
     printf("releases     %llu in %zu entries", (unsigned long long)dpgd_acct_n_releases(o.acc),
            dpgd_acct_n_entries(o.acc));
     if (!isnan(mu)) printf(" (Gaussian only: mu = %.10g)", mu);
     printf("\n");
+    print_relations(NULL, 0);
     if (o.have_eps) printf("epsilon      %.10g\n", o.eps);
     else printf("delta        %.10g\n", o.delta);
   }
