@@ -335,4 +335,21 @@ int dpgd_iter_contraction_epsilon(const dpgd_iter_setting *s, double delta,
 int dpgd_iter_composition_epsilon(const dpgd_iter_setting *s, dpgd_acct_method m, double delta,
                                   dpgd_acct_value *out);
 
+/* ===== One-run auditing (train/AUDIT.md) ============================================
+ * Steinke, Nasr & Jagielski, "Privacy Auditing with One (1) Training Run" (NeurIPS
+ * 2023), Theorem 5.2: m canaries, each included independently with probability 1/2; an
+ * auditor makes r guesses (in / out) and v are correct. If the mechanism is (eps,
+ * delta)-DP in each canary then, with q = e^eps / (1 + e^eps),
+ *   P[v correct or more] <= P[Binomial(r, q) >= v]
+ *                           + 2 m delta max_{1<=i<=v} P[v - i <= Binomial(r, q) < v] / i.
+ * dpgd_audit_p_value is that bound (capped at 1), from exact binomial terms in log space;
+ * DPGD_EINVAL unless v <= r <= m, eps >= 0 and 0 <= delta <= 1. dpgd_audit_eps_lower is
+ * the largest eps whose p-value stays below 1 - confidence (bisection, rounded down):
+ * with that confidence the mechanism is NOT (eps, delta)-DP for any smaller eps. It is 0
+ * when even eps = 0 is not rejected. A lower bound says nothing about privacy being
+ * kept: it can only show that a claim is false. */
+int dpgd_audit_p_value(size_t m, size_t r, size_t v, double eps, double delta, double *p);
+int dpgd_audit_eps_lower(size_t m, size_t r, size_t v, double delta, double confidence,
+                         double *eps);
+
 #endif /* DPGD_ACCOUNTING_H */

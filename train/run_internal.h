@@ -56,6 +56,9 @@ struct dpgd_run {
   uint64_t data_fp;      /* fingerprint of the training and test data (checkpoint) */
   char replay[640];      /* build and engine identity: what bitwise replay needs */
   char replay_ckpt[640]; /* resume: the checkpoint's; "" if it has none */
+  /* dpgd audit: (n) 1 = an excluded canary, a null point (cap 0); NULL in every other
+   * run. Not owned. */
+  const uint8_t *null_mask;
 };
 
 /* ---- run.c ---- */

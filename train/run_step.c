@@ -111,6 +111,9 @@ static int clipped_noisy_sum(dpgd_run *r)
   /* Zero active points is a normal state: the sum is then zero and the update is noise
    * only (divided by the public n, never by the active count). */
   dpgd_ledger_caps(r->ledger, r->caps);
+  if (r->null_mask) /* dpgd audit: an excluded canary contributes nothing */
+    for (size_t i = 0; i < r->m.n; i++)
+      if (r->null_mask[i]) r->caps[i] = 0;
   int rc = r->rng_sample ? sample_batch(r) : DPGD_OK;
   if (rc) return rc;
   rc = dpgd_model_clipped_grad_sum(r->model, r->ws, r->train, r->caps, r->sum, NULL, r->post);

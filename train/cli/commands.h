@@ -17,5 +17,10 @@ dpgd_cmd_fn dpgd_cmd_plot;    /* cmd_plot.c */
 dpgd_cmd_fn dpgd_cmd_sweep;   /* cmd_plot.c    */
 dpgd_cmd_fn dpgd_cmd_data;    /* cmd_data.c */
 dpgd_cmd_fn dpgd_cmd_bench;   /* cmd_bench.c */
+dpgd_cmd_fn dpgd_cmd_audit;   /* cmd_audit.c */
+/* 'dpgd audit' with the noise of the run scaled by noise_scale (< 1: a planted bug).
+ * Only the test-only program tests/train/audit_planted.c passes anything but 1: the
+ * dpgd binary has no way to plant it. */
+int dpgd_cmd_audit_planted(int argc, char **argv, double noise_scale);
 
 #endif /* DPGD_COMMANDS_H */

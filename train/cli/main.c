@@ -23,6 +23,7 @@ static const struct {
     {"sweep", dpgd_cmd_sweep, "run a config over seeds and a grid of overrides"},
     {"data", dpgd_cmd_data, "dataset information ('dpgd data info DIR|FILE')"},
     {"bench", dpgd_cmd_bench, "benchmarks ('dpgd bench grads')"},
+    {"audit", dpgd_cmd_audit, "empirical lower bound on eps from one run with canaries"},
 };
 
 static void usage(FILE *f)

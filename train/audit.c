@@ -1,0 +1,260 @@
+/* audit.c -- a one-run privacy audit (train/AUDIT.md; Steinke, Nasr & Jagielski 2023):
+ * opens the audited run on the base data plus M canaries, and around each of its steps
+ * computes what the white-box auditor computes from the released noisy sum: the base
+ * points' clipped sum, every canary's clipped gradient, and the canaries' scores. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cblas.h>
+
+#include "audit_internal.h"
+
+void dpgd_audit_defaults(dpgd_audit_params *p)
+{
+  p->canaries = 1000;
+  p->guesses = 0;
+  p->seed = 1;
+  p->confidence = 0.95;
+  p->planted_noise_scale = 1;
+}
+
+void dpgd_audit_free(dpgd_audit *a)
+{
+  if (!a) return;
+  dpgd_run_free(a->run);
+  dpgd_data_free(a->base);
+  dpgd_data_free(a->test);
+  dpgd_data_free(a->canaries);
+  dpgd_ledger_free(a->shadow);
+  dpgd_grad_ws_free(a->ws1);
+  free(a->in);
+  free(a->null_mask);
+  free(a->ccaps);
+  free(a->cpost);
+  free(a->bcaps);
+  free(a->G);
+  free(a->gd);
+  free(a->base_sum);
+  free(a->resid);
+  free(a->score);
+  free(a->gstep);
+  free(a->gram);
+  free(a->theta);
+  free(a);
+}
+
+static int check_params(const dpgd_audit_params *p)
+{
+  if (p->canaries < 2) return DPGD_FAIL(DPGD_EINVAL, "an audit needs at least 2 canaries");
+  if (p->guesses % 2 || p->guesses > p->canaries)
+    return DPGD_FAIL(DPGD_EINVAL, "guesses (%zu) must be even and at most the canaries (%zu)",
+                     p->guesses, p->canaries);
+  if (!(p->confidence > 0 && p->confidence < 1))
+    return DPGD_FAIL(DPGD_EINVAL, "confidence %g must lie in (0, 1)", p->confidence);
+  if (!(p->planted_noise_scale > 0 && p->planted_noise_scale <= 1))
+    return DPGD_FAIL(DPGD_EINVAL, "planted noise scale %g must lie in (0, 1]",
+                     p->planted_noise_scale);
+  return DPGD_OK;
+}
+
+/* Refused before audit_data is written into it: a directory that holds a run. */
+static int check_dir_free(const char *dir)
+{
+  const char *const names[] = {"summary.json", "checkpoint.bin"};
+  for (int k = 0; k < 2; k++) {
+    char p[PATHLEN];
+    snprintf(p, sizeof p, "%s/%s", dir, names[k]);
+    if (dpgd_run_file_exists(p))
+      return DPGD_FAIL(DPGD_EINVAL, "%s holds a %s run; choose another --out", dir,
+                       k ? "unfinished" : "finished");
+  }
+  return DPGD_OK;
+}
+
+/* Buffers, the shadow ledger of the canaries, and the null mask handed to the run. */
+static int alloc_state(dpgd_audit *a)
+{
+  dpgd_run *r = a->run;
+  size_t M = a->M, n = a->n_base + M, P = a->P;
+  a->shadow = dpgd_ledger_alloc(M, r->plan.filtered, r->plan.clip, r->plan.budget);
+  a->ws1 = dpgd_grad_ws_alloc(r->model, 1, 1);
+  a->ccaps = calloc(M, sizeof *a->ccaps);
+  a->cpost = calloc(M, sizeof *a->cpost);
+  a->bcaps = calloc(n, sizeof *a->bcaps);
+  a->G = calloc(M * P, sizeof *a->G);
+  a->gd = calloc(P, sizeof *a->gd);
+  a->base_sum = calloc(P, sizeof *a->base_sum);
+  a->resid = calloc(P, sizeof *a->resid);
+  a->score = calloc(M, sizeof *a->score);
+  a->null_mask = calloc(n, 1);
+  a->gstep = calloc(M * M, sizeof *a->gstep);
+  a->gram = calloc(M * M, sizeof *a->gram);
+  a->theta = calloc(P, sizeof *a->theta);
+  if (!a->shadow || !a->ws1 || !a->ccaps || !a->cpost || !a->bcaps || !a->G || !a->gd ||
+      !a->base_sum || !a->resid || !a->score || !a->null_mask || !a->gstep || !a->gram ||
+      !a->theta)
+    return DPGD_FAIL(DPGD_ENOMEM, "no memory for the audit (%zu canaries, %zu parameters)", M,
+                     P);
+  for (size_t j = 0; j < M; j++) a->null_mask[a->n_base + j] = !a->in[j];
+  r->null_mask = a->null_mask;
+  /* The canaries are charged as the run charges its points (same summation slack). */
+  return dpgd_ledger_set_slack(a->shadow, r->ledger->slack);
+}
+
+/* The claim: eps at delta of the training releases alone (every step's noisy sum, as the
+ * plan accounts it; the stopping queries are left out). Then the planted bug, if a test
+ * asked for one: less noise than the claim assumes. */
+static int claim_and_plant(dpgd_audit *a)
+{
+  dpgd_run *r = a->run;
+  a->delta = r->plan.delta;
+  dpgd_accountant *acct = dpgd_acct_alloc();
+  if (!acct) return DPGD_FAIL(DPGD_ENOMEM, "no memory for the accountant");
+  int rc = DPGD_OK;
+  for (size_t t = 1; !rc && t <= r->plan.steps; t++) rc = dpgd_plan_add_step(acct, &r->plan, t);
+  dpgd_acct_value v;
+  if (!rc) rc = dpgd_acct_epsilon(acct, DPGD_ACCT_EXACT, a->delta, &v);
+  dpgd_acct_free(acct);
+  if (rc) return rc;
+  a->eps_claimed = v.value;
+  a->sigma = r->plan.sigma;
+  r->plan.sigma *= a->ap.planted_noise_scale;
+  return DPGD_OK;
+}
+
+int dpgd_audit_open(dpgd_audit **out, const dpgd_config *c, const char *dir,
+                    const dpgd_audit_params *p)
+{
+  *out = NULL;
+  int rc = check_params(p);
+  if (rc) return rc;
+  dpgd_audit *a = calloc(1, sizeof *a);
+  if (!a) return DPGD_FAIL(DPGD_ENOMEM, "no memory for the audit");
+  a->cfg = *c;
+  a->ap = *p;
+  a->M = p->canaries;
+  if (!a->ap.guesses) a->ap.guesses = a->M / 5 >= 2 ? a->M / 5 / 2 * 2 : 2;
+  a->t0 = dpgd_run_now_s();
+  rc = dpgd_audit_load_base(a);
+  if (!rc) {
+    a->n_base = a->base->n;
+    rc = dpgd_audit_make_canaries(a);
+  }
+  if (!rc) rc = check_dir_free(dir);
+  if (!rc) rc = dpgd_run_make_dirs(dir);
+  if (!rc) rc = dpgd_audit_write_data(a, dir);
+  if (!rc) rc = dpgd_run_open(&a->run, &a->cfg, dir);
+  if (!rc) a->P = a->run->P;
+  if (!rc) rc = alloc_state(a);
+  if (!rc) rc = claim_and_plant(a);
+  if (rc) {
+    dpgd_audit_free(a);
+    return rc;
+  }
+  *out = a;
+  return DPGD_OK;
+}
+
+int dpgd_audit_done(const dpgd_audit *a) { return dpgd_run_done(a->run); }
+const dpgd_run *dpgd_audit_run(const dpgd_audit *a) { return a->run; }
+
+const double *dpgd_audit_scores(const dpgd_audit *a, const uint8_t **in, size_t *M)
+{
+  *in = a->in;
+  *M = a->M;
+  return a->score;
+}
+
+/* The base points' clipped sum at theta_t (the model holds theta_t) under a->bcaps,
+ * subtracted from resid. */
+static int subtract_base(dpgd_audit *a)
+{
+  dpgd_run *r = a->run;
+  int rc =
+      dpgd_model_clipped_grad_sum(r->model, r->ws, r->train, a->bcaps, a->base_sum, NULL, NULL);
+  if (rc) return rc;
+  for (size_t k = 0; k < a->P; k++) a->resid[k] -= a->base_sum[k];
+  return DPGD_OK;
+}
+
+/* Before the step, at theta_t: resid = -(1/2) sum_j G_j - (base points' clipped sum),
+ * with the base caps the run is about to use and the canaries' own (shadow) caps. Under
+ * Poisson sampling the base part waits for the step's sample (after_step). */
+static int before_step(dpgd_audit *a)
+{
+  dpgd_run *r = a->run;
+  size_t P = a->P, M = a->M;
+  memcpy(a->theta, dpgd_model_params(r->model), P * sizeof *a->theta);
+  dpgd_ledger_caps(r->ledger, a->bcaps);
+  for (size_t j = 0; j < M; j++) a->bcaps[a->n_base + j] = 0;
+  memset(a->resid, 0, P * sizeof *a->resid);
+  int rc = r->rng_sample ? DPGD_OK : subtract_base(a);
+  if (rc) return rc;
+  dpgd_ledger_caps(a->shadow, a->ccaps);
+  dpgd_dataset one = *a->canaries;
+  one.n = 1;
+  for (size_t j = 0; j < M; j++) {
+    one.pixels = a->canaries->pixels + j * one.d;
+    one.labels = a->canaries->labels + j;
+    rc = dpgd_model_clipped_grad_sum(r->model, a->ws1, &one, &a->ccaps[j], a->gd, NULL,
+                                     &a->cpost[j]);
+    if (rc) return rc;
+    float *g = a->G + j * P;
+    for (size_t k = 0; k < P; k++) {
+      g[k] = (float)a->gd[k];
+      a->resid[k] -= 0.5 * a->gd[k];
+    }
+  }
+  return dpgd_ledger_spend(a->shadow, a->ccaps, a->cpost);
+}
+
+/* DP-SGD: the base points the step sampled, summed at theta_t. Revealing the BASE points'
+ * sample to the auditor keeps each canary's guarantee (its own sampling stays hidden and
+ * is independent of the others'); the canaries' samples are never used. */
+static int subtract_sampled_base(dpgd_audit *a)
+{
+  dpgd_run *r = a->run;
+  float *theta = dpgd_model_params(r->model);
+  for (size_t i = 0; i < a->n_base; i++)
+    if (!r->in[i]) a->bcaps[i] = 0;
+  for (size_t k = 0; k < a->P; k++) {
+    float t = theta[k];
+    theta[k] = a->theta[k];
+    a->theta[k] = t;
+  }
+  int rc = subtract_base(a);
+  memcpy(theta, a->theta, a->P * sizeof *theta); /* theta_{t+1} back */
+  return rc;
+}
+
+/* After the step: resid += the released noisy sum; score_j += <G_j, resid>; the Gram
+ * matrix of the canaries' gradients gains this step's G G^T (audit_report.c solves with
+ * it). */
+static int after_step(dpgd_audit *a)
+{
+  size_t P = a->P, M = a->M;
+  int rc = a->run->rng_sample ? subtract_sampled_base(a) : DPGD_OK;
+  if (rc) return rc;
+  cblas_ssyrk(CblasRowMajor, CblasUpper, CblasNoTrans, (int)M, (int)P, 1.0f, a->G, (int)P, 0.0f,
+              a->gstep, (int)M);
+  for (size_t i = 0; i < M; i++)
+    for (size_t j = i; j < M; j++) a->gram[i * M + j] += a->gstep[i * M + j];
+  for (size_t k = 0; k < P; k++) a->resid[k] += a->run->sum[k];
+  for (size_t j = 0; j < a->M; j++) {
+    const float *g = a->G + j * P;
+    double s = 0;
+    for (size_t k = 0; k < P; k++) s += (double)g[k] * a->resid[k];
+    a->score[j] += s;
+  }
+  return DPGD_OK;
+}
+
+int dpgd_audit_step(dpgd_audit *a)
+{
+  int rc = before_step(a);
+  if (!rc) rc = dpgd_run_step(a->run);
+  if (!rc) rc = after_step(a);
+  return rc;
+}

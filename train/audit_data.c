@@ -1,0 +1,148 @@
+/* audit_data.c -- the data of a one-run audit (train/AUDIT.md): the base training and
+ * test sets of the config, M canary images drawn from the audit's seed, each canary's
+ * inclusion coin, and the IDX directory the audited run reads (base then canaries). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "audit_internal.h"
+
+/* keep: the first examples (0 = all). */
+static int load_split(dpgd_dataset **out, const char *dir, const char *split, size_t keep,
+                      const char *key, const dpgd_config *c)
+{
+  int rc = dpgd_data_load(out, dir, split);
+  if (rc) return rc;
+  if (keep > (*out)->n)
+    return DPGD_FAIL(DPGD_EINVAL, "%s = %zu but the %s split has only %zu examples", key, keep,
+                     split, (*out)->n);
+  if (keep > 0 && keep < (*out)->n) rc = dpgd_data_truncate(*out, keep);
+  (*out)->mean = (float)c->data_mean;
+  (*out)->std = (float)c->data_std;
+  return rc;
+}
+
+int dpgd_audit_load_base(dpgd_audit *a)
+{
+  char dir[DPGD_CONFIG_PATH_MAX];
+  const dpgd_config *c = &a->cfg;
+  int rc = dpgd_data_find_dir(dir, sizeof dir, c->data_dir[0] ? c->data_dir : NULL);
+  if (!rc)
+    rc = load_split(&a->base, dir, "train", c->data_n_train, DPGD_CONFIG_KEY(data_n_train), c);
+  if (!rc)
+    rc = load_split(&a->test, dir, "test", c->data_n_test, DPGD_CONFIG_KEY(data_n_test), c);
+  return rc;
+}
+
+/* The two pixel values whose normalised values (p/255 - mean)/std lie symmetrically
+ * about 0, as far apart as the byte range allows: canaries made of them have gradients
+ * nearly orthogonal to each other. Falls back to 0 and 255 when the mean leaves no
+ * room. */
+static void canary_levels(const dpgd_config *c, uint8_t *lo, uint8_t *hi)
+{
+  double centre = 255 * c->data_mean;
+  double h = fmin(centre, 255 - centre);
+  if (!(h >= 16)) {
+    *lo = 0, *hi = 255;
+    return;
+  }
+  *lo = (uint8_t)lround(centre - h);
+  *hi = (uint8_t)lround(centre + h);
+}
+
+/* Canary images (random lo/hi pixels), labels uniform over the classes, and the
+ * inclusion coins S_j, all from the audit's own stream. */
+int dpgd_audit_make_canaries(dpgd_audit *a)
+{
+  const dpgd_dataset *b = a->base;
+  size_t M = a->M;
+  a->canaries = dpgd_data_alloc(M, b->rows, b->cols, b->n_classes);
+  a->in = calloc(M, 1);
+  dpgd_rng *g = dpgd_rng_alloc(DPGD_RNG_RESEARCH, a->ap.seed ^ 0x61756469746361ull, 0);
+  int rc = DPGD_OK;
+  if (!a->canaries || !a->in || !g)
+    rc = DPGD_FAIL(DPGD_ENOMEM, "no memory for %zu canaries", M);
+  uint8_t lo, hi;
+  canary_levels(&a->cfg, &lo, &hi);
+  uint64_t u = 0;
+  for (size_t j = 0; !rc && j < M; j++) {
+    uint8_t *px = a->canaries->pixels + j * b->d;
+    for (size_t k = 0; !rc && k < b->d; k++) {
+      if (k % 64 == 0) rc = dpgd_rng_u64(g, &u);
+      px[k] = (u >> (k % 64)) & 1 ? hi : lo;
+    }
+    if (!rc) rc = dpgd_rng_u64(g, &u);
+    a->canaries->labels[j] = (uint8_t)((u >> 8) % (uint64_t)b->n_classes);
+    a->in[j] = (uint8_t)(u & 1);
+  }
+  dpgd_rng_free(g);
+  if (rc) return rc;
+  a->canaries->mean = (float)a->cfg.data_mean;
+  a->canaries->std = (float)a->cfg.data_std;
+  for (size_t j = 0; j < M; j++) a->included += a->in[j];
+  return DPGD_OK;
+}
+
+/* One IDX file: images (n, rows, cols) when rows > 0, labels (n) otherwise. */
+static int write_idx(const char *path, const uint8_t *data, size_t n, size_t rows, size_t cols)
+{
+  size_t hdr = rows ? 16 : 8, len = hdr + n * (rows ? rows * cols : 1);
+  uint8_t *buf = malloc(len);
+  if (!buf) return DPGD_FAIL(DPGD_ENOMEM, "no memory for %s", path);
+  uint32_t words[4] = {rows ? 0x803u : 0x801u, (uint32_t)n, (uint32_t)rows, (uint32_t)cols};
+  for (size_t w = 0; w < hdr / 4; w++)
+    for (int k = 0; k < 4; k++) buf[4 * w + (size_t)k] = (uint8_t)(words[w] >> (24 - 8 * k));
+  memcpy(buf + hdr, data, len - hdr);
+  int rc = dpgd_write_atomic(path, buf, len);
+  free(buf);
+  return rc;
+}
+
+static int write_split(const char *dir, const char *prefix, const dpgd_dataset *first,
+                       const dpgd_dataset *second)
+{
+  size_t d = first->d, n = first->n + (second ? second->n : 0);
+  uint8_t *px = malloc(n * d), *lab = malloc(n);
+  int rc = DPGD_OK;
+  if (!px || !lab) rc = DPGD_FAIL(DPGD_ENOMEM, "no memory for the audit's %s split", prefix);
+  char path[DPGD_CONFIG_PATH_MAX + 64];
+  if (!rc) {
+    memcpy(px, first->pixels, first->n * d);
+    memcpy(lab, first->labels, first->n);
+    if (second) {
+      memcpy(px + first->n * d, second->pixels, second->n * d);
+      memcpy(lab + first->n, second->labels, second->n);
+    }
+    snprintf(path, sizeof path, "%s/%s-images-idx3-ubyte", dir, prefix);
+    rc = write_idx(path, px, n, first->rows, first->cols);
+  }
+  if (!rc) {
+    snprintf(path, sizeof path, "%s/%s-labels-idx1-ubyte", dir, prefix);
+    rc = write_idx(path, lab, n, 0, 0);
+  }
+  free(px);
+  free(lab);
+  return rc;
+}
+
+/* <dir>/audit_data: the base training set followed by ALL M canaries (n = n_base + M is
+ * public; an excluded canary is a null point of the run, MATH.md section 1
+ * "Neighbours"), and the base test set. The config is pointed at it. */
+int dpgd_audit_write_data(dpgd_audit *a, const char *dir)
+{
+  char data[DPGD_CONFIG_PATH_MAX];
+  int n = snprintf(data, sizeof data, "%s/audit_data", dir);
+  if (n < 0 || (size_t)n >= sizeof data)
+    return DPGD_FAIL(DPGD_EINVAL, "audit directory name too long: %s", dir);
+  char failed[DPGD_CONFIG_PATH_MAX];
+  if (dpgd_path_mkdirs(data, 0755, failed, sizeof failed))
+    return DPGD_FAIL(DPGD_EIO, "cannot create directory %s", failed);
+  int rc = write_split(data, "train", a->base, a->canaries);
+  if (!rc) rc = write_split(data, "t10k", a->test, NULL);
+  if (rc) return rc;
+  snprintf(a->cfg.data_dir, sizeof a->cfg.data_dir, "%s", data);
+  a->cfg.data_n_train = 0;
+  a->cfg.data_n_test = 0;
+  return DPGD_OK;
+}

@@ -1,0 +1,38 @@
+/* audit_internal.h -- the state of a one-run audit (train/AUDIT.md) shared by audit.c
+ * (the loop and the scores), audit_data.c (base data, canaries, the run's data
+ * directory) and audit_report.c (the guesses, the bound, audit.json). */
+#ifndef DPGD_AUDIT_INTERNAL_H
+#define DPGD_AUDIT_INTERNAL_H
+
+#include "run_internal.h"
+
+struct dpgd_audit {
+  dpgd_config cfg; /* the audited config, pointed at the audit's data */
+  dpgd_audit_params ap;
+  size_t M, n_base, P;
+  dpgd_dataset *base, *test, *canaries; /* canaries: (M) */
+  uint8_t *in;                          /* (M) S_j: canary j is in the training set */
+  size_t included;
+  uint8_t *null_mask; /* (n_base + M) 1: an excluded canary (a null point of the run) */
+  dpgd_run *run;
+  dpgd_ledger *shadow;   /* canaries' spends as if every canary were included */
+  dpgd_grad_ws *ws1;     /* one example at a time */
+  double *ccaps, *cpost; /* (M) */
+  double *bcaps;         /* (n_base + M) */
+  float *G;              /* (M, P) canary j's clipped gradient at theta_t */
+  double *gd, *base_sum; /* (P) */
+  double *resid;         /* (P) released sum - base part - half of all canaries */
+  double *score;         /* (M) sum over steps of <G_j, resid> */
+  float *gstep;          /* (M, M) G G^T of one step (upper triangle) */
+  double *gram;          /* (M, M) sum over steps of G G^T (upper triangle) */
+  float *theta;          /* (P) theta_t, the iterate of the step's gradients */
+  double eps_claimed, delta;
+  double sigma; /* the noise multiplier the claim assumes */
+  double t0;
+};
+
+int dpgd_audit_load_base(dpgd_audit *a);
+int dpgd_audit_make_canaries(dpgd_audit *a);
+int dpgd_audit_write_data(dpgd_audit *a, const char *dir);
+
+#endif /* DPGD_AUDIT_INTERNAL_H */

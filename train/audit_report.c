@@ -1,0 +1,152 @@
+/* audit_report.c -- the end of a one-run audit (train/AUDIT.md): the run finished, the
+ * guesses (the r/2 highest scores in, the r/2 lowest out), the eps lower bound, and the
+ * files audit_scores.csv and audit.json in the run directory. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gsl/gsl_errno.h>
+#include <gsl/gsl_linalg.h>
+
+#include "audit_internal.h"
+
+/* The canaries' released evidence, decorrelated: with y_t = released sum - base part -
+ * (1/2) sum_k g_t(k) = sum_k (S_k - 1/2) g_t(k) + noise, the least-squares estimate of
+ * S - 1/2 is (sum_t G_t G_t^T)^-1 sum_t G_t y_t, i.e. Gram^-1 score (a small ridge keeps
+ * it defined). Canaries whose gradients resemble each other (the CNN's) would otherwise
+ * drown each other's signal. Any function of the released sums and the auditor's own
+ * data is allowed, so this changes the power of the audit, never its validity. */
+static int decorrelate(dpgd_audit *a)
+{
+  size_t M = a->M;
+  double tr = 0;
+  for (size_t i = 0; i < M; i++) tr += a->gram[i * M + i];
+  double ridge = 1e-6 * (tr > 0 ? tr / (double)M : 1);
+  gsl_matrix *g = gsl_matrix_alloc(M, M);
+  if (!g) return DPGD_FAIL(DPGD_ENOMEM, "no memory for the canaries' Gram matrix");
+  for (size_t i = 0; i < M; i++)
+    for (size_t j = i; j < M; j++) {
+      double v = a->gram[i * M + j] + (i == j ? ridge : 0);
+      gsl_matrix_set(g, i, j, v);
+      gsl_matrix_set(g, j, i, v);
+    }
+  gsl_vector_view x = gsl_vector_view_array(a->score, M);
+  int st = gsl_linalg_cholesky_decomp1(g);
+  if (!st) st = gsl_linalg_cholesky_svx(g, &x.vector);
+  gsl_matrix_free(g);
+  if (st)
+    return DPGD_FAIL(DPGD_ERANGE, "the canaries' Gram matrix is not positive definite (%s)",
+                     gsl_strerror(st));
+  return DPGD_OK;
+}
+
+typedef struct {
+  double score;
+  size_t j;
+} ranked;
+
+/* Order of canaries by score, ties by index (deterministic). */
+static int by_score(const void *x, const void *y)
+{
+  const ranked *a = x, *b = y;
+  if (a->score != b->score) return a->score < b->score ? -1 : 1;
+  return a->j < b->j ? -1 : a->j > b->j;
+}
+
+/* guess[j]: 1 in, -1 out, 0 abstain. Returns the number of correct guesses. */
+static size_t make_guesses(const dpgd_audit *a, signed char *guess, ranked *order)
+{
+  size_t M = a->M, k = a->ap.guesses / 2, correct = 0;
+  for (size_t j = 0; j < M; j++) {
+    order[j] = (ranked){a->score[j], j};
+    guess[j] = 0;
+  }
+  qsort(order, M, sizeof *order, by_score);
+  for (size_t i = 0; i < k; i++) {
+    guess[order[i].j] = -1;
+    guess[order[M - 1 - i].j] = 1;
+  }
+  for (size_t j = 0; j < M; j++)
+    if ((guess[j] == 1 && a->in[j]) || (guess[j] == -1 && !a->in[j])) correct++;
+  return correct;
+}
+
+static int write_scores(const dpgd_audit *a, const signed char *guess)
+{
+  char *text = NULL, path[PATHLEN];
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  if (!f) return DPGD_FAIL(DPGD_ENOMEM, "no memory for audit_scores.csv");
+  fprintf(f, "canary,included,score,guess\n");
+  for (size_t j = 0; j < a->M; j++)
+    fprintf(f, "%zu,%d,%.10g,%s\n", j, a->in[j], a->score[j],
+            guess[j] > 0   ? "in"
+            : guess[j] < 0 ? "out"
+                           : "");
+  fclose(f);
+  dpgd_run_path_in(path, a->run, "audit_scores.csv");
+  int rc = dpgd_write_atomic(path, text, len);
+  free(text);
+  return rc;
+}
+
+static int write_json(const dpgd_audit *a, const dpgd_audit_result *res)
+{
+  char *text = NULL, path[PATHLEN];
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  if (!f) return DPGD_FAIL(DPGD_ENOMEM, "no memory for audit.json");
+  const dpgd_plan *p = &a->run->plan;
+  fprintf(f, "{\n  \"eps_lower\": ");
+  dpgd_report_json_num(f, dpgd_round_digits(res->eps_lower, 10, -1)); /* a lower bound */
+  fprintf(f, ",\n  \"eps_claimed\": ");
+  dpgd_report_json_num(f, dpgd_round_digits(res->eps_claimed, 10, 1));
+  fprintf(f, ",\n  \"delta\": %.10g,\n  \"confidence\": %.10g,\n", res->delta, res->confidence);
+  fprintf(f, "  \"canaries\": %zu,\n  \"included\": %zu,\n", res->canaries, res->included);
+  fprintf(f, "  \"guesses\": %zu,\n  \"correct\": %zu,\n", res->guesses, res->correct);
+  fprintf(f, "  \"steps\": %zu,\n  \"algorithm\": \"%s\",\n", res->steps,
+          p->filtered ? "filtered" : "plain");
+  fprintf(f, "  \"seed\": %llu,\n  \"planted_bug\": %s,\n", (unsigned long long)a->ap.seed,
+          a->ap.planted_noise_scale != 1 ? "true" : "false");
+  fprintf(f, "  \"wall_s\": %.3f,\n", res->wall_s);
+  fprintf(f, "  \"meaning\": \"with the stated confidence the run is not (eps, delta)-DP "
+             "for any eps below eps_lower; a lower bound can refute a claim, never prove "
+             "it\"\n}\n");
+  fclose(f);
+  dpgd_run_path_in(path, a->run, "audit.json");
+  int rc = dpgd_write_atomic(path, text, len);
+  free(text);
+  return rc;
+}
+
+int dpgd_audit_finish(dpgd_audit *a, dpgd_audit_result *res)
+{
+  /* A planted bug ends here: the run's reports use the noise its claim assumes. */
+  a->run->plan.sigma = a->sigma;
+  int rc = dpgd_run_finish(a->run);
+  if (rc) return rc;
+  signed char *guess = malloc(a->M);
+  ranked *order = malloc(a->M * sizeof *order);
+  if (!guess || !order) rc = DPGD_FAIL(DPGD_ENOMEM, "no memory for the guesses");
+  memset(res, 0, sizeof *res);
+  if (!rc) rc = decorrelate(a);
+  if (!rc) {
+    res->correct = make_guesses(a, guess, order);
+    res->canaries = a->M;
+    res->included = a->included;
+    res->guesses = a->ap.guesses;
+    res->confidence = a->ap.confidence;
+    res->delta = a->delta;
+    res->eps_claimed = a->eps_claimed;
+    res->steps = dpgd_run_step_index(a->run);
+    rc = dpgd_audit_eps_lower(a->M, res->guesses, res->correct, a->delta, res->confidence,
+                              &res->eps_lower);
+  }
+  res->wall_s = dpgd_run_now_s() - a->t0;
+  if (!rc) rc = write_scores(a, guess);
+  if (!rc) rc = write_json(a, res);
+  free(guess);
+  free(order);
+  return rc;
+}
