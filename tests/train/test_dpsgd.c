@@ -22,6 +22,8 @@
 #include "ttest.h"
 
 static char *dir;
+#define SLURP(run, name, len) tt_slurp_in(dir, run, name, len)
+#define ASSERT_SAME_FILE(a, b, name) tt_assert_same_file(dir, a, b, name)
 enum { N_TRAIN = 240, N_TEST = 120 };
 
 /* Poisson at rate q with sigma given, `steps` steps, on the synthetic split. */
@@ -140,40 +142,6 @@ static void test_calibration_smallest(void **state)
   assert_true(direct_eps(DPGD_ACCT_EXACT, 256.0 / 60000, p.sigma * 0.99, 10, 0, 1, 1e-5) > 1.0);
 }
 
-static dpgd_run *open_run(const dpgd_config *c)
-{
-  dpgd_run *r = NULL;
-  int rc = dpgd_run_open(&r, c, NULL);
-  if (rc) print_error("dpgd_run_open: %s\n", dpgd_error_last());
-  assert_int_equal(rc, DPGD_OK);
-  return r;
-}
-
-static void finish_run(dpgd_run *r)
-{
-  while (!dpgd_run_done(r)) assert_int_equal(dpgd_run_step(r), DPGD_OK);
-  int rc = dpgd_run_finish(r);
-  if (rc) print_error("dpgd_run_finish: %s\n", dpgd_error_last());
-  assert_int_equal(rc, DPGD_OK);
-}
-
-static unsigned char *slurp(const char *run, const char *name, size_t *len)
-{
-  char p[600];
-  snprintf(p, sizeof p, "%s/%s/%s", dir, run, name);
-  return tt_slurp(p, len);
-}
-
-static void assert_same_file(const char *run_a, const char *run_b, const char *name)
-{
-  size_t la, lb;
-  unsigned char *a = slurp(run_a, name, &la), *b = slurp(run_b, name, &lb);
-  assert_int_equal(la, lb);
-  assert_memory_equal(a, b, la);
-  free(a);
-  free(b);
-}
-
 /* Poisson at q = 1 samples everyone and divides by 1 * n: the model and metrics of
  * full-batch GD, bit for bit (the sample has its own stream, the noise is untouched). */
 static void test_rate_one_is_full_batch(void **state)
@@ -181,16 +149,16 @@ static void test_rate_one_is_full_batch(void **state)
   (void)state;
   dpgd_config c;
   poisson_config(&c, "q1", 1.0, 6);
-  dpgd_run *r = open_run(&c);
-  finish_run(r);
+  dpgd_run *r = tt_open_run(&c);
+  tt_finish_run(r);
   dpgd_run_free(r);
   c.train_sampling = DPGD_SAMPLING_FULL, c.train_sample_rate = 0;
   snprintf(c.output_dir, sizeof c.output_dir, "%s/full", dir);
-  r = open_run(&c);
-  finish_run(r);
+  r = tt_open_run(&c);
+  tt_finish_run(r);
   dpgd_run_free(r);
-  assert_same_file("q1", "full", "model.bin");
-  assert_same_file("q1", "full", "metrics.csv");
+  ASSERT_SAME_FILE("q1", "full", "model.bin");
+  ASSERT_SAME_FILE("q1", "full", "metrics.csv");
 }
 
 /* A run: one subsampled release per step in the accountant, its eps the direct one; only
@@ -202,8 +170,8 @@ static void test_run_accounting(void **state)
   dpgd_config c;
   poisson_config(&c, "ref", 0.1, 12);
   c.output_checkpoint_every = 3;
-  dpgd_run *r = open_run(&c);
-  finish_run(r);
+  dpgd_run *r = tt_open_run(&c);
+  tt_finish_run(r);
   assert_int_equal(dpgd_run_releases(r), 12);
   assert_true(dpgd_run_eps_now(r) ==
               direct_eps(DPGD_ACCT_EXACT, 0.1, 3.7, 12, 0, 1, c.privacy_delta));
@@ -218,11 +186,11 @@ static void test_run_accounting(void **state)
   assert_true(zero > 20 && zero < 130);
   dpgd_run_free(r);
   size_t len;
-  char *s = (char *)slurp("ref", "summary.json", &len);
+  char *s = (char *)SLURP("ref", "summary.json", &len);
   assert_non_null(strstr(s, "\"sampling\": \"poisson\", \"sample_rate\": 0.1"));
   assert_non_null(strstr(s, "\"odometer\": null"));
   free(s);
-  char *pts = (char *)slurp("ref", "points.csv", &len);
+  char *pts = (char *)SLURP("ref", "points.csv", &len);
   assert_non_null(strstr(pts, ",1,,,,\n"));
   free(pts);
 }
@@ -235,7 +203,7 @@ static void test_resume_bit_identical(void **state)
   dpgd_config c;
   poisson_config(&c, "cut", 0.1, 12);
   c.output_checkpoint_every = 3;
-  dpgd_run *r = open_run(&c);
+  dpgd_run *r = tt_open_run(&c);
   for (int t = 0; t < 7; t++) assert_int_equal(dpgd_run_step(r), DPGD_OK);
   dpgd_run_free(r);
   char run[600];
@@ -251,11 +219,11 @@ static void test_resume_bit_identical(void **state)
   dpgd_ckpt_free(k);
   assert_int_equal(dpgd_run_resume(&r, run), DPGD_OK);
   assert_int_equal(dpgd_run_step_index(r), 6);
-  finish_run(r);
+  tt_finish_run(r);
   dpgd_run_free(r);
-  assert_same_file("ref", "cut", "model.bin");
-  assert_same_file("ref", "cut", "points.csv");
-  assert_same_file("ref", "cut", "metrics.csv");
+  ASSERT_SAME_FILE("ref", "cut", "model.bin");
+  ASSERT_SAME_FILE("ref", "cut", "points.csv");
+  ASSERT_SAME_FILE("ref", "cut", "metrics.csv");
 }
 
 /* Secure mode: the sample comes from the OS generator (no stream state to save); the
@@ -266,8 +234,8 @@ static void test_secure(void **state)
   dpgd_config c;
   poisson_config(&c, "secure", 0.25, 2);
   c.train_rng = DPGD_RNG_SECURE;
-  dpgd_run *r = open_run(&c);
-  finish_run(r);
+  dpgd_run *r = tt_open_run(&c);
+  tt_finish_run(r);
   assert_int_equal(dpgd_run_releases(r), 2);
   dpgd_run_free(r);
 }
@@ -281,7 +249,7 @@ static void test_exact_without_answer(void **state)
   dpgd_config c;
   poisson_config(&c, "small-q", 256.0 / 60000, 400);
   c.privacy_sigma = 0.9;
-  dpgd_run *r = open_run(&c);
+  dpgd_run *r = tt_open_run(&c);
   assert_true(isfinite(dpgd_run_plan(r)->eps[DPGD_ACCT_EXACT]));
   for (int t = 0; t < 4; t++) assert_int_equal(dpgd_run_step(r), DPGD_OK);
   char line[256];
@@ -292,7 +260,7 @@ static void test_exact_without_answer(void **state)
   else assert_null(strstr(line, "nan"));
   dpgd_run_free(r);
   size_t len;
-  char *m = (char *)slurp("small-q", "metrics.csv", &len);
+  char *m = (char *)SLURP("small-q", "metrics.csv", &len);
   assert_null(strstr(m, "nan"));
   if (none) assert_non_null(strstr(m, "\n4,,,")); /* no exact, no zcdp at step 4 */
   free(m);

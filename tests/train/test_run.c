@@ -25,6 +25,8 @@
 #include "ttest.h"
 
 static char *dir;
+#define SLURP(run, name, len) tt_slurp_in(dir, run, name, len)
+#define ASSERT_SAME_FILE(a, b, name) tt_assert_same_file(dir, a, b, name)
 enum { N_TRAIN = 240, N_TEST = 120 };
 
 static void base_config(dpgd_config *c, const char *run)
@@ -44,40 +46,6 @@ static void base_config(dpgd_config *c, const char *run)
   snprintf(c->output_dir, sizeof c->output_dir, "%s/%s", dir, run);
 }
 
-static dpgd_run *open_run(const dpgd_config *c)
-{
-  dpgd_run *r = NULL;
-  int rc = dpgd_run_open(&r, c, NULL);
-  if (rc) print_error("dpgd_run_open: %s\n", dpgd_error_last());
-  assert_int_equal(rc, DPGD_OK);
-  return r;
-}
-
-static void finish_run(dpgd_run *r)
-{
-  while (!dpgd_run_done(r)) assert_int_equal(dpgd_run_step(r), DPGD_OK);
-  int rc = dpgd_run_finish(r);
-  if (rc) print_error("dpgd_run_finish: %s\n", dpgd_error_last());
-  assert_int_equal(rc, DPGD_OK);
-}
-
-static unsigned char *slurp(const char *run, const char *name, size_t *len)
-{
-  char p[600];
-  snprintf(p, sizeof p, "%s/%s/%s", dir, run, name);
-  return tt_slurp(p, len);
-}
-
-static void assert_same_file(const char *run_a, const char *run_b, const char *name)
-{
-  size_t la, lb;
-  unsigned char *a = slurp(run_a, name, &la), *b = slurp(run_b, name, &lb);
-  assert_int_equal(la, lb);
-  assert_memory_equal(a, b, la);
-  free(a);
-  free(b);
-}
-
 /* Algorithm 7 with B = k C^2 and k_max = k against Algorithm 6, same seed: the same
  * parameters after every step and the same model file. With C = 0.375 every gradient is
  * clipped at every step, so every point exhausts its budget exactly on the last step;
@@ -94,7 +62,7 @@ static void alg6_vs_alg7(const char *model, double clip, const char *n6, const c
   c6.privacy_clip = c7.privacy_clip = clip;
   c7.filter_enabled = 1;
   c7.filter_k = 12; /* B = k C^2, k_max = k = train.steps */
-  dpgd_run *r6 = open_run(&c6), *r7 = open_run(&c7);
+  dpgd_run *r6 = tt_open_run(&c6), *r7 = tt_open_run(&c7);
   size_t P;
   while (!dpgd_run_done(r6)) {
     assert_int_equal(dpgd_run_step(r6), DPGD_OK);
@@ -111,7 +79,7 @@ static void alg6_vs_alg7(const char *model, double clip, const char *n6, const c
   if (clip < 1) assert_int_equal(exhausted, l->n);
   assert_int_equal(dpgd_run_finish(r6), DPGD_OK);
   assert_int_equal(dpgd_run_finish(r7), DPGD_OK);
-  assert_same_file(n6, n7, "model.bin");
+  ASSERT_SAME_FILE(n6, n7, "model.bin");
   /* Same guarantee: Algorithm 7's mu is sqrt(B)/(sigma C) = sqrt(k)/sigma. */
   assert_true(fabs(dpgd_run_plan(r7)->mu_train - sqrt(12.0) / 3.7) < 1e-14);
   assert_true(dpgd_run_eps_now(r7) == dpgd_run_eps_now(r6));
@@ -139,7 +107,7 @@ static void test_ledger_and_zero_active(void **state)
   c.filter_enabled = 1;
   c.filter_budget = 1.5 * 2.375 * 2.375;
   c.train_steps = 6;
-  dpgd_run *r = open_run(&c);
+  dpgd_run *r = tt_open_run(&c);
   const dpgd_plan *p = dpgd_run_plan(r);
   assert_int_equal(p->full_steps, 1);
   size_t P;
@@ -197,11 +165,11 @@ static void test_stopping_accounted(void **state)
   c.stopping_queries = 3;
   c.stopping_every = 2;
   c.stopping_tau_frac = 0.05;
-  dpgd_run *r = open_run(&c);
+  dpgd_run *r = tt_open_run(&c);
   const dpgd_plan *p = dpgd_run_plan(r);
   assert_int_equal(p->steps, 8);
   assert_int_equal(p->first_query, 4);
-  finish_run(r);
+  tt_finish_run(r);
   double tau = 0.05 * N_TRAIN;
   double mu = sqrt(4.0 / (3.7 * 3.7) + 3.0 / (tau * tau)), want;
   assert_int_equal(dpgd_gdp_epsilon(mu, c.privacy_delta, &want), DPGD_OK);
@@ -218,13 +186,13 @@ static void test_stopping_accounted(void **state)
   c0.stopping_queries = 0;
   c0.train_steps = 8;
   snprintf(c0.output_dir, sizeof c0.output_dir, "%s/stop0", dir);
-  dpgd_run *r0 = open_run(&c0);
-  finish_run(r0);
+  dpgd_run *r0 = tt_open_run(&c0);
+  tt_finish_run(r0);
   assert_true(dpgd_run_eps_now(r0) < got);
   dpgd_run_free(r0);
   /* summary.json says which iterate was selected; metrics rows carry the queries. */
   size_t len;
-  char *sum = (char *)slurp("stop", "summary.json", &len);
+  char *sum = (char *)SLURP("stop", "summary.json", &len);
   assert_non_null(strstr(sum, "\"queries\": 3"));
   assert_non_null(strstr(sum, "\"rng\": \"research\""));
   /* A research run says its noise is reproducible; its time is outside the guarantee. */
@@ -241,7 +209,7 @@ static void test_stopping_accounted(void **state)
    * level whose statement is smaller; mu_i = sqrt(level Delta), delta_level its share, eps_i the GDP curve at (mu_i,
    * delta_level); a point that spent all of B is at the top level, at most 1% above
    * the run's mu; the ledger is the run's. */
-  char *pts = (char *)slurp("stop", "points.csv", &len), *line = strchr(pts, '\n') + 1;
+  char *pts = (char *)SLURP("stop", "points.csv", &len), *line = strchr(pts, '\n') + 1;
   assert_true(pts[0] == '#');
   const char hdr[] = "index,label,spend,spend_frac,active,level,delta_level,mu_i,eps_i\n";
   assert_true(!strncmp(line, hdr, sizeof hdr - 1));
@@ -297,8 +265,8 @@ static void test_releases_equal_draws(void **state)
   base_config(&c, "draws");
   c.stopping_queries = 4;
   c.stopping_every = 3;
-  dpgd_run *r = open_run(&c);
-  finish_run(r);
+  dpgd_run *r = tt_open_run(&c);
+  tt_finish_run(r);
   assert_int_equal(dpgd_run_noise_draws(r), 12 + 4);
   assert_int_equal(dpgd_run_releases(r), 12 + 4);
   assert_int_equal(dpgd_run_plan(r)->first_query, 12 - 9);
@@ -311,21 +279,21 @@ static void test_reproducible(void **state)
   dpgd_config c;
   base_config(&c, "seedA");
   c.train_steps = 5;
-  dpgd_run *a = open_run(&c);
+  dpgd_run *a = tt_open_run(&c);
   snprintf(c.output_dir, sizeof c.output_dir, "%s/seedA2", dir);
-  dpgd_run *b = open_run(&c);
+  dpgd_run *b = tt_open_run(&c);
   c.train_seed++;
   snprintf(c.output_dir, sizeof c.output_dir, "%s/seedB", dir);
-  dpgd_run *d = open_run(&c);
-  finish_run(a);
-  finish_run(b);
-  finish_run(d);
+  dpgd_run *d = tt_open_run(&c);
+  tt_finish_run(a);
+  tt_finish_run(b);
+  tt_finish_run(d);
   size_t P;
   const float *pa = dpgd_run_params(a, &P);
   assert_memory_equal(pa, dpgd_run_params(b, NULL), P * sizeof(float));
   assert_memory_not_equal(pa, dpgd_run_params(d, NULL), P * sizeof(float));
-  assert_same_file("seedA", "seedA2", "points.csv");
-  assert_same_file("seedA", "seedA2", "metrics.csv");
+  ASSERT_SAME_FILE("seedA", "seedA2", "points.csv");
+  ASSERT_SAME_FILE("seedA", "seedA2", "metrics.csv");
   dpgd_run_free(a);
   dpgd_run_free(b);
   dpgd_run_free(d);
@@ -352,11 +320,11 @@ static void test_resume_bit_identical(void **state)
   (void)state;
   dpgd_config c;
   stopping_config(&c, "full", 3, 1);
-  dpgd_run *r = open_run(&c);
-  finish_run(r);
+  dpgd_run *r = tt_open_run(&c);
+  tt_finish_run(r);
   dpgd_run_free(r);
   snprintf(c.output_dir, sizeof c.output_dir, "%s/cut", dir);
-  r = open_run(&c);
+  r = tt_open_run(&c);
   for (int t = 0; t < 7; t++) assert_int_equal(dpgd_run_step(r), DPGD_OK);
   dpgd_run_free(r); /* "killed" after step 7: the last checkpoint is step 6 */
   /* A second open of the same directory is refused: it holds an unfinished run. */
@@ -369,11 +337,11 @@ static void test_resume_bit_identical(void **state)
   assert_int_equal(dpgd_run_step_index(r), 6);
   /* The ledger came back, not reset. */
   assert_true(dpgd_run_ledger(r)->spend[0] > 0);
-  finish_run(r);
+  tt_finish_run(r);
   dpgd_run_free(r);
-  assert_same_file("full", "cut", "model.bin");
-  assert_same_file("full", "cut", "points.csv");
-  assert_same_file("full", "cut", "metrics.csv");
+  ASSERT_SAME_FILE("full", "cut", "model.bin");
+  ASSERT_SAME_FILE("full", "cut", "points.csv");
+  ASSERT_SAME_FILE("full", "cut", "metrics.csv");
   /* A finished run cannot be resumed. */
   assert_int_equal(dpgd_run_resume(&r, run), DPGD_EINVAL);
   assert_non_null(strstr(dpgd_error_last(), "finished"));
@@ -457,7 +425,7 @@ static void *filter_section(const char *run, const dpgd_config *c, size_t *len)
 static void cut_run(dpgd_config *c, const char *run)
 {
   stopping_config(c, run, 3, 1);
-  dpgd_run *r = open_run(c);
+  dpgd_run *r = tt_open_run(c);
   for (int t = 0; t < 7; t++) assert_int_equal(dpgd_run_step(r), DPGD_OK);
   dpgd_run_free(r);
 }
@@ -479,11 +447,11 @@ static void resume_ledger_run(const char *run, const char *why)
   if (rc) print_error("%s\n", dpgd_error_last());
   assert_int_equal(rc, DPGD_OK);
   assert_true(dpgd_run_ledger(r)->spend[0] > 0); /* the ledger came back */
-  finish_run(r);
+  tt_finish_run(r);
   dpgd_run_free(r);
   /* summary.json differs in its nonprivate wall_s only */
   static const char *const files[] = {"model.bin", "points.csv", "metrics.csv"};
-  for (size_t k = 0; k < 3; k++) assert_same_file("lfull", run, files[k]);
+  for (size_t k = 0; k < 3; k++) ASSERT_SAME_FILE("lfull", run, files[k]);
 }
 
 /* The ledger in a checkpoint: the filter (dpgd_filter_serialize, section "filter")
@@ -495,8 +463,8 @@ static void test_resume_ledger_sections(void **state)
   (void)state;
   dpgd_config c;
   stopping_config(&c, "lfull", 3, 1);
-  dpgd_run *r = open_run(&c);
-  finish_run(r);
+  dpgd_run *r = tt_open_run(&c);
+  tt_finish_run(r);
   dpgd_run_free(r);
   cut_run(&c, "lnew");
   resume_ledger_run("lnew", NULL);
@@ -542,12 +510,12 @@ static void test_resume_other_build(void **state)
   (void)state;
   dpgd_config c;
   stopping_config(&c, "other", 3, 0);
-  dpgd_run *r = open_run(&c);
+  dpgd_run *r = tt_open_run(&c);
   for (int t = 0; t < 7; t++) assert_int_equal(dpgd_run_step(r), DPGD_OK);
   dpgd_run_free(r); /* rows 1..7 emitted, checkpoint at step 6 */
   set_replay("other", &c, "dpgd 0.0.9 GNU 1.0 Release; blas Prescott; threads 7");
   size_t before_len, after_len;
-  unsigned char *before = slurp("other", "metrics.csv", &before_len);
+  unsigned char *before = SLURP("other", "metrics.csv", &before_len);
   char run[600];
   snprintf(run, sizeof run, "%s/other", dir);
   int rc = dpgd_run_resume(&r, run);
@@ -557,21 +525,21 @@ static void test_resume_other_build(void **state)
   assert_non_null(strstr(dpgd_error_last(), "steps 7.."));
   assert_non_null(strstr(dpgd_error_last(), "blas Prescott"));
   assert_non_null(strstr(dpgd_error_last(), "OPENBLAS_CORETYPE"));
-  unsigned char *after = slurp("other", "metrics.csv", &after_len);
+  unsigned char *after = SLURP("other", "metrics.csv", &after_len);
   assert_int_equal(before_len, after_len);
   assert_memory_equal(before, after, before_len);
   free(before);
   free(after);
   /* Killed right after the checkpoint of step 6: nothing to replay, resume accepted. */
   snprintf(c.output_dir, sizeof c.output_dir, "%s/other6", dir);
-  r = open_run(&c);
+  r = tt_open_run(&c);
   for (int t = 0; t < 6; t++) assert_int_equal(dpgd_run_step(r), DPGD_OK);
   dpgd_run_free(r);
   set_replay("other6", &c, "dpgd 0.0.9 GNU 1.0 Release; blas Prescott; threads 7");
   snprintf(run, sizeof run, "%s/other6", dir);
   assert_int_equal(dpgd_run_resume(&r, run), DPGD_OK);
   assert_int_equal(dpgd_run_redone(r), 0);
-  finish_run(r);
+  tt_finish_run(r);
   dpgd_run_free(r);
 }
 
@@ -584,8 +552,8 @@ static size_t diag_run(const char *name, int diagnostics)
 {
   dpgd_config c;
   stopping_config(&c, name, 4, diagnostics);
-  dpgd_run *r = open_run(&c);
-  finish_run(r);
+  dpgd_run *r = tt_open_run(&c);
+  tt_finish_run(r);
   size_t active = dpgd_ledger_active(dpgd_run_ledger(r));
   dpgd_run_free(r);
   return active;
@@ -597,13 +565,13 @@ static void test_diagnostics_only_observe(void **state)
   diag_run("nodiag", 0);
   size_t active = diag_run("diag", 1);
   assert_true(active > 0 && active < N_TRAIN); /* k = 5 steps of B: some points ran out */
-  assert_same_file("nodiag", "diag", "model.bin");
-  assert_same_file("nodiag", "diag", "points.csv");
+  ASSERT_SAME_FILE("nodiag", "diag", "model.bin");
+  ASSERT_SAME_FILE("nodiag", "diag", "points.csv");
 
   static const char diag_cols[] = ",diag_train_loss,diag_train_acc,diag_active";
   size_t la, lb, rows = 0, last_active = 0;
-  char *a = (char *)slurp("nodiag", "metrics.csv", &la);
-  char *b = (char *)slurp("diag", "metrics.csv", &lb);
+  char *a = (char *)SLURP("nodiag", "metrics.csv", &la);
+  char *b = (char *)SLURP("diag", "metrics.csv", &lb);
   char *pa = a, *pb = b;
   while (pa < a + la) {
     char *ea = memchr(pa, '\n', (size_t)(a + la - pa));
@@ -649,7 +617,7 @@ static void test_checkpoint_refused(void **state)
   dpgd_config c;
   base_config(&c, "corrupt");
   c.output_checkpoint_every = 2;
-  dpgd_run *r = open_run(&c);
+  dpgd_run *r = tt_open_run(&c);
   for (int t = 0; t < 5; t++) assert_int_equal(dpgd_run_step(r), DPGD_OK);
   dpgd_run_free(r);
   char run[600], ck[700], ini[700], cmd[4096];
@@ -734,15 +702,15 @@ static void test_secure_and_diverged(void **state)
   base_config(&c, "secA");
   c.train_steps = 3;
   c.train_rng = DPGD_RNG_SECURE;
-  dpgd_run *a = open_run(&c);
+  dpgd_run *a = tt_open_run(&c);
   snprintf(c.output_dir, sizeof c.output_dir, "%s/secB", dir);
-  dpgd_run *b = open_run(&c);
-  finish_run(a);
-  finish_run(b);
+  dpgd_run *b = tt_open_run(&c);
+  tt_finish_run(a);
+  tt_finish_run(b);
   size_t P, len;
   const float *pa = dpgd_run_params(a, &P);
   assert_memory_not_equal(pa, dpgd_run_params(b, NULL), P * sizeof(float));
-  char *sum = (char *)slurp("secA", "summary.json", &len);
+  char *sum = (char *)SLURP("secA", "summary.json", &len);
   assert_non_null(strstr(sum, "\"rng\": \"secure\""));
   assert_null(strstr(sum, "caveat"));
   free(sum);
@@ -755,14 +723,14 @@ static void test_secure_and_diverged(void **state)
     base_config(&c, secure ? "divergeS" : "diverge");
     c.train_lr = 1e300;
     c.train_rng = secure ? DPGD_RNG_SECURE : DPGD_RNG_RESEARCH;
-    dpgd_run *r = open_run(&c);
+    dpgd_run *r = tt_open_run(&c);
     assert_int_equal(dpgd_run_step(r), DPGD_ERANGE);
     assert_non_null(strstr(dpgd_error_last(), "diverged"));
     assert_non_null(strstr(dpgd_error_last(), "accounted"));
     assert_int_equal(dpgd_run_releases(r), 1);
     assert_true(dpgd_run_eps_now(r) > 0);
     dpgd_run_free(r);
-    char *rows = (char *)slurp(secure ? "divergeS" : "diverge", "metrics.csv", &len);
+    char *rows = (char *)SLURP(secure ? "divergeS" : "diverge", "metrics.csv", &len);
     char *row1 = strchr(rows, '\n') + 1;
     assert_true(!strncmp(row1, "1,", 2));
     assert_non_null(strchr(row1, '\n'));
@@ -818,7 +786,7 @@ static void test_secure_resume(void **state)
   c.output_checkpoint_every = 0;
   char run[600];
   snprintf(run, sizeof run, "%s/secres", dir);
-  dpgd_run *r = open_run(&c);
+  dpgd_run *r = tt_open_run(&c);
   for (int t = 0; t < 3; t++) assert_int_equal(dpgd_run_step(r), DPGD_OK);
   dpgd_run_free(r);
   r = resume_run(run);
@@ -828,7 +796,7 @@ static void test_secure_resume(void **state)
   for (int t = 0; t < 2; t++) assert_int_equal(dpgd_run_step(r), DPGD_OK);
   dpgd_run_free(r);
   size_t len;
-  char *full = (char *)slurp("secres", "metrics.csv", &len);
+  char *full = (char *)SLURP("secres", "metrics.csv", &len);
   char *last = full + len - 1;
   while (last > full && last[-1] != '\n') last--;
   assert_int_equal(strtoul(last, NULL, 10), 5);
@@ -842,7 +810,7 @@ static void test_secure_resume(void **state)
     assert_int_equal(dpgd_run_row_restored(r), 1);
     dpgd_run_free(r);
     size_t l2;
-    char *now = (char *)slurp("secres", "metrics.csv", &l2);
+    char *now = (char *)SLURP("secres", "metrics.csv", &l2);
     assert_int_equal(l2, len);
     assert_memory_equal(now, full, len);
     free(now);
@@ -857,7 +825,7 @@ static void test_secure_resume(void **state)
   assert_int_equal(dpgd_run_resume(&r, run), DPGD_EINVAL);
   assert_non_null(strstr(dpgd_error_last(), "twice"));
   size_t l3;
-  char *after = (char *)slurp("secres", "metrics.csv", &l3);
+  char *after = (char *)SLURP("secres", "metrics.csv", &l3);
   assert_int_equal(l3, len + row);
   assert_memory_equal(after, more, l3);
   free(after);
@@ -865,13 +833,13 @@ static void test_secure_resume(void **state)
   put_file("secres", "metrics.csv", full, len);
   free(full);
   r = resume_run(run);
-  finish_run(r);
+  tt_finish_run(r);
   /* 6 step draws and 3 query draws; the accountant holds the 4 full-norm steps and the
    * 3 queries (test_stopping_accounted). */
   assert_int_equal(dpgd_run_noise_draws(r), 6 + 3);
   assert_int_equal(dpgd_run_releases(r), 4 + 3);
   dpgd_run_free(r);
-  full = (char *)slurp("secres", "metrics.csv", &len);
+  full = (char *)SLURP("secres", "metrics.csv", &len);
   size_t rows = 0, queries = 0;
   for (char *line = strchr(full, '\n'); line && line[1]; line = strchr(line + 1, '\n')) {
     assert_int_equal(strtoul(line + 1, NULL, 10), ++rows);

@@ -49,3 +49,39 @@ void tt_write_banded_split(const char *to, const char *prefix, size_t n, uint64_
   free(img);
   free(lab);
 }
+
+unsigned char *tt_slurp_in(const char *dir, const char *run, const char *name, size_t *len)
+{
+  char p[600];
+  snprintf(p, sizeof p, "%s/%s/%s", dir, run, name);
+  return tt_slurp(p, len);
+}
+
+void tt_assert_same_file(const char *dir, const char *run_a, const char *run_b,
+                         const char *name)
+{
+  size_t la, lb;
+  unsigned char *a = tt_slurp_in(dir, run_a, name, &la),
+                *b = tt_slurp_in(dir, run_b, name, &lb);
+  assert_int_equal(la, lb);
+  assert_memory_equal(a, b, la);
+  free(a);
+  free(b);
+}
+
+dpgd_run *tt_open_run(const dpgd_config *c)
+{
+  dpgd_run *r = NULL;
+  int rc = dpgd_run_open(&r, c, NULL);
+  if (rc) print_error("dpgd_run_open: %s\n", dpgd_error_last());
+  assert_int_equal(rc, DPGD_OK);
+  return r;
+}
+
+void tt_finish_run(dpgd_run *r)
+{
+  while (!dpgd_run_done(r)) assert_int_equal(dpgd_run_step(r), DPGD_OK);
+  int rc = dpgd_run_finish(r);
+  if (rc) print_error("dpgd_run_finish: %s\n", dpgd_error_last());
+  assert_int_equal(rc, DPGD_OK);
+}

@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dpgd_train.h"
+
 /* The whole file, NUL-terminated (len excludes the NUL); fails the test if unreadable. */
 unsigned char *tt_slurp(const char *path, size_t *len);
 
@@ -13,5 +15,16 @@ unsigned char *tt_slurp(const char *path, size_t *len);
  * n 28x28 images, class k a bright horizontal band at rows 2k+3..2k+5 over a low random
  * background (from seed). */
 void tt_write_banded_split(const char *to, const char *prefix, size_t n, uint64_t seed);
+
+/* dir/run/name, whole (as tt_slurp). */
+unsigned char *tt_slurp_in(const char *dir, const char *run, const char *name, size_t *len);
+/* dir/run_a/name and dir/run_b/name are byte for byte the same. */
+void tt_assert_same_file(const char *dir, const char *run_a, const char *run_b,
+                         const char *name);
+
+/* dpgd_run_open of c (run directory from c), failing the test with the library's message. */
+dpgd_run *tt_open_run(const dpgd_config *c);
+/* Steps r to the end and finishes it, failing the test on any error. */
+void tt_finish_run(dpgd_run *r);
 
 #endif
