@@ -347,9 +347,19 @@ static void test_resume_bit_identical(void **state)
   assert_non_null(strstr(dpgd_error_last(), "finished"));
 }
 
-/* Rewrites run's checkpoint with its "replay" section (the build and engine identity)
- * set to other, as a checkpoint written by another build or BLAS kernel would be. */
-static void set_replay(const char *run, const dpgd_config *c, const char *other)
+/* A section name as the checkpoint stores it: 8 bytes, NUL-padded. */
+static void set_name(char name[8], const char *s)
+{
+  memset(name, 0, 8);
+  memcpy(name, s, strlen(s));
+}
+
+/* Rewrites run's checkpoint (a full-batch run's sections) without its section drop,
+ * adding section add (len bytes of data) when add is not NULL: a checkpoint of another
+ * build or BLAS kernel (a different "replay"), of an older dpgd ("spend" for "filter"),
+ * or a damaged one. */
+static void rewrite_checkpoint(const char *run, const dpgd_config *c, const char *drop,
+                               const char *add, const void *data, size_t len)
 {
   static const char *const names[] = {"meta",     "params", "best", "filter", "rngstep",
                                       "rngquery", "acct",   "data", "replay"};
@@ -361,46 +371,28 @@ static void set_replay(const char *run, const dpgd_config *c, const char *other)
   uint64_t hash = dpgd_config_hash(&rc_cfg);
   dpgd_ckpt *ck = NULL;
   assert_int_equal(dpgd_ckpt_read(&ck, p, hash), DPGD_OK);
-  dpgd_ckpt_section sec[N];
-  for (size_t k = 0; k < N; k++) {
-    strncpy(sec[k].name, names[k], sizeof sec[k].name); /* NUL-padded, 8 bytes */
-    assert_int_equal(dpgd_ckpt_get(ck, names[k], 0, &sec[k].data, &sec[k].len), DPGD_OK);
+  dpgd_ckpt_section sec[N + 1];
+  size_t k = 0;
+  for (size_t j = 0; j < N; j++) {
+    if (!strcmp(names[j], drop)) continue;
+    set_name(sec[k].name, names[j]);
+    assert_int_equal(dpgd_ckpt_get(ck, names[j], 0, &sec[k].data, &sec[k].len), DPGD_OK);
+    k++;
   }
-  sec[N - 1].data = other;
-  sec[N - 1].len = strlen(other);
-  assert_int_equal(dpgd_ckpt_write(p, hash, sec, N), DPGD_OK);
+  if (add) {
+    set_name(sec[k].name, add);
+    sec[k].data = data;
+    sec[k++].len = len;
+  }
+  assert_int_equal(dpgd_ckpt_write(p, hash, sec, k), DPGD_OK);
   dpgd_ckpt_free(ck);
 }
 
-/* Rewrites run's checkpoint without its "filter" section, adding `add` (len bytes of
- * data) in its place when add is not NULL: a checkpoint of an older dpgd ("spend"), or
- * a damaged one. */
-static void swap_ledger_section(const char *run, const dpgd_config *c, const char *add,
-                                const void *data, size_t len)
+/* run's checkpoint with its "replay" section (the build and engine identity) set to
+ * other, as a checkpoint written by another build or BLAS kernel would be. */
+static void set_replay(const char *run, const dpgd_config *c, const char *other)
 {
-  static const char *const names[] = {"meta",     "params", "best", "rngstep",
-                                      "rngquery", "acct",   "data", "replay"};
-  enum { N = sizeof names / sizeof names[0] };
-  char p[600];
-  snprintf(p, sizeof p, "%s/%s/checkpoint.bin", dir, run);
-  dpgd_config rc_cfg = *c;
-  snprintf(rc_cfg.output_dir, sizeof rc_cfg.output_dir, "%s/%s", dir, run);
-  uint64_t hash = dpgd_config_hash(&rc_cfg);
-  dpgd_ckpt *ck = NULL;
-  assert_int_equal(dpgd_ckpt_read(&ck, p, hash), DPGD_OK);
-  dpgd_ckpt_section sec[N + 1];
-  for (size_t k = 0; k < N; k++) {
-    strncpy(sec[k].name, names[k], sizeof sec[k].name); /* NUL-padded, 8 bytes */
-    assert_int_equal(dpgd_ckpt_get(ck, names[k], 0, &sec[k].data, &sec[k].len), DPGD_OK);
-  }
-  if (add) {
-    memset(sec[N].name, 0, sizeof sec[N].name);
-    memcpy(sec[N].name, add, strlen(add)); /* "spend" or "filter": NUL-padded */
-    sec[N].data = data;
-    sec[N].len = len;
-  }
-  assert_int_equal(dpgd_ckpt_write(p, hash, sec, N + (add != NULL)), DPGD_OK);
-  dpgd_ckpt_free(ck);
+  rewrite_checkpoint(run, c, "replay", "replay", other, strlen(other));
 }
 
 /* The filter section of run's checkpoint (malloc'ed copy). */
@@ -474,17 +466,19 @@ static void test_resume_ledger_sections(void **state)
   dpgd_filter *f = NULL;
   assert_int_equal(dpgd_filter_deserialize(&f, buf, len), DPGD_OK);
   size_t n = dpgd_filter_n(f);
-  swap_ledger_section("lold", &c, "spend", dpgd_filter_spent_data(f, 0), n * sizeof(double));
+  rewrite_checkpoint("lold", &c, "filter", "spend", dpgd_filter_spent_data(f, 0),
+                     n * sizeof(double));
   resume_ledger_run("lold", NULL);
   cut_run(&c, "lnone");
-  swap_ledger_section("lnone", &c, NULL, NULL, 0);
+  rewrite_checkpoint("lnone", &c, "filter", NULL, NULL, 0);
   resume_ledger_run("lnone", "no privacy ledger");
   cut_run(&c, "lshort");
-  swap_ledger_section("lshort", &c, "spend", dpgd_filter_spent_data(f, 0), sizeof(double));
+  rewrite_checkpoint("lshort", &c, "filter", "spend", dpgd_filter_spent_data(f, 0),
+                     sizeof(double));
   resume_ledger_run("lshort", "'spend' section is 8 bytes");
   cut_run(&c, "lbad");
   ((unsigned char *)buf)[len / 2] ^= 0x10;
-  swap_ledger_section("lbad", &c, "filter", buf, len);
+  rewrite_checkpoint("lbad", &c, "filter", "filter", buf, len);
   resume_ledger_run("lbad", "cannot be restored");
   ((unsigned char *)buf)[len / 2] ^= 0x10;
   cut_run(&c, "lbudget"); /* a valid filter of another budget */
@@ -493,7 +487,7 @@ static void test_resume_ledger_sections(void **state)
   void *gbuf = NULL;
   size_t glen = 0;
   assert_int_equal(dpgd_filter_serialize(g, &gbuf, &glen), DPGD_OK);
-  swap_ledger_section("lbudget", &c, "filter", gbuf, glen);
+  rewrite_checkpoint("lbudget", &c, "filter", "filter", gbuf, glen);
   resume_ledger_run("lbudget", "does not match the ledger");
   free(gbuf);
   dpgd_filter_free(g);
