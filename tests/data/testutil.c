@@ -16,16 +16,22 @@
 
 #include <cmocka.h>
 
+/* One xorshift64* step: advances *x and returns its scrambled output. */
+static uint64_t xorshift64s(uint64_t *x)
+{
+  *x ^= *x >> 12;
+  *x ^= *x << 25;
+  *x ^= *x >> 27;
+  return *x * 0x2545F4914F6CDD1Dull;
+}
+
 void tu_bytes(uint8_t *out, size_t n, uint64_t seed)
 {
   uint64_t x = seed * 0x9E3779B97F4A7C15ull + 0x2545F4914F6CDD1Dull;
-  for (size_t i = 0; i < n; i++) {
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    out[i] = (uint8_t)((x * 0x2545F4914F6CDD1Dull) >> 56);
-  }
+  for (size_t i = 0; i < n; i++) out[i] = (uint8_t)(xorshift64s(&x) >> 56);
 }
+
+double tu_urand(uint64_t *state) { return (double)(xorshift64s(state) >> 11) * 0x1.0p-53; }
 
 uint8_t *tu_idx(size_t *len, int ndim, const uint32_t *dims, const uint8_t *body,
                 size_t body_len)

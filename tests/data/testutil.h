@@ -8,6 +8,9 @@
 
 /* Deterministic high-entropy bytes (xorshift64*), seeded. */
 void tu_bytes(uint8_t *out /* (n) */, size_t n, uint64_t seed);
+/* A uniform double in [0, 1) from the xorshift64* state *state (nonzero), advanced: the
+ * same sequence on every platform. */
+double tu_urand(uint64_t *state);
 
 /* An IDX file in memory: big-endian header with magic 0x0000080<ndim>, dims, body. */
 uint8_t *tu_idx(size_t *len, int ndim, const uint32_t *dims /* (ndim) */, const uint8_t *body,

@@ -13,16 +13,11 @@
 
 #include <cmocka.h>
 
+#include "data/testutil.h"
 #include "dpgd_train.h"
 
 static uint64_t rng_state = 0x2385ULL;
-static double urand(void) /* xorshift64*, in [0, 1) */
-{
-  rng_state ^= rng_state >> 12;
-  rng_state ^= rng_state << 25;
-  rng_state ^= rng_state >> 27;
-  return (double)((rng_state * 0x2545F4914F6CDD1DULL) >> 11) * 0x1.0p-53;
-}
+static double urand(void) { return tu_urand(&rng_state); } /* in [0, 1) */
 
 static void test_alloc_rejects(void **state)
 {

@@ -18,6 +18,7 @@
 
 #include <cmocka.h>
 
+#include "data/testutil.h"
 #include "dpgd_train.h"
 
 #define MAXN 64 /* users in a traced run */
@@ -25,13 +26,7 @@
 #define TMAX 64 /* queries in a traced run */
 
 static uint64_t rng_state = 0x2385ULL;
-static double urand(void) /* xorshift64*, in [0, 1) */
-{
-  rng_state ^= rng_state >> 12;
-  rng_state ^= rng_state << 25;
-  rng_state ^= rng_state >> 27;
-  return (double)((rng_state * 0x2545F4914F6CDD1DULL) >> 11) * 0x1.0p-53;
-}
+static double urand(void) { return tu_urand(&rng_state); } /* in [0, 1) */
 
 static double ulp(double x)
 {
