@@ -16,18 +16,6 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-typedef struct {
-  const dpgd_csv *t;
-  size_t col, dim;
-} fuzz_ctx;
-
-static int fuzz_value(size_t user, double *value, void *ctx)
-{
-  const fuzz_ctx *c = ctx;
-  memcpy(value, &c->t->v[user * c->t->n_cols + c->col], c->dim * sizeof *value);
-  return 0;
-}
-
 /* Answers every query of L; traps on a broken invariant. */
 static void answer_all(const dpgd_csv *t, const dpgd_qlayout *L, double budget, double clip)
 {
@@ -37,8 +25,8 @@ static void answer_all(const dpgd_csv *t, const dpgd_qlayout *L, double budget, 
   double *a = calloc(L->dim, sizeof *a);
   char *was = calloc(t->n_rows, 1);
   for (size_t k = 0; a && was && k < L->n; k++) {
-    fuzz_ctx c = {t, L->col[k], L->dim};
-    if (dpgd_queries_answer_fn(q, fuzz_value, &c, a)) __builtin_trap();
+    dpgd_qcolumn c = {t, L->col[k], L->dim};
+    if (dpgd_queries_answer_fn(q, dpgd_qcolumn_value, &c, a)) __builtin_trap();
     for (size_t j = 0; j < L->dim; j++)
       if (!isfinite(a[j])) __builtin_trap();
     const dpgd_filter *f = dpgd_queries_filter(q);

@@ -160,19 +160,6 @@ typedef struct {
   dpgd_odometer odometer;
 } qrun;
 
-/* dpgd_query_fn: user's value of the query at ctx (a qlayout column and the table). */
-typedef struct {
-  const dpgd_csv *t;
-  size_t col, dim;
-} qctx;
-
-static int user_value(size_t user, double *value, void *ctx)
-{
-  const qctx *c = ctx;
-  memcpy(value, &c->t->v[user * c->t->n_cols + c->col], c->dim * sizeof *value);
-  return 0;
-}
-
 /* Reads and checks the CSV, lays out its queries, and opens the query machine. */
 static int run_open(qrun *r)
 {
@@ -203,8 +190,8 @@ static int run_open(qrun *r)
 static int run_answer(qrun *r)
 {
   for (size_t k = 0; k < r->L.n; k++) {
-    qctx c = {r->t, r->L.col[k], r->L.dim};
-    int st = dpgd_queries_answer_fn(r->q, user_value, &c, &r->answers[k * r->L.dim]);
+    dpgd_qcolumn c = {r->t, r->L.col[k], r->L.dim};
+    int st = dpgd_queries_answer_fn(r->q, dpgd_qcolumn_value, &c, &r->answers[k * r->L.dim]);
     if (st) return st;
   }
   for (int m = 0; m < DPGD_ACCT_N_METHODS; m++)

@@ -146,3 +146,10 @@ void dpgd_qlayout_free(dpgd_qlayout *L)
   free(L->col);
   *L = (dpgd_qlayout){0};
 }
+
+int dpgd_qcolumn_value(size_t user, double *value, void *ctx)
+{
+  const dpgd_qcolumn *c = ctx;
+  memcpy(value, &c->t->v[user * c->t->n_cols + c->col], c->dim * sizeof *value);
+  return 0;
+}

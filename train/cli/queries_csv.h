@@ -20,4 +20,12 @@ typedef struct dpgd_qlayout {
 int dpgd_qlayout_build(dpgd_qlayout *L, const dpgd_csv *t, const char *file);
 void dpgd_qlayout_free(dpgd_qlayout *L);
 
+/* One query of a table: its first column and dim. */
+typedef struct dpgd_qcolumn {
+  const dpgd_csv *t;
+  size_t col, dim;
+} dpgd_qcolumn;
+/* dpgd_query_fn over a dpgd_qcolumn (ctx): user's row of the query's columns. */
+int dpgd_qcolumn_value(size_t user, double *value, void *ctx);
+
 #endif /* DPGD_QUERIES_CSV_H */
