@@ -149,14 +149,10 @@ static void test_rate_one_is_full_batch(void **state)
   (void)state;
   dpgd_config c;
   poisson_config(&c, "q1", 1.0, 6);
-  dpgd_run *r = tt_open_run(&c);
-  tt_finish_run(r);
-  dpgd_run_free(r);
+  tt_run_through(&c);
   c.train_sampling = DPGD_SAMPLING_FULL, c.train_sample_rate = 0;
   snprintf(c.output_dir, sizeof c.output_dir, "%s/full", dir);
-  r = tt_open_run(&c);
-  tt_finish_run(r);
-  dpgd_run_free(r);
+  tt_run_through(&c);
   ASSERT_SAME_FILE("q1", "full", "model.bin");
   ASSERT_SAME_FILE("q1", "full", "metrics.csv");
 }
@@ -203,9 +199,7 @@ static void test_resume_bit_identical(void **state)
   dpgd_config c;
   poisson_config(&c, "cut", 0.1, 12);
   c.output_checkpoint_every = 3;
-  dpgd_run *r = tt_open_run(&c);
-  for (int t = 0; t < 7; t++) assert_int_equal(dpgd_run_step(r), DPGD_OK);
-  dpgd_run_free(r);
+  tt_run_cut(&c, 7);
   char run[600];
   snprintf(run, sizeof run, "%s/cut", dir);
   char ck[700];
@@ -217,6 +211,7 @@ static void test_resume_bit_identical(void **state)
   assert_int_equal(dpgd_ckpt_get(k, "rngsamp", 0, &d, &len), DPGD_OK);
   assert_true(len > 0);
   dpgd_ckpt_free(k);
+  dpgd_run *r = NULL;
   assert_int_equal(dpgd_run_resume(&r, run), DPGD_OK);
   assert_int_equal(dpgd_run_step_index(r), 6);
   tt_finish_run(r);

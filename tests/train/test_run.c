@@ -320,19 +320,16 @@ static void test_resume_bit_identical(void **state)
   (void)state;
   dpgd_config c;
   stopping_config(&c, "full", 3, 1);
-  dpgd_run *r = tt_open_run(&c);
-  tt_finish_run(r);
-  dpgd_run_free(r);
+  tt_run_through(&c);
   snprintf(c.output_dir, sizeof c.output_dir, "%s/cut", dir);
-  r = tt_open_run(&c);
-  for (int t = 0; t < 7; t++) assert_int_equal(dpgd_run_step(r), DPGD_OK);
-  dpgd_run_free(r); /* "killed" after step 7: the last checkpoint is step 6 */
+  tt_run_cut(&c, 7); /* "killed" after step 7: the last checkpoint is step 6 */
   /* A second open of the same directory is refused: it holds an unfinished run. */
   dpgd_run *again = NULL;
   assert_int_equal(dpgd_run_open(&again, &c, NULL), DPGD_EINVAL);
   assert_non_null(strstr(dpgd_error_last(), "--resume"));
   char run[600];
   snprintf(run, sizeof run, "%s/cut", dir);
+  dpgd_run *r = NULL;
   assert_int_equal(dpgd_run_resume(&r, run), DPGD_OK);
   assert_int_equal(dpgd_run_step_index(r), 6);
   /* The ledger came back, not reset. */
@@ -417,9 +414,7 @@ static void *filter_section(const char *run, const dpgd_config *c, size_t *len)
 static void cut_run(dpgd_config *c, const char *run)
 {
   stopping_config(c, run, 3, 1);
-  dpgd_run *r = tt_open_run(c);
-  for (int t = 0; t < 7; t++) assert_int_equal(dpgd_run_step(r), DPGD_OK);
-  dpgd_run_free(r);
+  tt_run_cut(c, 7);
 }
 
 /* Resumes run: DPGD_OK and the same outputs as "lfull", or refused naming `why`. */
@@ -455,9 +450,7 @@ static void test_resume_ledger_sections(void **state)
   (void)state;
   dpgd_config c;
   stopping_config(&c, "lfull", 3, 1);
-  dpgd_run *r = tt_open_run(&c);
-  tt_finish_run(r);
-  dpgd_run_free(r);
+  tt_run_through(&c);
   cut_run(&c, "lnew");
   resume_ledger_run("lnew", NULL);
   cut_run(&c, "lold");
@@ -504,14 +497,13 @@ static void test_resume_other_build(void **state)
   (void)state;
   dpgd_config c;
   stopping_config(&c, "other", 3, 0);
-  dpgd_run *r = tt_open_run(&c);
-  for (int t = 0; t < 7; t++) assert_int_equal(dpgd_run_step(r), DPGD_OK);
-  dpgd_run_free(r); /* rows 1..7 emitted, checkpoint at step 6 */
+  tt_run_cut(&c, 7); /* rows 1..7 emitted, checkpoint at step 6 */
   set_replay("other", &c, "dpgd 0.0.9 GNU 1.0 Release; blas Prescott; threads 7");
   size_t before_len, after_len;
   unsigned char *before = SLURP("other", "metrics.csv", &before_len);
   char run[600];
   snprintf(run, sizeof run, "%s/other", dir);
+  dpgd_run *r = NULL;
   int rc = dpgd_run_resume(&r, run);
   if (rc != DPGD_EINVAL) print_error("%s\n", dpgd_error_last());
   assert_int_equal(rc, DPGD_EINVAL);

@@ -85,3 +85,17 @@ void tt_finish_run(dpgd_run *r)
   if (rc) print_error("dpgd_run_finish: %s\n", dpgd_error_last());
   assert_int_equal(rc, DPGD_OK);
 }
+
+void tt_run_through(const dpgd_config *c)
+{
+  dpgd_run *r = tt_open_run(c);
+  tt_finish_run(r);
+  dpgd_run_free(r);
+}
+
+void tt_run_cut(const dpgd_config *c, int steps)
+{
+  dpgd_run *r = tt_open_run(c);
+  for (int t = 0; t < steps; t++) assert_int_equal(dpgd_run_step(r), DPGD_OK);
+  dpgd_run_free(r);
+}

@@ -26,5 +26,9 @@ void tt_assert_same_file(const char *dir, const char *run_a, const char *run_b,
 dpgd_run *tt_open_run(const dpgd_config *c);
 /* Steps r to the end and finishes it, failing the test on any error. */
 void tt_finish_run(dpgd_run *r);
+/* A whole run of c: opened, stepped to the end, finished and freed. */
+void tt_run_through(const dpgd_config *c);
+/* A run of c "killed" after `steps` steps: opened, stepped, freed without finishing. */
+void tt_run_cut(const dpgd_config *c, int steps);
 
 #endif
