@@ -131,6 +131,10 @@ static void print_plan(const dpgd_plan *p, const dpgd_config *c)
   for (int m = 0; m < DPGD_ACCT_N_METHODS; m++) {
     const char *name = dpgd_acct_method_name((dpgd_acct_method)m);
     if (isfinite(p->eps[m])) printf("  %-12s %.6g\n", name, dpgd_round_digits(p->eps[m], 6, 1));
+    else if (p->sampling == DPGD_SAMPLING_SUBSET && m <= DPGD_ACCT_ZCDP)
+      printf("  %-12s n/a (no dominating pair is known for subset sampling under replace-one "
+             "neighbours; the rdp_* rows are upper bounds)\n",
+             name);
     else
       printf("  %-12s n/a (%s)\n", name,
              p->eps_status[m] == DPGD_OK ? "infinite" : dpgd_error_str(p->eps_status[m]));
