@@ -7,7 +7,7 @@
  * the reported method the smallest rdp_*; calibration returns the smallest sigma; the
  * refusals. A run: m points charged per step, the eps it reports is the accountant's,
  * summary.json names sampler, m and m/n; m = n is full-batch GD bit for bit; a cut run
- * resumes bit for bit. */
+ * resumes bit for bit; dpgd audit refuses subset runs. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -287,6 +287,17 @@ static void test_refusals(void **state)
   assert_int_equal(dpgd_plan_make(&p, &c, 100), DPGD_OK);
   c.train_batch_size = 100; /* m = n is allowed */
   assert_int_equal(dpgd_plan_make(&p, &c, 100), DPGD_OK);
+  /* dpgd audit: its canaries would not be sampled independently. */
+  dpgd_audit_params ap;
+  dpgd_audit_defaults(&ap);
+  dpgd_audit *a = NULL;
+  char out[600];
+  snprintf(out, sizeof out, "%s/audit-refused", dir);
+  assert_int_equal(dpgd_audit_open(&a, &c, out, &ap), DPGD_EINVAL);
+  assert_null(a);
+  assert_non_null(
+      strstr(dpgd_error_last(), "dpgd audit does not support train.sampling = subset"));
+  dpgd_error_clear();
 }
 
 /* A run: after one step exactly m points are charged (a softmax gradient is never
