@@ -127,6 +127,9 @@ static const key_spec schema[] = {
      "run directory (metrics.csv, summary.json, model.bin, points.csv, checkpoint.bin)"},
     {KEY(output, checkpoint_every), T_SIZE, "50", NULL, NOHASH,
      "checkpoint every N steps; 0 = only at the end (train.rng = secure: every step, always)"},
+    {KEY(output, eps_every), T_SIZE, "0", NULL, NOHASH,
+     "eps columns of metrics.csv every N steps (and at the last step); 0 = every step for "
+     "full-batch runs, at the test-accuracy steps (or 100 times a run) with sampling"},
     {KEY(output, diagnostics), T_BOOL, "false", NULL, NOHASH,
      "write non-private diagnostic columns (exact train loss/accuracy, active count)"},
     {KEY(output, progress), T_BOOL, "true", NULL, NOHASH, "progress line on stderr"},

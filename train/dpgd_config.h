@@ -67,6 +67,7 @@ typedef struct dpgd_config {
   /* [output] */
   char output_dir[DPGD_CONFIG_PATH_MAX];
   size_t output_checkpoint_every; /* 0 = only at the end */
+  size_t output_eps_every;        /* eps columns of metrics.csv every N steps; 0 = auto */
   int output_diagnostics;         /* non-private diagnostic columns */
   int output_progress;            /* progress line on stderr */
 } dpgd_config;

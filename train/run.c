@@ -265,7 +265,15 @@ const dpgd_plan *dpgd_run_plan(const dpgd_run *r) { return &r->plan; }
 const dpgd_config *dpgd_run_config(const dpgd_run *r) { return &r->cfg; }
 const dpgd_ledger *dpgd_run_ledger(const dpgd_run *r) { return r->ledger; }
 size_t dpgd_run_step_index(const dpgd_run *r) { return (size_t)r->m.step; }
-double dpgd_run_eps_now(const dpgd_run *r) { return r->eps_now[DPGD_ACCT_EXACT]; }
+/* Between the steps that carry eps (output.eps_every) it is computed afresh. */
+double dpgd_run_eps_now(const dpgd_run *r)
+{
+  if (r->eps_step == r->m.step) return r->eps_now[DPGD_ACCT_EXACT];
+  dpgd_acct_value v;
+  int rc = dpgd_acct_epsilon(r->acct, DPGD_ACCT_EXACT, r->plan.delta, &v);
+  dpgd_error_clear();
+  return rc ? NAN : v.value;
+}
 uint64_t dpgd_run_noise_draws(const dpgd_run *r) { return r->m.noise_draws; }
 uint64_t dpgd_run_releases(const dpgd_run *r) { return dpgd_acct_n_releases(r->acct); }
 size_t dpgd_run_redone(const dpgd_run *r) { return r->redone; }
@@ -287,9 +295,11 @@ void dpgd_run_progress(const dpgd_run *r, char *buf, size_t len)
   if (isfinite(r->m.last_test_acc)) snprintf(acc, sizeof acc, "%.4f", r->m.last_test_acc);
   /* The exact method may have no answer after some steps (a few subsampled releases at
    * a small rate): "n/a", as metrics.csv leaves the field empty. */
-  char eps[32] = "n/a";
+  char eps[48] = "n/a";
   double e = r->eps_now[DPGD_ACCT_EXACT];
   if (isfinite(e)) snprintf(eps, sizeof eps, "%.4g", dpgd_round_digits(e, 4, 1));
+  if (isfinite(e) && r->eps_step != r->m.step) /* output.eps_every: as of an earlier step */
+    snprintf(eps + strlen(eps), sizeof eps - strlen(eps), " after step %zu", r->eps_step);
   snprintf(buf, len, "step %llu/%zu  ETA %dm%02ds  eps %s (exact, delta %g)  test acc %s",
            (unsigned long long)r->m.step, r->plan.steps, (int)(eta / 60), (int)fmod(eta, 60),
            eps, r->plan.delta, acc);

@@ -111,7 +111,8 @@ int dpgd_run_compose_row(dpgd_run *r, size_t t, double test_acc, double lr, int 
 {
   size_t len = 0;
   row_put(r, &len, "%zu", t);
-  for (int k = 0; k < DPGD_ACCT_N_METHODS; k++) row_num(r, &len, r->eps_now[k], 1);
+  for (int k = 0; k < DPGD_ACCT_N_METHODS; k++)
+    row_num(r, &len, r->eps_step == t ? r->eps_now[k] : NAN, 1);
   row_num(r, &len, dpgd_acct_gdp_mu(r->acct), 1);
   row_num(r, &len, test_acc, 0);
   row_num(r, &len, r->last_query, 0);
