@@ -62,6 +62,9 @@ static const key_spec schema[] = {
     {KEY(data, n_train), T_SIZE, "0", NULL, 0,
      "use the first n training examples (n is then the public dataset size); 0 = all"},
     {KEY(data, n_test), T_SIZE, "0", NULL, 0, "use the first n test examples; 0 = all"},
+    {KEY(data, validation), T_SIZE, "0", NULL, HASH_IF_SET,
+     "hold out the last N of the training examples (after data.n_train) as the evaluation "
+     "set, in place of the test split, for tuning; they are not trained on; 0 = test split"},
     {KEY(data, mean), T_DOUBLE, "0.1307", NULL, 0,
      "normalisation: x = (pixel/255 - mean) / std"},
     {KEY(data, std), T_DOUBLE, "0.3081", NULL, GT0, "normalisation std (> 0)"},
@@ -503,6 +506,11 @@ int dpgd_config_validate(const dpgd_config *c)
   int rc = check_ranges_again(c);
   if (!rc) rc = check_sampling(c);
   if (rc) return rc;
+  if (c->data_validation && c->data_n_test)
+    return DPGD_FAIL(DPGD_EINVAL,
+                     "%s applies to the test split; with %s = %zu the evaluation "
+                     "set is those held-out training examples",
+                     NAME(data_n_test), NAME(data_validation), c->data_validation);
   /* Poisson runs may give their length in epochs instead of steps. */
   int has_steps = c->train_steps > 0 || c->train_epochs > 0;
   int need_eps = c->privacy_calibrate != DPGD_CALIBRATE_NONE;

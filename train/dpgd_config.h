@@ -30,8 +30,9 @@ typedef struct dpgd_config {
   /* [data] */
   char data_dir[DPGD_CONFIG_PATH_MAX]; /* "" = default lookup (dpgd_data_find_dir) */
   size_t data_n_train;                 /* first n training examples; 0 = all */
-  size_t data_n_test;                  /* first n test examples; 0 = all */
-  double data_mean, data_std;          /* normalisation (p/255 - mean)/std */
+  size_t data_validation; /* the last N training examples evaluate instead of test; 0 = no */
+  size_t data_n_test;     /* first n test examples; 0 = all */
+  double data_mean, data_std; /* normalisation (p/255 - mean)/std */
   /* [model] */
   char model_type[16];  /* "cnn" | "softmax" */
   int model_activation; /* dpgd_activation: 0 relu, 1 tanh */

@@ -66,12 +66,34 @@ static int load_split(dpgd_dataset **out, const char *dir, const char *split, si
   return rc;
 }
 
+/* data.validation = nv: the last nv training examples become the evaluation set (test
+ * NULL: dropped, as a dry run needs only n) and leave the training set, whose public n
+ * is what remains. */
+static int split_validation(dpgd_dataset *train, dpgd_dataset **test, size_t nv)
+{
+  if (nv >= train->n)
+    return DPGD_FAIL(DPGD_EINVAL, "%s = %zu leaves no training examples of the %zu",
+                     DPGD_CONFIG_KEY(data_validation), nv, train->n);
+  size_t lo = train->n - nv;
+  if (test) {
+    dpgd_dataset *v = dpgd_data_alloc(nv, train->rows, train->cols, train->n_classes);
+    if (!v) return DPGD_FAIL(DPGD_ENOMEM, "no memory for %zu validation examples", nv);
+    memcpy(v->pixels, train->pixels + lo * train->d, nv * train->d);
+    memcpy(v->labels, train->labels + lo, nv);
+    v->mean = train->mean;
+    v->std = train->std;
+    *test = v;
+  }
+  return dpgd_data_truncate(train, lo);
+}
+
 static int find_and_load(dpgd_dataset **train, dpgd_dataset **test, const dpgd_config *c)
 {
   char dir[DPGD_CONFIG_PATH_MAX];
   int rc = dpgd_data_find_dir(dir, sizeof dir, c->data_dir[0] ? c->data_dir : NULL);
   if (!rc)
     rc = load_split(train, dir, "train", c->data_n_train, DPGD_CONFIG_KEY(data_n_train), c);
+  if (!rc && c->data_validation) return split_validation(*train, test, c->data_validation);
   if (!rc && test)
     rc = load_split(test, dir, "test", c->data_n_test, DPGD_CONFIG_KEY(data_n_test), c);
   return rc;

@@ -189,7 +189,8 @@ static int write_summary(dpgd_run *r, double test_acc)
   fprintf(f, " \"algorithm\": \"%s\", \"sampling\": \"%s\", \"sample_rate\": %.17g,\n",
           p->filtered ? "filtered" : "plain",
           p->sampling == DPGD_SAMPLING_POISSON ? "poisson" : "full", p->sample_rate);
-  fprintf(f, " \"n_train\": %zu, \"n_test\": %zu,\n", r->train->n, r->test->n);
+  fprintf(f, " \"n_train\": %zu, \"n_test\": %zu, \"eval_set\": \"%s\",\n", r->train->n,
+          r->test->n, r->cfg.data_validation ? "validation" : "test");
   fprintf(f, " \"steps\": %zu, \"selected_step\": %llu, \"queries\": %llu,\n", p->steps,
           (unsigned long long)(r->m.queries_done ? r->m.best_step : r->m.step),
           (unsigned long long)r->m.queries_done);

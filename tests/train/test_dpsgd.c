@@ -200,6 +200,34 @@ static void test_eps_cadence(void **state)
   check_eps_cells("cad3", 10, 3);
 }
 
+/* data.validation = 40: the last 40 training examples evaluate and are not trained on,
+ * so the model is the one trained on the first 200 (data.n_train = 200); summary.json
+ * names the evaluation set; holding out everything, or n_test beside it, is refused. */
+static void test_validation_split(void **state)
+{
+  (void)state;
+  dpgd_config c;
+  poisson_config(&c, "val", 0.5, 4);
+  c.data_validation = 40;
+  tt_run_through(&c);
+  poisson_config(&c, "first200", 0.5, 4);
+  c.data_n_train = 200;
+  tt_run_through(&c);
+  ASSERT_SAME_FILE("val", "first200", "model.bin");
+  size_t len;
+  char *js = (char *)SLURP("val", "summary.json", &len);
+  assert_non_null(strstr(js, "\"n_train\": 200, \"n_test\": 40, \"eval_set\": \"validation\""));
+  free(js);
+  poisson_config(&c, "valbad", 0.5, 4);
+  c.data_validation = N_TRAIN;
+  dpgd_run *r = NULL;
+  assert_int_not_equal(dpgd_run_open(&r, &c, c.output_dir), DPGD_OK);
+  assert_non_null(strstr(dpgd_error_last(), "data.validation"));
+  c.data_validation = 10, c.data_n_test = 10;
+  assert_int_not_equal(dpgd_config_validate(&c), DPGD_OK);
+  assert_non_null(strstr(dpgd_error_last(), "data.n_test"));
+}
+
 /* A run: one subsampled release per step in the accountant, its eps the direct one; only
  * sampled points are charged (each at most C^2 per step), so some points spend nothing;
  * summary.json names the sampler; points.csv states no per-point guarantee. */
@@ -314,6 +342,7 @@ int main(void)
       cmocka_unit_test(test_calibration_smallest),
       cmocka_unit_test(test_rate_one_is_full_batch),
       cmocka_unit_test(test_eps_cadence),
+      cmocka_unit_test(test_validation_split),
       cmocka_unit_test(test_run_accounting),
       cmocka_unit_test(test_resume_bit_identical),
       cmocka_unit_test(test_secure),
