@@ -159,7 +159,10 @@ class Filter:
         if not math.isfinite(b):
             raise Error("report: the filter's budget is infinite (no top level)")
         o = Odometer()
-        call(lib.dpgd_odometer_init, ctypes.byref(o), math.sqrt(b) / unit,
+        # Padded as the trainer pads it (train/plan.c), so that a point's total, rounded
+        # up, never lands above the top level.
+        mu_max = math.sqrt(b) / unit * (1 + 2.0 ** -40)
+        call(lib.dpgd_odometer_init, ctypes.byref(o), mu_max,
              _check.positive("max_step_mu2", max_step_mu2), _check.delta(delta))
         n = self.n
         level, mu, eps = np.zeros(n, dtype=np.int64), np.zeros(n), np.zeros(n)
