@@ -113,3 +113,15 @@ def test_filtered_sum_stays_within_budget_and_accounts_the_filter():
     assert np.array_equal(a.spent()[0], b.spent()[0])
     assert np.allclose(a.step(G), b.step(np.where(np.arange(n)[:, None] == 0, G, 0.0)),
                        atol=1e-9)
+
+
+def test_gradient_of_norm_exactly_clip():
+    # A row of norm exactly C (3-4-5 scaled: exact in float) is clipped by the engine's
+    # rule, which cannot prove sq <= C^2 past its rounding: it loses at most 2^-19.
+    C = 2.5
+    g = np.zeros((1, 7))
+    g[0, 1], g[0, 4] = 1.5, 2.0
+    a, b = _pair(1, 7, C, 1.25, seed=21)
+    v = a.step(g) - b.step(np.zeros((1, 7)))
+    assert C * (1 - 2 * SHRINK) - 1e-12 <= np.linalg.norm(v) <= C * (1 + 1e-12)
+    assert a.spent()[0] <= C * C
