@@ -224,10 +224,17 @@ class Accountant:
         for m in _mechanisms(mechanisms):
             self.add(m)
 
+    @classmethod
+    def _borrow(cls, handle, owner):
+        """A view of an accountant that owner keeps (and frees)."""
+        a = cls.__new__(cls)
+        a._a, a._owner = handle, owner
+        return a
+
     def __del__(self):
-        if getattr(self, "_a", None):
+        if getattr(self, "_a", None) and getattr(self, "_owner", None) is None:
             lib.dpgd_acct_free(self._a)
-            self._a = None
+        self._a = None
 
     def add(self, mechanism):
         """Composes the mechanism (its count times)."""

@@ -64,16 +64,16 @@ def _config(config, sets):
 
 
 def _run_steps(r, progress):
-    """Steps until done; on KeyboardInterrupt a checkpoint is written (resume with
-    `dpgd train --resume DIR`) and the interrupt goes on."""
-    while not lib.dpgd_run_done(r):
-        try:
+    """Steps until done; on KeyboardInterrupt a checkpoint of the steps done is written
+    (continue with `dpgd train --resume DIR`) and the interrupt goes on."""
+    try:
+        while not lib.dpgd_run_done(r):
             call(lib.dpgd_run_step, r)
-        except KeyboardInterrupt:
-            call(lib.dpgd_run_checkpoint, r)
-            raise
-        if progress:
-            print("dpgd: step %d done" % lib.dpgd_run_step_index(r), flush=True)
+            if progress:
+                print("dpgd: step %d done" % lib.dpgd_run_step_index(r), flush=True)
+    except KeyboardInterrupt:
+        call(lib.dpgd_run_checkpoint, r)
+        raise
 
 
 def train(config, out=None, sets=None, progress=False):
@@ -176,20 +176,10 @@ class PrivateSum:
         return np.array([bool(lib.dpgd_filter_active(led.filter, i))
                          for i in range(self.n)])
 
-    def _accountant(self):
-        a = Accountant.__new__(Accountant)
-        a._a = None  # borrowed: the PrivateSum owns it
-        a._borrowed = lib.dpgd_psum_accountant(self._s)
-        return a
-
     def account(self, delta=None, epsilon=None, methods=None):
         """The guarantee of the steps so far under every method (AccountResult)."""
-        a = self._accountant()
-        a._a = a._borrowed
-        try:
-            return a.account(delta=delta, epsilon=epsilon, methods=methods)
-        finally:
-            a._a = None
+        a = Accountant._borrow(lib.dpgd_psum_accountant(self._s), self)
+        return a.account(delta=delta, epsilon=epsilon, methods=methods)
 
     def epsilon(self, delta, method="exact"):
         """eps at delta of the steps so far (an upper bound, rounded as dpgd does)."""
