@@ -122,7 +122,8 @@ class PrivateSum:
     stays secret); None: the OS CSPRNG (secure mode).
 
     The guarantee (``epsilon``, ``account``) holds when row i depends only on point i
-    and on public values (the noisy sums released so far, the model), and n is public.
+    and on public values (the noisy sums released so far, the model), and n is public
+    (train/PRIVATE_SUM.md has the derivation and the caller's side of it).
     """
 
     def __init__(self, n, dim, clip, sigma, budget=None, seed=None):
@@ -142,7 +143,6 @@ class PrivateSum:
         self._s = h.value
         self.n, self.dim, self.clip, self.sigma = p.n, p.dim, p.clip, p.sigma
         self.budget = None if budget is None else p.budget
-        self._out = np.zeros(p.dim)
 
     def __del__(self):
         if getattr(self, "_s", None):
@@ -182,7 +182,8 @@ class PrivateSum:
         return a.account(delta=delta, epsilon=epsilon, methods=methods)
 
     def epsilon(self, delta, method="exact"):
-        """eps at delta of the steps so far (an upper bound, rounded as dpgd does)."""
+        """eps at delta of the steps so far: the accountant's upper bound, its numerical
+        error bound included (round it up, never down, to show it)."""
         r = self.account(delta=delta, methods=[method])[_methods_name(method)]
         if not r.ok:
             raise Error(r.reason)
