@@ -137,6 +137,7 @@ _PROTOS = {
     "dpgd_filter_active": (_I, [_P, _Z]),
     "dpgd_filter_n_active": (_Z, [_P]),
     "dpgd_filter_spent": (_D, [_P, _Z, _Z]),
+    "dpgd_filter_spent_data": (c_double_p, [_P, _Z]),
     "dpgd_filter_check": (_I, [_P]),
     "dpgd_filter_point_mu2": (_D, [_P, _Z, _D]),
     "dpgd_filter_report": (_I, [_P, _Z, ctypes.POINTER(Odometer), _D, c_size_p, c_double_p,

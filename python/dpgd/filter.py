@@ -55,10 +55,17 @@ class Filter:
             raise Error(msg, 2)
         self._f = f
 
+    @classmethod
+    def _borrow(cls, handle, owner):
+        """A view of a filter that owner keeps (and frees)."""
+        f = cls.__new__(cls)
+        f._f, f._owner = handle, owner
+        return f
+
     def __del__(self):
-        if getattr(self, "_f", None):
+        if getattr(self, "_f", None) and getattr(self, "_owner", None) is None:
             lib.dpgd_filter_free(self._f)
-            self._f = None
+        self._f = None
 
     @property
     def n(self):
@@ -130,7 +137,8 @@ class Filter:
         order = _check.count("order", order, 0)
         if order >= k:
             raise Error("order index %d out of range (the filter has %d)" % (order, k))
-        return np.array([lib.dpgd_filter_spent(self._f, i, order) for i in range(self.n)])
+        data = lib.dpgd_filter_spent_data(self._f, order)
+        return np.ctypeslib.as_array(data, shape=(self.n,)).copy()
 
     def check(self):
         """Raises dpgd.Error unless 0 <= spent <= budget for every point and order."""

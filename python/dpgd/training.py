@@ -169,12 +169,18 @@ class PrivateSum:
         led = self._ledger()
         return np.ctypeslib.as_array(led.spend, shape=(self.n,)).copy()
 
+    @property
+    def filter(self):
+        """The ledger's individual filter as a dpgd.Filter (GDP, squared-norm units:
+        budget B_norm or inf, charges against noise std 1; give unit = sigma * clip to
+        its epsilon and report). Owned by this PrivateSum. SENSITIVE per point."""
+        from .filter import Filter
+        return Filter._borrow(self._ledger().filter, self)
+
     def active(self):
         """Boolean array of the points still active (s(i) < budget). Diagnostic, not
         private."""
-        led = self._ledger()
-        return np.array([bool(lib.dpgd_filter_active(led.filter, i))
-                         for i in range(self.n)])
+        return self.filter.active()
 
     def account(self, delta=None, epsilon=None, methods=None):
         """The guarantee of the steps so far under every method (AccountResult)."""

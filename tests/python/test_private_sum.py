@@ -125,3 +125,25 @@ def test_gradient_of_norm_exactly_clip():
     v = a.step(g) - b.step(np.zeros((1, 7)))
     assert C * (1 - 2 * SHRINK) - 1e-12 <= np.linalg.norm(v) <= C * (1 + 1e-12)
     assert a.spent()[0] <= C * C
+
+
+def test_filter_view_and_per_point_report():
+    n, dim, C, sigma = 4, 3, 1.0, 2.5
+    budget = 2.5 * C * C
+    ps = dpgd.PrivateSum(n, dim, C, sigma, budget=budget, seed=2)
+    G = np.zeros((n, dim))
+    G[0, 0], G[1, 1], G[2, 2], G[3, 0] = 0.25, 0.5, 4.0, 8.0
+    for _ in range(5):
+        ps.step(G)
+    f = ps.filter
+    assert np.array_equal(f.spent(), ps.spent())
+    assert f.budget == budget and f.currency == "gdp"
+    unit = sigma * C
+    # Everyone's guarantee is the run's: sqrt(B)/(sigma C)-GDP.
+    assert f.epsilon(1e-5, unit=unit) == pytest.approx(ps.epsilon(1e-5), rel=1e-9)
+    rep = f.report(1e-5, max_step_mu2=1 / sigma ** 2, unit=unit)
+    assert np.all(rep["mu"] ** 2 >= ps.spent() / unit ** 2 * (1 - 1e-12))
+    assert ps.spent()[0] < ps.spent()[3] == budget  # point 3 exhausted, point 0 not
+    assert rep["eps"][0] <= rep["eps"][3]
+    del ps  # the view keeps the sum alive
+    assert f.n == n
