@@ -75,6 +75,10 @@ typedef struct dpgd_config {
 
 /* Fills every key with its documented default. */
 void dpgd_config_defaults(dpgd_config *c);
+/* A configuration on the heap, filled with the defaults (for callers that cannot size
+ * dpgd_config, e.g. bindings); NULL (reported) without memory. */
+dpgd_config *dpgd_config_alloc(void);
+void dpgd_config_free(dpgd_config *c);
 
 /* Reads an INI file over c (keys not in the file keep their values). Unknown sections
  * or keys and malformed or out-of-range values are errors naming file, line and key. */
