@@ -15,8 +15,9 @@ times `--steps` steps (after a warm-up step) and scales to an epoch of 1/q steps
 figures are medians over `--reps`. dpgd's time per step is the difference of its own
 `nonprivate.wall_s` between a run of 3S and a run of S steps, divided by 2S (S =
 `--steps`; no test evaluation, no checkpoints, eps only at the last step), which cancels
-what a run does once: the final test evaluation, the last step's eps query (at a small
-rate the exact accountant can take a second), the run directory's files. Opacus is timed
+what a run does once (the final test evaluation, the run directory's files), less the
+difference of the two runs' last eps queries as `dpgd account` times them (at a small
+rate one exact query can take a second, and its cost depends on the step count). Opacus is timed
 without its accountant. Prints one table; compare within one run, the machines are
 shared and noisy.
 """
@@ -97,8 +98,12 @@ def dpgd_wall(dpgd, data_dir, q, steps, threads, sigma, clip):
             f.write("; dpgd's side of bench_opacus.py: every key is given by --set\n")
         cmd = [dpgd, "train", "--config", ini] + [a for s in sets for a in ("--set", s)]
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        t0 = time.perf_counter()
+        subprocess.run([dpgd, "account", "--subsampled", "q=%r,sigma=%r,count=%d" % (q, sigma, steps),
+                        "--delta", "1e-5"], check=True, stdout=subprocess.DEVNULL)
+        acct = time.perf_counter() - t0
         with open(os.path.join(out, "summary.json")) as f:
-            return json.load(f)["nonprivate"]["wall_s"]
+            return json.load(f)["nonprivate"]["wall_s"] - acct
 
 
 def dpgd_steps(dpgd, data_dir, q, steps, threads, sigma, clip):
