@@ -1,7 +1,8 @@
 # deps.sh -- sourced by tests/run.sh, train/quickstart.sh and .ci/run: installs the
 # Debian packages dpgd needs when any is missing (as root, or through sudo).
 DPGD_DEBIAN_PACKAGES="build-essential cmake pkg-config libopenblas-dev libgsl-dev libpng-dev
-zlib1g-dev libinih-dev libcmocka-dev gnuplot-nox curl python3"
+zlib1g-dev libinih-dev libcmocka-dev gnuplot-nox curl python3 python3-numpy
+python3-pytest"
 
 dpgd_install_deps() {
   local missing=() p

@@ -100,6 +100,17 @@ int dpgd_model_clipped_grad_sum(dpgd_model *m, dpgd_grad_ws *ws, const dpgd_data
  * sum's sensitivity to stay within C charges 2 gamma n C on top of C. */
 double dpgd_model_sum_error_bound(size_t n);
 
+/* The same clipping rule and sum for per-example gradients computed outside dpgd (a model
+ * it does not have): row i of G is example i's gradient g_i (float, as the engine's);
+ * sum (P) += sum_i f_i g_i in double, row after row, with f_i and sqnorm_post[i] from
+ * the rule above, so that contract (a)-(c) holds with gamma =
+ * dpgd_model_sum_error_bound(n) for any n >= B. A row with caps[i] == 0 is not read
+ * (sqnorm_post 0); a row with a NaN or infinite entry contributes 0. The caller answers
+ * for the engine's other assumption: g_i depends on example i and public values only. */
+int dpgd_model_clip_rows_sum(double *sum /* (P) in/out */, double *sqnorm_post /* (B) out */,
+                             const float *G /* (B, P) row-major */,
+                             const double *caps /* (B) */, size_t B, size_t P);
+
 /* Floating-point operations per example of dpgd_model_clipped_grad_sum, counted
  * analytically: 2 m n k for every matrix product the step performs (forward,
  * backward to activations, per-example weight gradients, clipped sums), plus 2 per

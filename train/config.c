@@ -62,6 +62,9 @@ static const key_spec schema[] = {
     {KEY(data, n_train), T_SIZE, "0", NULL, 0,
      "use the first n training examples (n is then the public dataset size); 0 = all"},
     {KEY(data, n_test), T_SIZE, "0", NULL, 0, "use the first n test examples; 0 = all"},
+    {KEY(data, validation), T_SIZE, "0", NULL, HASH_IF_SET,
+     "hold out the last N of the training examples (after data.n_train) as the evaluation "
+     "set, in place of the test split, for tuning; they are not trained on; 0 = test split"},
     {KEY(data, mean), T_DOUBLE, "0.1307", NULL, 0,
      "normalisation: x = (pixel/255 - mean) / std"},
     {KEY(data, std), T_DOUBLE, "0.3081", NULL, GT0, "normalisation std (> 0)"},
@@ -131,6 +134,9 @@ static const key_spec schema[] = {
      "run directory (metrics.csv, summary.json, model.bin, points.csv, checkpoint.bin)"},
     {KEY(output, checkpoint_every), T_SIZE, "50", NULL, NOHASH,
      "checkpoint every N steps; 0 = only at the end (train.rng = secure: every step, always)"},
+    {KEY(output, eps_every), T_SIZE, "0", NULL, NOHASH,
+     "eps columns of metrics.csv every N steps (and at the last step); 0 = every step for "
+     "full-batch runs, at the test-accuracy steps (or 100 times a run) with sampling"},
     {KEY(output, diagnostics), T_BOOL, "false", NULL, NOHASH,
      "write non-private diagnostic columns (exact train loss/accuracy, active count)"},
     {KEY(output, progress), T_BOOL, "true", NULL, NOHASH, "progress line on stderr"},
@@ -519,6 +525,11 @@ int dpgd_config_validate(const dpgd_config *c)
   int rc = check_ranges_again(c);
   if (!rc) rc = check_sampling(c);
   if (rc) return rc;
+  if (c->data_validation && c->data_n_test)
+    return DPGD_FAIL(DPGD_EINVAL,
+                     "%s applies to the test split; with %s = %zu the evaluation "
+                     "set is those held-out training examples",
+                     NAME(data_n_test), NAME(data_validation), c->data_validation);
   /* Poisson runs may give their length in epochs instead of steps. */
   int has_steps = c->train_steps > 0 || c->train_epochs > 0;
   int need_eps = c->privacy_calibrate != DPGD_CALIBRATE_NONE;

@@ -30,8 +30,9 @@ typedef struct dpgd_config {
   /* [data] */
   char data_dir[DPGD_CONFIG_PATH_MAX]; /* "" = default lookup (dpgd_data_find_dir) */
   size_t data_n_train;                 /* first n training examples; 0 = all */
-  size_t data_n_test;                  /* first n test examples; 0 = all */
-  double data_mean, data_std;          /* normalisation (p/255 - mean)/std */
+  size_t data_validation; /* the last N training examples evaluate instead of test; 0 = no */
+  size_t data_n_test;     /* first n test examples; 0 = all */
+  double data_mean, data_std; /* normalisation (p/255 - mean)/std */
   /* [model] */
   char model_type[16];  /* "cnn" | "softmax" */
   int model_activation; /* dpgd_activation: 0 relu, 1 tanh */
@@ -67,12 +68,17 @@ typedef struct dpgd_config {
   /* [output] */
   char output_dir[DPGD_CONFIG_PATH_MAX];
   size_t output_checkpoint_every; /* 0 = only at the end */
+  size_t output_eps_every;        /* eps columns of metrics.csv every N steps; 0 = auto */
   int output_diagnostics;         /* non-private diagnostic columns */
   int output_progress;            /* progress line on stderr */
 } dpgd_config;
 
 /* Fills every key with its documented default. */
 void dpgd_config_defaults(dpgd_config *c);
+/* A configuration on the heap, filled with the defaults (for callers that cannot size
+ * dpgd_config, e.g. bindings); NULL (reported) without memory. */
+dpgd_config *dpgd_config_alloc(void);
+void dpgd_config_free(dpgd_config *c);
 
 /* Reads an INI file over c (keys not in the file keep their values). Unknown sections
  * or keys and malformed or out-of-range values are errors naming file, line and key. */

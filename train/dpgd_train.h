@@ -250,6 +250,9 @@ int dpgd_run_checkpoint(dpgd_run *r);
 int dpgd_run_finish(dpgd_run *r);
 void dpgd_run_free(dpgd_run *r);
 
+/* The run's directory (output.dir, or run_dir of dpgd_run_open). */
+const char *dpgd_run_dir(const dpgd_run *r);
+
 /* The plan of c without training (dpgd train --dry-run): loads the training split only
  * to learn n (data.n_train applied). */
 int dpgd_run_dry(dpgd_plan *p, const dpgd_config *c);
@@ -270,6 +273,39 @@ size_t dpgd_run_redone(const dpgd_run *r);
 int dpgd_run_row_restored(const dpgd_run *r);
 /* One-line progress text (no newline): step/total, ETA, eps so far, last test acc. */
 void dpgd_run_progress(const dpgd_run *r, char *buf, size_t len);
+
+/* ===== Private sums of gradients computed elsewhere (train/PRIVATE_SUM.md) ============
+ * For a model dpgd does not have: the caller computes every point's gradient at each
+ * step; dpgd clips it to the point's cap with the engine's rule
+ * (dpgd_model_clip_rows_sum), sums in double, charges the ledger (Algorithm 6, or
+ * Algorithm 7 with a finite budget B_norm), adds ONE draw of N(0, sigma^2 C^2 I) and
+ * accounts the step as the full-batch trainer does. Full batch only: every one of the n
+ * points is in every step (a point the filter dropped has cap 0 and its row is not
+ * read). The caller answers for the rest of the privacy argument: row i depends on point
+ * i and on public values (earlier noisy sums, the model) only, and n is public. */
+typedef struct dpgd_psum_params {
+  size_t n;      /* public number of points (rows of every step) */
+  size_t dim;    /* P: the length of a gradient */
+  double clip;   /* C > 0 */
+  double sigma;  /* noise multiplier > 0: noise std sigma C */
+  double budget; /* B_norm > 0 (Algorithm 7), or INFINITY (Algorithm 6) */
+  int rng;       /* DPGD_RNG_RESEARCH (seeded) or DPGD_RNG_SECURE */
+  uint64_t seed; /* research mode's master seed (the step stream of a run's seed) */
+} dpgd_psum_params;
+
+typedef struct dpgd_psum dpgd_psum;
+
+/* DPGD_EINVAL naming the bad parameter; DPGD_ENOMEM. */
+int dpgd_psum_open(dpgd_psum **out, const dpgd_psum_params *p);
+void dpgd_psum_free(dpgd_psum *s);
+/* One step: noisy_sum (dim) = sum_i f_i g_i + N(0, sigma^2 C^2 I), g_i row i of grads.
+ * On an error before the noise nothing is released, charged or accounted. */
+int dpgd_psum_step(dpgd_psum *s, const float *grads /* (n, dim) row-major */,
+                   double *noisy_sum /* (dim) out */);
+size_t dpgd_psum_steps(const dpgd_psum *s);
+/* The per-point spends and caps (SENSITIVE per point) and the releases so far. */
+const dpgd_ledger *dpgd_psum_ledger(const dpgd_psum *s);
+const dpgd_accountant *dpgd_psum_accountant(const dpgd_psum *s);
 
 /* ===== Report formats (train/report.c) ===============================================
  * Shared by the run directory and dpgd queries. */

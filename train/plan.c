@@ -96,7 +96,7 @@ void dpgd_plan_epsilons(const dpgd_accountant *a, double delta, double *eps, int
 }
 
 /* floor(B / C^2), corrected so that it equals the number of C^2 additions that fit. */
-static size_t full_steps_of(double budget, double clip)
+size_t dpgd_plan_full_steps(double budget, double clip)
 {
   double c2 = clip * clip, f = floor(budget / c2);
   if (f > 1e15) return (size_t)1e15;
@@ -245,7 +245,7 @@ static int calibrate_noise(dpgd_plan *p, const dpgd_config *c, const dpgd_accoun
 static void derive_steps(dpgd_plan *p, const dpgd_config *c)
 {
   if (p->filtered) {
-    p->full_steps = full_steps_of(p->budget, p->clip);
+    p->full_steps = dpgd_plan_full_steps(p->budget, p->clip);
     p->steps = c->train_steps;
     if (p->steps == 0)
       p->steps = p->full_steps + (p->queries ? (p->queries - 1) * p->every : 0);

@@ -10,6 +10,9 @@ int dpgd_plan_query_due(const dpgd_plan *p, size_t t);
 /* The releases of training step t / of one stopping query, added to a. */
 int dpgd_plan_add_step(dpgd_accountant *a, const dpgd_plan *p, size_t t);
 int dpgd_plan_add_query(dpgd_accountant *a, const dpgd_plan *p);
+/* floor(B / C^2), corrected to the number of C^2 additions that fit in B (Algorithm 7's
+ * steps at full cap). */
+size_t dpgd_plan_full_steps(double budget, double clip);
 /* A new accountant holding every release of steps 1..t and their queries. */
 int dpgd_plan_accountant(dpgd_accountant **out, const dpgd_plan *p, size_t t);
 /* eps at delta under every method (NAN and the status where a method fails). */

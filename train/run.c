@@ -66,12 +66,34 @@ static int load_split(dpgd_dataset **out, const char *dir, const char *split, si
   return rc;
 }
 
+/* data.validation = nv: the last nv training examples become the evaluation set (test
+ * NULL: dropped, as a dry run needs only n) and leave the training set, whose public n
+ * is what remains. */
+static int split_validation(dpgd_dataset *train, dpgd_dataset **test, size_t nv)
+{
+  if (nv >= train->n)
+    return DPGD_FAIL(DPGD_EINVAL, "%s = %zu leaves no training examples of the %zu",
+                     DPGD_CONFIG_KEY(data_validation), nv, train->n);
+  size_t lo = train->n - nv;
+  if (test) {
+    dpgd_dataset *v = dpgd_data_alloc(nv, train->rows, train->cols, train->n_classes);
+    if (!v) return DPGD_FAIL(DPGD_ENOMEM, "no memory for %zu validation examples", nv);
+    memcpy(v->pixels, train->pixels + lo * train->d, nv * train->d);
+    memcpy(v->labels, train->labels + lo, nv);
+    v->mean = train->mean;
+    v->std = train->std;
+    *test = v;
+  }
+  return dpgd_data_truncate(train, lo);
+}
+
 static int find_and_load(dpgd_dataset **train, dpgd_dataset **test, const dpgd_config *c)
 {
   char dir[DPGD_CONFIG_PATH_MAX];
   int rc = dpgd_data_find_dir(dir, sizeof dir, c->data_dir[0] ? c->data_dir : NULL);
   if (!rc)
     rc = load_split(train, dir, "train", c->data_n_train, DPGD_CONFIG_KEY(data_n_train), c);
+  if (!rc && c->data_validation) return split_validation(*train, test, c->data_validation);
   if (!rc && test)
     rc = load_split(test, dir, "test", c->data_n_test, DPGD_CONFIG_KEY(data_n_test), c);
   return rc;
@@ -266,7 +288,17 @@ const dpgd_plan *dpgd_run_plan(const dpgd_run *r) { return &r->plan; }
 const dpgd_config *dpgd_run_config(const dpgd_run *r) { return &r->cfg; }
 const dpgd_ledger *dpgd_run_ledger(const dpgd_run *r) { return r->ledger; }
 size_t dpgd_run_step_index(const dpgd_run *r) { return (size_t)r->m.step; }
-double dpgd_run_eps_now(const dpgd_run *r) { return r->eps_now[r->plan.report_method]; }
+/* The reported method's eps (exact; for subset runs the plan's rdp_* method). Between
+ * the steps that carry eps (output.eps_every) it is computed afresh. */
+double dpgd_run_eps_now(const dpgd_run *r)
+{
+  dpgd_acct_method m = (dpgd_acct_method)r->plan.report_method;
+  if (r->eps_step == r->m.step) return r->eps_now[m];
+  dpgd_acct_value v;
+  int rc = dpgd_acct_epsilon(r->acct, m, r->plan.delta, &v);
+  dpgd_error_clear();
+  return rc ? NAN : v.value;
+}
 uint64_t dpgd_run_noise_draws(const dpgd_run *r) { return r->m.noise_draws; }
 uint64_t dpgd_run_releases(const dpgd_run *r) { return dpgd_acct_n_releases(r->acct); }
 size_t dpgd_run_redone(const dpgd_run *r) { return r->redone; }
@@ -288,9 +320,11 @@ void dpgd_run_progress(const dpgd_run *r, char *buf, size_t len)
   if (isfinite(r->m.last_test_acc)) snprintf(acc, sizeof acc, "%.4f", r->m.last_test_acc);
   /* The reported method may have no answer after some steps (a few subsampled releases
    * at a small rate): "n/a", as metrics.csv leaves the field empty. */
-  char eps[32] = "n/a";
-  double e = dpgd_run_eps_now(r);
+  char eps[48] = "n/a";
+  double e = r->eps_now[r->plan.report_method];
   if (isfinite(e)) snprintf(eps, sizeof eps, "%.4g", dpgd_round_digits(e, 4, 1));
+  if (isfinite(e) && r->eps_step != r->m.step) /* output.eps_every: as of an earlier step */
+    snprintf(eps + strlen(eps), sizeof eps - strlen(eps), " after step %zu", r->eps_step);
   snprintf(buf, len, "step %llu/%zu  ETA %dm%02ds  eps %s (%s, delta %g)  test acc %s",
            (unsigned long long)r->m.step, r->plan.steps, (int)(eta / 60), (int)fmod(eta, 60),
            eps, dpgd_acct_method_name((dpgd_acct_method)r->plan.report_method), r->plan.delta,

@@ -111,7 +111,8 @@ int dpgd_run_compose_row(dpgd_run *r, size_t t, double test_acc, double lr, int 
 {
   size_t len = 0;
   row_put(r, &len, "%zu", t);
-  for (int k = 0; k < DPGD_ACCT_N_METHODS; k++) row_num(r, &len, r->eps_now[k], 1);
+  for (int k = 0; k < DPGD_ACCT_N_METHODS; k++)
+    row_num(r, &len, r->eps_step == t ? r->eps_now[k] : NAN, 1);
   row_num(r, &len, dpgd_acct_gdp_mu(r->acct), 1);
   row_num(r, &len, test_acc, 0);
   row_num(r, &len, r->last_query, 0);
@@ -191,7 +192,8 @@ static int write_summary(dpgd_run *r, double test_acc)
   if (p->sampling == DPGD_SAMPLING_SUBSET)
     fprintf(f, " \"batch_size\": %zu, \"eps_method\": \"%s\",\n", p->batch_size,
             dpgd_acct_method_name((dpgd_acct_method)p->report_method));
-  fprintf(f, " \"n_train\": %zu, \"n_test\": %zu,\n", r->train->n, r->test->n);
+  fprintf(f, " \"n_train\": %zu, \"n_test\": %zu, \"eval_set\": \"%s\",\n", r->train->n,
+          r->test->n, r->cfg.data_validation ? "validation" : "test");
   fprintf(f, " \"steps\": %zu, \"selected_step\": %llu, \"queries\": %llu,\n", p->steps,
           (unsigned long long)(r->m.queries_done ? r->m.best_step : r->m.step),
           (unsigned long long)r->m.queries_done);

@@ -44,7 +44,8 @@ struct dpgd_run {
   run_meta m;
   double last_query; /* noisy accuracy of the query at this step; NAN if none */
   double eps_now[DPGD_ACCT_N_METHODS];
-  int metrics; /* metrics.csv, open for appending (O_APPEND); -1 */
+  size_t eps_step; /* the step eps_now is for; metrics.csv leaves eps empty at others */
+  int metrics;     /* metrics.csv, open for appending (O_APPEND); -1 */
   struct timespec t0;
   double wall_before;    /* wall seconds of earlier sessions (resume) */
   uint64_t session_step; /* steps done when this session started (ETA) */

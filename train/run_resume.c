@@ -286,6 +286,7 @@ static int restore_metrics(dpgd_run *r, const run_meta *m)
   r->m = *m;
   r->wall_before = m->wall_s;
   dpgd_plan_epsilons(r->acct, r->plan.delta, r->eps_now, NULL);
+  r->eps_step = m->step;
   r->session_step = m->step;
   int rc = trim_metrics(r, m->step, &last);
   /* Secure: the checkpoint of step t is written before row t (dpgd_run_step), so a kill

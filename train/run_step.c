@@ -79,6 +79,7 @@ static int diverged(dpgd_run *r, size_t t, double lr)
   r->m.diverged = 1;
   r->last_query = NAN;
   dpgd_plan_epsilons(r->acct, r->plan.delta, r->eps_now, NULL);
+  r->eps_step = t;
   int rc = dpgd_run_compose_row(r, t, NAN, lr, 0);
   if (!rc) rc = emit_row(r, t, 1);
   if (rc) return rc;
@@ -185,6 +186,19 @@ static int scheduled_test_accuracy(dpgd_run *r, size_t t, double *test_acc)
   return DPGD_OK;
 }
 
+/* Whether step t's metrics row carries the eps columns (output.eps_every). They are
+ * public functions of the releases so far, so leaving some rows empty hides nothing; with
+ * sampling each costs an accountant query of up to a second (the characteristic-function
+ * inversion at small q), far more than the step itself, hence the sparser default. */
+static int eps_due(const dpgd_run *r, size_t t)
+{
+  size_t every = r->cfg.output_eps_every;
+  if (every == 0 && r->plan.sampling == DPGD_SAMPLING_FULL) every = 1;
+  if (every == 0) every = r->cfg.train_eval_every;
+  if (every == 0) every = r->plan.steps / 100 > 1 ? r->plan.steps / 100 : 1;
+  return t % every == 0 || t >= r->plan.steps;
+}
+
 int dpgd_run_step(dpgd_run *r)
 {
   if (dpgd_run_done(r)) return DPGD_FAIL(DPGD_EINVAL, "the run has already done its steps");
@@ -207,7 +221,10 @@ int dpgd_run_step(dpgd_run *r)
   rc = stopping_query(r, t);
   if (rc) return rc;
   r->m.step = t;
-  dpgd_plan_epsilons(r->acct, p->delta, r->eps_now, NULL);
+  if (eps_due(r, t)) {
+    dpgd_plan_epsilons(r->acct, p->delta, r->eps_now, NULL);
+    r->eps_step = t;
+  }
 
   double test_acc;
   rc = scheduled_test_accuracy(r, t, &test_acc);

@@ -149,12 +149,83 @@ static void test_rate_one_is_full_batch(void **state)
   (void)state;
   dpgd_config c;
   poisson_config(&c, "q1", 1.0, 6);
+  c.output_eps_every = 1; /* as the full-batch run's default */
   tt_run_through(&c);
   c.train_sampling = DPGD_SAMPLING_FULL, c.train_sample_rate = 0;
   snprintf(c.output_dir, sizeof c.output_dir, "%s/full", dir);
   tt_run_through(&c);
   ASSERT_SAME_FILE("q1", "full", "model.bin");
   ASSERT_SAME_FILE("q1", "full", "metrics.csv");
+}
+
+/* The eps columns of metrics.csv at the steps output.eps_every names (by default, with
+ * sampling, the test-accuracy steps) and at the last step, empty elsewhere; each the
+ * accountant's eps for that many releases, rounded up. */
+static void check_eps_cells(const char *run, size_t steps, size_t every)
+{
+  size_t len;
+  char *csv = (char *)tt_slurp_in(dir, run, "metrics.csv", &len);
+  char *line = strchr(csv, '\n');
+  for (size_t t = 1; t <= steps; t++) {
+    assert_non_null(line);
+    char *cell = strchr(line + 1, ',') + 1;
+    assert_int_equal(strtoull(line + 1, NULL, 10), t);
+    if (t % every == 0 || t == steps) {
+      double want = direct_eps(DPGD_ACCT_EXACT, 0.1, 3.7, t, 0, 1, 1e-5);
+      double got = strtod(cell, NULL);
+      assert_true(got >= want && got <= want * (1 + 1e-9));
+    } else {
+      assert_true(*cell == ','); /* empty */
+    }
+    line = strchr(line + 1, '\n');
+  }
+  free(csv);
+}
+
+static void test_eps_cadence(void **state)
+{
+  (void)state;
+  dpgd_config c;
+  poisson_config(&c, "cad4", 0.1, 10);
+  tt_run_through(&c);
+  check_eps_cells("cad4", 10, 4);
+  poisson_config(&c, "cad3", 0.1, 10);
+  c.output_eps_every = 3;
+  dpgd_run *r = tt_open_run(&c);
+  for (int k = 0; k < 5; k++) assert_int_equal(dpgd_run_step(r), DPGD_OK);
+  /* between the rows that carry it, the library still answers for the step reached */
+  assert_true(dpgd_run_eps_now(r) == direct_eps(DPGD_ACCT_EXACT, 0.1, 3.7, 5, 0, 1, 1e-5));
+  tt_finish_run(r);
+  dpgd_run_free(r);
+  check_eps_cells("cad3", 10, 3);
+}
+
+/* data.validation = 40: the last 40 training examples evaluate and are not trained on,
+ * so the model is the one trained on the first 200 (data.n_train = 200); summary.json
+ * names the evaluation set; holding out everything, or n_test beside it, is refused. */
+static void test_validation_split(void **state)
+{
+  (void)state;
+  dpgd_config c;
+  poisson_config(&c, "val", 0.5, 4);
+  c.data_validation = 40;
+  tt_run_through(&c);
+  poisson_config(&c, "first200", 0.5, 4);
+  c.data_n_train = 200;
+  tt_run_through(&c);
+  ASSERT_SAME_FILE("val", "first200", "model.bin");
+  size_t len;
+  char *js = (char *)SLURP("val", "summary.json", &len);
+  assert_non_null(strstr(js, "\"n_train\": 200, \"n_test\": 40, \"eval_set\": \"validation\""));
+  free(js);
+  poisson_config(&c, "valbad", 0.5, 4);
+  c.data_validation = N_TRAIN;
+  dpgd_run *r = NULL;
+  assert_int_not_equal(dpgd_run_open(&r, &c, c.output_dir), DPGD_OK);
+  assert_non_null(strstr(dpgd_error_last(), "data.validation"));
+  c.data_validation = 10, c.data_n_test = 10;
+  assert_int_not_equal(dpgd_config_validate(&c), DPGD_OK);
+  assert_non_null(strstr(dpgd_error_last(), "data.n_test"));
 }
 
 /* A run: one subsampled release per step in the accountant, its eps the direct one; only
@@ -270,6 +341,8 @@ int main(void)
       cmocka_unit_test(test_plan_equals_accountant),
       cmocka_unit_test(test_calibration_smallest),
       cmocka_unit_test(test_rate_one_is_full_batch),
+      cmocka_unit_test(test_eps_cadence),
+      cmocka_unit_test(test_validation_split),
       cmocka_unit_test(test_run_accounting),
       cmocka_unit_test(test_resume_bit_identical),
       cmocka_unit_test(test_secure),
