@@ -130,6 +130,13 @@ int dpgd_audit_open(dpgd_audit **out, const dpgd_config *c, const char *dir,
   *out = NULL;
   int rc = check_params(p);
   if (rc) return rc;
+  /* The auditor reveals the base points' sample, which leaves each canary's guarantee
+   * intact only when canaries are sampled independently (Poisson): not so for subset. */
+  if (c->train_sampling == DPGD_SAMPLING_SUBSET)
+    return DPGD_FAIL(DPGD_EINVAL,
+                     "dpgd audit does not support %s = subset (its canaries "
+                     "are not sampled independently); use full or poisson",
+                     DPGD_CONFIG_KEY(train_sampling));
   dpgd_audit *a = calloc(1, sizeof *a);
   if (!a) return DPGD_FAIL(DPGD_ENOMEM, "no memory for the audit");
   a->cfg = *c;

@@ -81,11 +81,15 @@ static const key_spec schema[] = {
      "stopping.every"},
     {KEY(train, sampling), T_ENUM, "full", sampling_names, HASH_IF_SET,
      "full (every point every step: Algorithms 6 and 7) | poisson (DP-SGD: each point "
-     "independently with probability train.sample_rate each step) | subset (not supported)"},
+     "independently with probability train.sample_rate each step) | subset (DP-SGD: a "
+     "uniformly random set of exactly train.batch_size points each step, without "
+     "replacement). Epoch-wise shuffling is not offered: its usual accounting as Poisson "
+     "is not valid (Chua et al. 2024)"},
     {KEY(train, sample_rate), T_DOUBLE, "0", NULL, GT0 | LE1 | ZERO_UNSET | HASH_IF_SET,
      "poisson: sampling rate q in (0, 1]; the noisy sum is divided by q n (public)"},
     {KEY(train, batch_size), T_SIZE, "0", NULL, HASH_IF_SET,
-     "subset: points per step, sampled without replacement (not supported)"},
+     "subset: m points per step, 1 <= m <= n, sampled without replacement; the noisy sum "
+     "is divided by m (public); accounted by an RDP bound (accounting/SAMPLING.md)"},
     {KEY(train, epochs), T_DOUBLE, "0", NULL, GT0 | ZERO_UNSET | HASH_IF_SET,
      "poisson: train.steps = ceil(epochs / sample_rate) when train.steps is not given"},
     {KEY(train, lr), T_DOUBLE, "0.1", NULL, GT0, "learning rate (> 0)"},
@@ -465,18 +469,33 @@ static int check_ranges_again(const dpgd_config *c)
   return DPGD_OK;
 }
 
-/* The sampler's keys: poisson needs its rate and excludes the filter; the keys of one
+/* The sampler's keys: poisson needs its rate, subset its batch size, and both exclude
+ * the filter; the keys of one
  * sampler are refused under another, so that no run trains with one and accounts with
  * another. */
+static int check_subset(const dpgd_config *c)
+{
+  if (c->train_batch_size == 0)
+    return DPGD_FAIL(DPGD_EINVAL, "%s = subset needs %s >= 1", NAME(train_sampling),
+                     NAME(train_batch_size));
+  if (c->train_sample_rate != 0 || c->train_epochs != 0)
+    return DPGD_FAIL(DPGD_EINVAL, "%s and %s apply to %s = poisson only",
+                     NAME(train_sample_rate), NAME(train_epochs), NAME(train_sampling));
+  if (c->filter_enabled)
+    return DPGD_FAIL(DPGD_EINVAL,
+                     "%s = subset with %s = true (individual filtering under subsampling) "
+                     "is not supported; set %s = false",
+                     NAME(train_sampling), NAME(filter_enabled), NAME(filter_enabled));
+  if (c->train_steps == 0)
+    return DPGD_FAIL(DPGD_EINVAL, "%s = subset needs %s > 0", NAME(train_sampling),
+                     NAME(train_steps));
+  return DPGD_OK;
+}
+
 static int check_sampling(const dpgd_config *c)
 {
   int poisson = c->train_sampling == DPGD_SAMPLING_POISSON;
-  if (c->train_sampling == DPGD_SAMPLING_SUBSET)
-    return DPGD_FAIL(DPGD_EINVAL,
-                     "%s = subset (sampling without replacement, %s) is not supported; use "
-                     "%s = poisson with %s",
-                     NAME(train_sampling), NAME(train_batch_size), NAME(train_sampling),
-                     NAME(train_sample_rate));
+  if (c->train_sampling == DPGD_SAMPLING_SUBSET) return check_subset(c);
   if (c->train_batch_size != 0)
     return DPGD_FAIL(DPGD_EINVAL, "%s applies to %s = subset only", NAME(train_batch_size),
                      NAME(train_sampling));

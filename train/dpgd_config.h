@@ -18,7 +18,7 @@ typedef enum { DPGD_RNG_RESEARCH = 0, DPGD_RNG_SECURE = 1 } dpgd_rng_mode;
 typedef enum {
   DPGD_SAMPLING_FULL = 0,    /* every point every step (Algorithms 6 and 7) */
   DPGD_SAMPLING_POISSON = 1, /* each point independently with probability q (DP-SGD) */
-  DPGD_SAMPLING_SUBSET = 2   /* without replacement: refused by validation */
+  DPGD_SAMPLING_SUBSET = 2   /* exactly m points, without replacement (DP-SGD) */
 } dpgd_sampling;
 typedef enum {
   DPGD_CALIBRATE_NONE = 0,  /* sigma and (for the filter) budget or k are given */

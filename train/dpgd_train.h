@@ -138,6 +138,10 @@ int dpgd_rng_gaussian(dpgd_rng *r, double std, double *out);
  * *count (if not NULL) = the number sampled. DPGD_EINVAL for q outside [0, 1]. */
 int dpgd_rng_sample_poisson(dpgd_rng *r, double q, unsigned char *in /* (n) out */, size_t n,
                             size_t *count);
+/* Fixed-size sampling without replacement: in[i] = 1 for exactly m of the n points, every
+ * m-subset with probability 1/C(n, m) (Floyd's algorithm, unbiased bounded integers:
+ * accounting/SAMPLING.md); m words or slightly more. DPGD_EINVAL for m > n. */
+int dpgd_rng_sample_subset(dpgd_rng *r, size_t m, unsigned char *in /* (n) out */, size_t n);
 
 /* The stream's state for checkpoints: size in bytes (0 in secure mode), copy out, and
  * restore (DPGD_EFORMAT if len does not match). */
@@ -180,8 +184,12 @@ int dpgd_write_atomic(const char *path, const void *buf, size_t len);
 /* Everything the config leaves implicit, resolved before the first step. */
 typedef struct dpgd_plan {
   int filtered;
-  int sampling;          /* dpgd_sampling: full, or poisson (DP-SGD) */
-  double sample_rate;    /* poisson: q; full: 1 */
+  int sampling;       /* dpgd_sampling: full, poisson or subset (DP-SGD) */
+  double sample_rate; /* poisson: q; subset: m/n rounded up; full: 1 */
+  size_t batch_size;  /* subset: m points per step; 0 otherwise */
+  /* The method whose eps the run reports (progress, last line): exact; for subset, whose
+   * entries have no exact answer, the rdp_* method with the smallest planned eps. */
+  int report_method;
   size_t n;              /* public dataset size */
   double sigma, clip;    /* noise multiplier (after calibration), C */
   double budget;         /* B_norm (filtered); k C^2 equivalent steps otherwise */

@@ -14,7 +14,7 @@
 
 double dpgd_plan_mu_train(const dpgd_plan *p, size_t t)
 {
-  if (p->sampling == DPGD_SAMPLING_POISSON) return NAN;
+  if (p->sampling != DPGD_SAMPLING_FULL) return NAN;
   /* sqrt(min(B, t C^2)) / (sigma C), written so that no C^2 over- or underflows */
   double steps = (double)t;
   if (p->filtered) {
@@ -44,11 +44,11 @@ int dpgd_plan_query_due(const dpgd_plan *p, size_t t)
  * floor(B/C^2) + 1 (MATH.md section 1: fully adaptive GDP composition under a filter);
  * later steps add nothing. The composition after t steps is mu_train(t). Poisson
  * sampling: every step is a Poisson-subsampled Gaussian, rate q, noise multiplier sigma
- * (MATH.md section 3), the mechanism the sampler of the step runs. */
+ * (MATH.md section 3), the mechanism the sampler of the step runs; subset sampling: a
+ * without-replacement Gaussian under replace-one neighbours (accounting/SAMPLING.md). */
 int dpgd_plan_add_step(dpgd_accountant *a, const dpgd_plan *p, size_t t)
 {
-  if (p->sampling == DPGD_SAMPLING_POISSON)
-    return dpgd_acct_add_subsampled_gaussian(a, p->sample_rate, p->sigma, 1);
+  if (p->sampling != DPGD_SAMPLING_FULL) return dpgd_plan_add_sampled(a, p, p->sigma, 1);
   if (!p->filtered || t <= p->full_steps) return dpgd_acct_add_gaussian(a, 1.0 / p->sigma, 1);
   if (t == p->full_steps + 1) {
     double rest = p->budget - (double)p->full_steps * p->clip * p->clip;
@@ -71,8 +71,7 @@ int dpgd_plan_accountant(dpgd_accountant **out, const dpgd_plan *p, size_t t)
   if (!a) return DPGD_FAIL(DPGD_ENOMEM, "no memory for the accountant");
   size_t full = p->filtered && t > p->full_steps ? p->full_steps : t;
   int rc = DPGD_OK;
-  if (p->sampling == DPGD_SAMPLING_POISSON && t)
-    rc = dpgd_acct_add_subsampled_gaussian(a, p->sample_rate, p->sigma, t);
+  if (p->sampling != DPGD_SAMPLING_FULL && t) rc = dpgd_plan_add_sampled(a, p, p->sigma, t);
   else if (full) rc = dpgd_acct_add_gaussian(a, 1.0 / p->sigma, full);
   if (!rc && full < t) rc = dpgd_plan_add_step(a, p, full + 1); /* the filter's rest */
   size_t q = dpgd_plan_queries_by(p, t);
@@ -162,16 +161,17 @@ static int subsampled_eps(const dpgd_plan *p, dpgd_acct_method m, double sigma, 
   dpgd_accountant *a = extra ? dpgd_acct_clone(extra) : dpgd_acct_alloc();
   if (!a) return DPGD_FAIL(DPGD_ENOMEM, "no memory for the accountant");
   dpgd_acct_value v;
-  int rc = dpgd_acct_add_subsampled_gaussian(a, p->sample_rate, sigma, steps);
+  int rc = dpgd_plan_add_sampled(a, p, sigma, steps);
   if (!rc) rc = dpgd_acct_epsilon(a, m, p->delta, &v);
   dpgd_acct_free(a);
   if (rc)
     return DPGD_FAIL(rc,
-                     "calibration: %s = %s cannot evaluate %llu Poisson-subsampled Gaussians "
+                     "calibration: %s = %s cannot evaluate %llu %s-subsampled Gaussians "
                      "at q = %g, sigma = %g (%s); try another %s, or more steps",
                      DPGD_CONFIG_KEY(privacy_method), dpgd_acct_method_name(m),
-                     (unsigned long long)steps, p->sample_rate, sigma, dpgd_error_last(),
-                     DPGD_CONFIG_KEY(privacy_method));
+                     (unsigned long long)steps,
+                     p->sampling == DPGD_SAMPLING_SUBSET ? "subset" : "Poisson", p->sample_rate,
+                     sigma, dpgd_error_last(), DPGD_CONFIG_KEY(privacy_method));
   *eps = v.value;
   return DPGD_OK;
 }
@@ -220,7 +220,7 @@ static int calibrate_noise(dpgd_plan *p, const dpgd_config *c, const dpgd_accoun
     p->budget = c->filter_budget > 0 ? c->filter_budget : c->filter_k * p->clip * p->clip;
 
   p->sigma = c->privacy_sigma;
-  if (c->privacy_calibrate == DPGD_CALIBRATE_SIGMA && p->sampling == DPGD_SAMPLING_POISSON) {
+  if (c->privacy_calibrate == DPGD_CALIBRATE_SIGMA && p->sampling != DPGD_SAMPLING_FULL) {
     rc = calibrate_subsampled(p, c, p->steps, extra);
     if (rc) return rc;
   } else if (c->privacy_calibrate == DPGD_CALIBRATE_SIGMA) {
@@ -250,7 +250,7 @@ static void derive_steps(dpgd_plan *p, const dpgd_config *c)
     if (p->steps == 0)
       p->steps = p->full_steps + (p->queries ? (p->queries - 1) * p->every : 0);
     if (p->steps == 0) p->steps = 1;
-  } else if (p->sampling != DPGD_SAMPLING_POISSON) {
+  } else if (p->sampling == DPGD_SAMPLING_FULL) {
     p->steps = c->train_steps;
     p->full_steps = p->steps;
   }
@@ -289,6 +289,7 @@ static int schedule_queries(dpgd_plan *p)
 static int state_guarantee(dpgd_plan *p)
 {
   int poisson = p->sampling == DPGD_SAMPLING_POISSON;
+  int subset = p->sampling == DPGD_SAMPLING_SUBSET;
   p->mu_train = dpgd_plan_mu_train(p, p->steps);
   p->mu_total = sqrt(p->mu_train * p->mu_train + (double)p->queries / (p->tau * p->tau));
   dpgd_accountant *all = NULL;
@@ -296,6 +297,13 @@ static int state_guarantee(dpgd_plan *p)
   if (rc) return rc;
   dpgd_plan_epsilons(all, p->delta, p->eps, p->eps_status);
   dpgd_acct_free(all);
+  dpgd_plan_pick_report(p);
+  if (subset && !isfinite(p->eps[p->report_method]))
+    return DPGD_FAIL(DPGD_ERANGE,
+                     "no rdp_* method can state the planned run's eps (%zu subset-sampled "
+                     "Gaussians, m = %zu of n = %zu, sigma = %g); change %s, %s or %s",
+                     p->steps, p->batch_size, p->n, p->sigma, DPGD_CONFIG_KEY(train_batch_size),
+                     DPGD_CONFIG_KEY(train_steps), DPGD_CONFIG_KEY(privacy_sigma));
   /* A run whose guarantee cannot be stated does not run (e.g. tau -> 0: a query with
    * no noise). */
   if (poisson && !isfinite(p->eps[DPGD_ACCT_EXACT]))
@@ -307,7 +315,7 @@ static int state_guarantee(dpgd_plan *p)
                      dpgd_error_str(p->eps_status[DPGD_ACCT_EXACT]),
                      DPGD_CONFIG_KEY(train_sample_rate), DPGD_CONFIG_KEY(train_steps),
                      DPGD_CONFIG_KEY(privacy_sigma));
-  if (!poisson && (!isfinite(p->mu_total) || !isfinite(p->eps[DPGD_ACCT_EXACT])))
+  if (!poisson && !subset && (!isfinite(p->mu_total) || !isfinite(p->eps[DPGD_ACCT_EXACT])))
     return DPGD_FAIL(DPGD_ERANGE,
                      "the planned run has no finite guarantee (mu = %g; check "
                      "%s, %s and %s)",
@@ -315,7 +323,7 @@ static int state_guarantee(dpgd_plan *p)
                      DPGD_CONFIG_KEY(stopping_tau_frac));
   /* Poisson: no per-point report (its levels would need a per-point accounting of the
    * subsampled releases, which the ledger does not do). */
-  if (poisson) return DPGD_OK;
+  if (poisson || subset) return DPGD_OK;
   /* The per-point report's levels, fixed before any data is seen. Padded by 2^-40 so
    * that a point's total, rounded up, never lands above the top level. */
   double step_mu2 = 1.0 / (p->sigma * p->sigma);
@@ -345,6 +353,7 @@ int dpgd_plan_make(dpgd_plan *p, const dpgd_config *c, size_t n)
   rc = planned_queries(&extra, p);
   if (!rc) rc = check_calibration_conflicts(c, p);
   if (!rc && p->sampling == DPGD_SAMPLING_POISSON) rc = poisson_steps(p, c);
+  if (!rc && p->sampling == DPGD_SAMPLING_SUBSET) rc = dpgd_plan_subset_setup(p, c);
   if (!rc) rc = calibrate_noise(p, c, extra);
   if (!rc) derive_steps(p, c);
   if (!rc) rc = schedule_queries(p);

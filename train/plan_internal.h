@@ -19,4 +19,13 @@ int dpgd_plan_accountant(dpgd_accountant **out, const dpgd_plan *p, size_t t);
 void dpgd_plan_epsilons(const dpgd_accountant *a, double delta, double *eps /* (5) */,
                         int *status /* (5) or NULL */);
 
+/* ---- plan_subset.c ---- */
+/* count releases of a Poisson (rate q) or subset (m of n, replace-one) step at noise
+ * multiplier sigma (accounting/SAMPLING.md for subset). */
+int dpgd_plan_add_sampled(dpgd_accountant *a, const dpgd_plan *p, double sigma, uint64_t count);
+/* Subset: m <= n, a calibration method that can answer; batch_size, sample_rate, steps. */
+int dpgd_plan_subset_setup(dpgd_plan *p, const dpgd_config *c);
+/* p->report_method from p->eps: exact, or for subset the smallest finite rdp_*. */
+void dpgd_plan_pick_report(dpgd_plan *p);
+
 #endif

@@ -155,12 +155,13 @@ int dpgd_run_setup(dpgd_run *r)
   }
   r->rng_step = dpgd_rng_alloc(c->train_rng, c->train_seed, DPGD_STREAM_STEP);
   r->rng_query = dpgd_rng_alloc(c->train_rng, c->train_seed, DPGD_STREAM_QUERY);
-  /* Poisson: the sample is drawn in the noise's rng mode (secure: from getrandom too). */
-  int poisson = r->plan.sampling == DPGD_SAMPLING_POISSON;
-  if (poisson) r->rng_sample = dpgd_rng_alloc(c->train_rng, c->train_seed, DPGD_STREAM_SAMPLE);
-  if (poisson) r->in = malloc(n);
+  /* Poisson and subset: the sample is drawn in the noise's rng mode (secure: from
+   * getrandom too). */
+  int sampled = r->plan.sampling != DPGD_SAMPLING_FULL;
+  if (sampled) r->rng_sample = dpgd_rng_alloc(c->train_rng, c->train_seed, DPGD_STREAM_SAMPLE);
+  if (sampled) r->in = malloc(n);
   if (!r->ws || !r->ledger || !r->caps || !r->post || !r->sum || !r->best || !r->rng_step ||
-      !r->rng_query || (poisson && (!r->rng_sample || !r->in)))
+      !r->rng_query || (sampled && (!r->rng_sample || !r->in)))
     return DPGD_FAIL(DPGD_ENOMEM, "no memory for the training state (n = %zu, P = %zu)", n,
                      r->P);
   /* The sum's rounding moves it by up to 2 gamma sum_j ||v_j|| <= 2 gamma n C more
@@ -287,12 +288,14 @@ const dpgd_plan *dpgd_run_plan(const dpgd_run *r) { return &r->plan; }
 const dpgd_config *dpgd_run_config(const dpgd_run *r) { return &r->cfg; }
 const dpgd_ledger *dpgd_run_ledger(const dpgd_run *r) { return r->ledger; }
 size_t dpgd_run_step_index(const dpgd_run *r) { return (size_t)r->m.step; }
-/* Between the steps that carry eps (output.eps_every) it is computed afresh. */
+/* The reported method's eps (exact; for subset runs the plan's rdp_* method). Between
+ * the steps that carry eps (output.eps_every) it is computed afresh. */
 double dpgd_run_eps_now(const dpgd_run *r)
 {
-  if (r->eps_step == r->m.step) return r->eps_now[DPGD_ACCT_EXACT];
+  dpgd_acct_method m = (dpgd_acct_method)r->plan.report_method;
+  if (r->eps_step == r->m.step) return r->eps_now[m];
   dpgd_acct_value v;
-  int rc = dpgd_acct_epsilon(r->acct, DPGD_ACCT_EXACT, r->plan.delta, &v);
+  int rc = dpgd_acct_epsilon(r->acct, m, r->plan.delta, &v);
   dpgd_error_clear();
   return rc ? NAN : v.value;
 }
@@ -315,14 +318,15 @@ void dpgd_run_progress(const dpgd_run *r, char *buf, size_t len)
   double eta = per * (double)(r->plan.steps - r->m.step);
   char acc[32] = "-";
   if (isfinite(r->m.last_test_acc)) snprintf(acc, sizeof acc, "%.4f", r->m.last_test_acc);
-  /* The exact method may have no answer after some steps (a few subsampled releases at
-   * a small rate): "n/a", as metrics.csv leaves the field empty. */
+  /* The reported method may have no answer after some steps (a few subsampled releases
+   * at a small rate): "n/a", as metrics.csv leaves the field empty. */
   char eps[48] = "n/a";
-  double e = r->eps_now[DPGD_ACCT_EXACT];
+  double e = r->eps_now[r->plan.report_method];
   if (isfinite(e)) snprintf(eps, sizeof eps, "%.4g", dpgd_round_digits(e, 4, 1));
   if (isfinite(e) && r->eps_step != r->m.step) /* output.eps_every: as of an earlier step */
     snprintf(eps + strlen(eps), sizeof eps - strlen(eps), " after step %zu", r->eps_step);
-  snprintf(buf, len, "step %llu/%zu  ETA %dm%02ds  eps %s (exact, delta %g)  test acc %s",
+  snprintf(buf, len, "step %llu/%zu  ETA %dm%02ds  eps %s (%s, delta %g)  test acc %s",
            (unsigned long long)r->m.step, r->plan.steps, (int)(eta / 60), (int)fmod(eta, 60),
-           eps, r->plan.delta, acc);
+           eps, dpgd_acct_method_name((dpgd_acct_method)r->plan.report_method), r->plan.delta,
+           acc);
 }

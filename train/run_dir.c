@@ -186,9 +186,12 @@ static int write_summary(dpgd_run *r, double test_acc)
   fprintf(f, "{\"dpgd_version\": \"%s\", \"model\": \"%s\", \"activation\": \"%s\",\n",
           DPGD_VERSION, r->cfg.model_type,
           r->cfg.model_activation == DPGD_ACT_TANH ? "tanh" : "relu");
+  static const char *const samplers[] = {"full", "poisson", "subset"};
   fprintf(f, " \"algorithm\": \"%s\", \"sampling\": \"%s\", \"sample_rate\": %.17g,\n",
-          p->filtered ? "filtered" : "plain",
-          p->sampling == DPGD_SAMPLING_POISSON ? "poisson" : "full", p->sample_rate);
+          p->filtered ? "filtered" : "plain", samplers[p->sampling], p->sample_rate);
+  if (p->sampling == DPGD_SAMPLING_SUBSET)
+    fprintf(f, " \"batch_size\": %zu, \"eps_method\": \"%s\",\n", p->batch_size,
+            dpgd_acct_method_name((dpgd_acct_method)p->report_method));
   fprintf(f, " \"n_train\": %zu, \"n_test\": %zu, \"eval_set\": \"%s\",\n", r->train->n,
           r->test->n, r->cfg.data_validation ? "validation" : "test");
   fprintf(f, " \"steps\": %zu, \"selected_step\": %llu, \"queries\": %llu,\n", p->steps,

@@ -85,20 +85,24 @@ static int diverged(dpgd_run *r, size_t t, double lr)
   if (rc) return rc;
   return DPGD_FAIL(DPGD_ERANGE,
                    "training diverged: parameters not finite after step %zu (lower %s); "
-                   "the step was released and is accounted: eps %.6g (exact, delta %g) in "
+                   "the step was released and is accounted: eps %.6g (%s, delta %g) in "
                    "metrics.csv",
-                   t, DPGD_CONFIG_KEY(train_lr),
-                   dpgd_round_digits(r->eps_now[DPGD_ACCT_EXACT], 6, 1), r->plan.delta);
+                   t, DPGD_CONFIG_KEY(train_lr), dpgd_round_digits(dpgd_run_eps_now(r), 6, 1),
+                   dpgd_acct_method_name((dpgd_acct_method)r->plan.report_method),
+                   r->plan.delta);
 }
 
 int dpgd_run_checkpoint(dpgd_run *r) { return dpgd_run_write_checkpoint(r); }
 
-/* Poisson sampling: the points not in this step's sample get cap 0, which the engine
- * skips (unless train.constant_time) and the ledger does not charge. An empty sample is
- * normal: the update is then noise only. */
+/* Poisson or subset sampling: the points not in this step's sample get cap 0, which the
+ * engine skips (unless train.constant_time) and the ledger does not charge. An empty
+ * Poisson sample is normal: the update is then noise only. */
 static int sample_batch(dpgd_run *r)
 {
-  int rc = dpgd_rng_sample_poisson(r->rng_sample, r->plan.sample_rate, r->in, r->m.n, NULL);
+  int rc =
+      r->plan.sampling == DPGD_SAMPLING_SUBSET
+          ? dpgd_rng_sample_subset(r->rng_sample, r->plan.batch_size, r->in, r->m.n)
+          : dpgd_rng_sample_poisson(r->rng_sample, r->plan.sample_rate, r->in, r->m.n, NULL);
   if (rc) return rc;
   for (size_t i = 0; i < r->m.n; i++)
     if (!r->in[i]) r->caps[i] = 0;
@@ -203,9 +207,11 @@ int dpgd_run_step(dpgd_run *r)
 
   int rc = clipped_noisy_sum(r);
   if (rc) return rc;
-  /* Divided by the public n, or by the expected batch size q n (poisson): never by a
-   * count of the data. */
-  double denom = p->sampling == DPGD_SAMPLING_POISSON ? p->sample_rate * (double)n : (double)n;
+  /* Divided by the public n, by the expected batch size q n (poisson) or by the batch
+   * size m (subset): never by a count of the data. */
+  double denom = p->sampling == DPGD_SAMPLING_POISSON  ? p->sample_rate * (double)n
+                 : p->sampling == DPGD_SAMPLING_SUBSET ? (double)p->batch_size
+                                                       : (double)n;
   double lr = lr_at(r, t), scale = lr / denom;
   int finite = apply_update(r, scale);
   rc = dpgd_plan_add_step(r->acct, p, t);

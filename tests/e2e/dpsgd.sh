@@ -50,8 +50,6 @@ R=(--config "$CFG" --set data.dir="$MNIST" --set privacy.calibrate=none --set pr
 P=(--set train.sampling=poisson --set train.sample_rate=$Q)
 expect_fail filter 'train.sampling = poisson with filter.enabled = true' \
   "$DPGD" train "${R[@]}" "${P[@]}" --set filter.enabled=true --set filter.k=5
-expect_fail subset 'train.sampling = subset .*train.batch_size.* not supported' \
-  "$DPGD" train "${R[@]}" --set train.sampling=subset --set train.batch_size=64
 expect_fail rate 'train.sample_rate: must be <= 1' \
   "$DPGD" train "${R[@]}" "${P[@]}" --set train.sample_rate=1.5
 expect_fail no-rate 'train.sampling = poisson needs train.sample_rate' \

@@ -161,6 +161,14 @@ static void test_summary_good(void **state)
   assert_int_equal(dpgd_run_summary_parse(&s, t, strlen(t), "s.json"), DPGD_OK);
   assert_string_equal(s.sampling, "poisson");
   assert_true(isnan(s.mu));
+  /* Nor is a subset run. */
+  t = "{\"algorithm\":\"plain\",\"sampling\":\"subset\",\"sample_rate\":0.064,"
+      "\"batch_size\":64,\"eps_method\":\"rdp_optimal\",\"mu\":null,\"delta\":1e-5,"
+      "\"test_acc\":0.5,\"steps\":3,\"eps\":{\"exact\":null,\"rdp_optimal\":2}}";
+  assert_int_equal(dpgd_run_summary_parse(&s, t, strlen(t), "s.json"), DPGD_OK);
+  assert_string_equal(s.sampling, "subset");
+  assert_true(isnan(s.mu) && isnan(s.eps[DPGD_ACCT_EXACT]) &&
+              s.eps[DPGD_ACCT_RDP_OPTIMAL] == 2);
 }
 
 static void expect_summary_error(const char *text, const char *needle)
@@ -191,7 +199,7 @@ static void test_summary_bad(void **state)
   expect_summary_error("{\"algorithm\":\"plain\",\"mu\":null,\"delta\":1e-5,\"test_acc\":0.5,"
                        "\"steps\":3,\"eps\":{\"zcdp\":1}}",
                        "\"mu\"");
-  snprintf(buf, sizeof buf, "{\"algorithm\":\"plain\",\"sampling\":\"subset\",%s}", base);
+  snprintf(buf, sizeof buf, "{\"algorithm\":\"plain\",\"sampling\":\"shuffle\",%s}", base);
   expect_summary_error(buf, "\"sampling\" must be");
   expect_summary_error("{\"algorithm\":\"plain\",\"mu\":-1,\"delta\":1e-5,\"test_acc\":0.5,"
                        "\"steps\":3,\"eps\":{\"zcdp\":1}}",

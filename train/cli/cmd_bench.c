@@ -2,7 +2,10 @@
  * sum (dpgd_model_clipped_grad_sum) on the MNIST training images, against a large
  * OpenBLAS sgemm measured in the same run on the same number of threads, so the ratio
  * says how close the engine gets to the machine's matrix-product speed whatever the
- * load. Timings are medians over --reps passes after one untimed warm-up pass. */
+ * load. Timings are medians over --reps passes after one untimed warm-up pass. Then the
+ * pass as a DP-SGD step runs it (--batch: m points drawn without replacement get cap 1,
+ * the others 0, over the same n images), against the full pass per example, and one
+ * Gaussian draw over all parameters (the step's noise). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,15 +21,16 @@
 #include "commands.h"
 #include "dpgd_data.h"
 #include "dpgd_model.h"
+#include "dpgd_train.h"
 
-enum { SGEMM_N = 2048, MAX_REPS = 100 };
+enum { SGEMM_N = 2048, MAX_REPS = 100, MAX_BATCHES = 8, BATCH_REPS_X = 10 };
 
 static void usage(FILE *f)
 {
   fprintf(f,
           "usage: dpgd bench grads [--model cnn|softmax|all] [--threads N] [--reps R]\n"
           "                        [--data DIR] [--n N] [--chunk B] [--active PCT]\n"
-          "                        [--constant-time]\n\n"
+          "                        [--constant-time] [--batch M1,M2,...]\n\n"
           "Times the fused per-example clip-and-sum step over the MNIST training images\n"
           "(every example clipped to 1) and a %d^3 OpenBLAS sgemm on the same threads.\n"
           "Prints, per model, seconds per pass (median of R passes after a warm-up),\n"
@@ -36,7 +40,15 @@ static void usage(FILE *f)
           "  bench grads model=M threads=T s_per_pass=S ex_per_s=E gflops=G sgemm_gflops=Q\n"
           "  ratio=R rss_mb=MB n=N\n"
           "(a pass is over the N images used; rss_mb is the process's peak so far, the\n"
-          "dataset and the sgemm's matrices included).\n\n"
+          "dataset and the sgemm's matrices included). Then, per batch size m <= N, the\n"
+          "pass as a DP-SGD step runs it: a fresh set of m of the N images drawn without\n"
+          "replacement before each pass has cap 1, the others cap 0 (skipped unless\n"
+          "--constant-time); median of %d R passes, and the cost per example against the\n"
+          "full pass's (1 = the same; above 1: slower per example):\n"
+          "  bench batch model=M threads=T m=B s_per_pass=S ex_per_s=E per_example_vs_full=X\n"
+          "  noise_s=Z n=N\n"
+          "(noise_s: one N(0, 1) draw for each of the model's parameters, research rng:\n"
+          "the rest of a step's work besides the pass, update and accounting aside).\n\n"
           "  --model M    cnn, softmax or all (default all)\n"
           "  --threads N  threads (default: the OpenMP default)\n"
           "  --reps R     timed passes, median reported (default 3, 1..%d)\n"
@@ -45,8 +57,10 @@ static void usage(FILE *f)
           "  --chunk B    examples per chunk (default: the model's measured default)\n"
           "  --active PCT only PCT%% of the examples have a nonzero cap (spread evenly; the\n"
           "               others are filtered out, as late in a filtered run; default 100)\n"
-          "  --constant-time  compute the filtered-out examples too (train.constant_time)\n",
-          SGEMM_N, MAX_REPS);
+          "  --constant-time  compute the filtered-out examples too (train.constant_time)\n"
+          "  --batch LIST batch sizes, comma-separated, at most %d (default 256,1024; those\n"
+          "               above N are skipped; 0 = none)\n",
+          SGEMM_N, BATCH_REPS_X, MAX_REPS, MAX_BATCHES);
 }
 
 static double now(void)
@@ -110,7 +124,77 @@ typedef struct bench_opts {
   int threads;
   size_t reps, n, chunk, active;
   int constant_time;
+  size_t batch[MAX_BATCHES], n_batch;
 } bench_opts;
+
+/* Seconds of one N(0, 1) draw per parameter (research rng): median of reps. */
+static int noise_seconds(double *sum, size_t P, size_t reps, double *out)
+{
+  dpgd_rng *g = dpgd_rng_alloc(DPGD_RNG_RESEARCH, 1, DPGD_STREAM_STEP);
+  if (!g) return DPGD_FAIL(DPGD_ENOMEM, "no memory for the noise stream");
+  double t[MAX_REPS];
+  int st = DPGD_OK;
+  for (size_t r = 0; r <= reps && !st; r++) {
+    double t0 = now();
+    st = dpgd_rng_gaussian_add(g, 1.0, sum, P);
+    if (r > 0) t[r - 1] = now() - t0;
+  }
+  dpgd_rng_free(g);
+  if (!st) *out = median(t, reps);
+  return st;
+}
+
+/* The pass over a batch of m of the n images drawn without replacement (a fresh draw,
+ * untimed, before each pass), as a subset-sampled DP-SGD step runs it; caps (n) and in
+ * (n) are scratch. Median seconds over reps passes after a warm-up. */
+static int batch_seconds(dpgd_model *m, dpgd_grad_ws *ws, const dpgd_dataset *ds, size_t b,
+                         size_t reps, double *caps, unsigned char *in, double *sum, double *out)
+{
+  dpgd_rng *g = dpgd_rng_alloc(DPGD_RNG_RESEARCH, 2385, DPGD_STREAM_SAMPLE);
+  if (!g) return DPGD_FAIL(DPGD_ENOMEM, "no memory for the sampler");
+  double t[MAX_REPS];
+  int st = DPGD_OK;
+  for (size_t r = 0; r <= reps && !st; r++) {
+    st = dpgd_rng_sample_subset(g, b, in, ds->n);
+    for (size_t i = 0; i < ds->n && !st; i++) caps[i] = in[i];
+    double t0 = now();
+    if (!st) st = dpgd_model_clipped_grad_sum(m, ws, ds, caps, sum, NULL, NULL);
+    if (r > 0) t[r - 1] = now() - t0;
+  }
+  dpgd_rng_free(g);
+  if (!st) *out = median(t, reps);
+  return st;
+}
+
+/* Every batch size of o that fits: its line and its machine line; full_s is the full
+ * pass's seconds over all n images. */
+static int bench_batches(const dpgd_model_type *type, dpgd_model *m, dpgd_grad_ws *ws,
+                         const dpgd_dataset *ds, const bench_opts *o, double full_s,
+                         double *caps, double *sum)
+{
+  size_t P = dpgd_model_n_params(m), reps = o->reps * BATCH_REPS_X;
+  if (reps > MAX_REPS) reps = MAX_REPS;
+  unsigned char *in = malloc(ds->n);
+  if (!in) return dpgd_cli_error("out of memory for %zu examples", ds->n);
+  double noise = 0;
+  int st = noise_seconds(sum, P, reps, &noise);
+  for (size_t k = 0; k < o->n_batch && !st; k++) {
+    size_t b = o->batch[k];
+    double s = 0;
+    if (b > ds->n) continue;
+    st = batch_seconds(m, ws, ds, b, reps, caps, in, sum, &s);
+    if (st) break;
+    double vs_full = (s / (double)b) / (full_s / (double)ds->n);
+    printf("  batch m = %zu: %.3g s per pass (median of %zu), %.0f examples/s, %.3g x the "
+           "full pass's time per example; noise over %zu parameters %.3g s\n",
+           b, s, reps, (double)b / s, vs_full, P, noise);
+    printf("bench batch model=%s threads=%d m=%zu s_per_pass=%.9g ex_per_s=%.9g "
+           "per_example_vs_full=%.6g noise_s=%.9g n=%zu\n",
+           dpgd_model_type_name(type), o->threads, b, s, (double)b / s, vs_full, noise, ds->n);
+  }
+  free(in);
+  return st ? dpgd_cli_status_error(st, "timing the batches") : DPGD_EXIT_OK;
+}
 
 static int bench_model(const dpgd_model_type *type, const dpgd_dataset *ds, const bench_opts *o,
                        double sgemm)
@@ -153,7 +237,7 @@ static int bench_model(const dpgd_model_type *type, const dpgd_dataset *ds, cons
          "sgemm_gflops=%.6g ratio=%.6g rss_mb=%.1f n=%zu active=%zu constant_time=%d\n",
          dpgd_model_type_name(type), o->threads, s, ex, gf, sgemm, gf / sgemm, peak_rss_mb(),
          ds->n, o->active, o->constant_time);
-  rc = DPGD_EXIT_OK;
+  rc = bench_batches(type, m, ws, ds, o, s, caps, sum);
 done:
   free(caps);
   free(sum);
@@ -164,6 +248,26 @@ done:
   return rc;
 }
 
+/* --batch M1,M2,...: sizes >= 1, at most MAX_BATCHES; "0" alone means none. */
+static int parse_batches(bench_opts *o, const char *v)
+{
+  o->n_batch = 0;
+  if (!strcmp(v, "0")) return DPGD_EXIT_OK;
+  char buf[256];
+  if (strlen(v) >= sizeof buf) return dpgd_cli_usage_error("bench", "--batch: list too long");
+  strcpy(buf, v);
+  for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    size_t z;
+    if (dpgd_cli_parse_size("--batch", t, &z)) return DPGD_EXIT_USAGE;
+    if (z < 1) return dpgd_cli_usage_error("bench", "--batch sizes must be at least 1");
+    if (o->n_batch == MAX_BATCHES)
+      return dpgd_cli_usage_error("bench", "--batch: at most %d sizes", MAX_BATCHES);
+    o->batch[o->n_batch++] = z;
+  }
+  if (!o->n_batch) return dpgd_cli_usage_error("bench", "--batch needs sizes, e.g. 256,1024");
+  return DPGD_EXIT_OK;
+}
+
 static int parse(bench_opts *o, int argc, char **argv)
 {
   for (int i = 2; i < argc; i++) {
@@ -171,6 +275,12 @@ static int parse(bench_opts *o, int argc, char **argv)
     size_t z;
     if (!strcmp(a, "--constant-time")) {
       o->constant_time = 1;
+      continue;
+    }
+    if (!strcmp(a, "--batch")) {
+      if (!v) return dpgd_cli_usage_error("bench", "%s needs a value", a);
+      if (parse_batches(o, v)) return DPGD_EXIT_USAGE;
+      i++;
       continue;
     }
     if (!strcmp(a, "--model") || !strcmp(a, "--data") || !strcmp(a, "--threads") ||
@@ -220,7 +330,7 @@ int dpgd_cmd_bench(int argc, char **argv)
   }
   if (argc < 2 || strcmp(argv[1], "grads"))
     return dpgd_cli_usage_error("bench", "expected 'dpgd bench grads [options]'");
-  bench_opts o = {.model = "all", .reps = 3, .active = 100};
+  bench_opts o = {.model = "all", .reps = 3, .active = 100, .batch = {256, 1024}, .n_batch = 2};
   int rc = parse(&o, argc, argv);
   if (rc) return rc;
 #ifdef _OPENMP

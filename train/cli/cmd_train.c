@@ -46,7 +46,15 @@ static void usage(FILE *f)
       "Algorithm 7 with individual privacy filtering when filter.enabled = true), or\n"
       "DP-SGD with Poisson sampling (train.sampling = poisson, train.sample_rate = q:\n"
       "each point independently with probability q each step, the noisy sum divided by\n"
-      "q n; accounted as Poisson-subsampled Gaussians by the same accountant).\n"
+      "q n; accounted as Poisson-subsampled Gaussians by the same accountant), or with\n"
+      "fixed-size sampling (train.sampling = subset, train.batch_size = m: a uniformly\n"
+      "random set of exactly m points each step, without replacement, the sum divided by\n"
+      "m; accounted under replace-one neighbours by an RDP bound, reported as the\n"
+      "smallest rdp_* eps and never as exact: accounting/SAMPLING.md).\n"
+      "Samplers offered: full, poisson, subset. Epoch-wise shuffling (each point once\n"
+      "per epoch) is not offered: it is a different sampler, and its usual accounting as\n"
+      "Poisson sampling is not valid (Chua et al., How Private are DP-SGD\n"
+      "Implementations?, ICML 2024); dpgd has no accountant for it.\n"
       "Writes the run directory described in train/RUN_FORMAT.md: config.ini,\n"
       "metrics.csv, model.bin, points.csv (SENSITIVE per-point report),\n"
       "checkpoint.bin, summary.json (last).\n\n"
@@ -67,7 +75,13 @@ static void usage(FILE *f)
 /* The guarantee line: GDP mu for full-batch runs; poisson runs are not GDP. */
 static void print_guarantee(const dpgd_plan *p)
 {
-  if (p->sampling == DPGD_SAMPLING_POISSON)
+  if (p->sampling == DPGD_SAMPLING_SUBSET)
+    printf("guarantee   %zu subset-sampled Gaussians (m = %zu of n = %zu, sigma = %.6g, "
+           "replace-one, RDP bound)%s, delta = %g; eps by method (reported: %s):\n",
+           p->steps, p->batch_size, p->n, dpgd_round_digits(p->sigma, 6, 1),
+           p->queries ? " and the queries" : "", p->delta,
+           dpgd_acct_method_name((dpgd_acct_method)p->report_method));
+  else if (p->sampling == DPGD_SAMPLING_POISSON)
     printf("guarantee   %zu Poisson-subsampled Gaussians (q = %.6g, sigma = %.6g)%s, delta = "
            "%g; eps by method:\n",
            p->steps, p->sample_rate, dpgd_round_digits(p->sigma, 6, 1),
@@ -80,7 +94,11 @@ static void print_guarantee(const dpgd_plan *p)
 
 static void print_plan(const dpgd_plan *p, const dpgd_config *c)
 {
-  if (p->sampling == DPGD_SAMPLING_POISSON)
+  if (p->sampling == DPGD_SAMPLING_SUBSET)
+    printf("algorithm   DP-SGD, subset sampling: exactly m = %zu points per step without "
+           "replacement (the noisy sum is divided by m)\n",
+           p->batch_size);
+  else if (p->sampling == DPGD_SAMPLING_POISSON)
     printf("algorithm   DP-SGD, Poisson sampling: rate q = %.6g, expected batch q n = %.6g "
            "(the noisy sum is divided by it)\n",
            p->sample_rate, p->sample_rate * (double)p->n);
@@ -113,6 +131,10 @@ static void print_plan(const dpgd_plan *p, const dpgd_config *c)
   for (int m = 0; m < DPGD_ACCT_N_METHODS; m++) {
     const char *name = dpgd_acct_method_name((dpgd_acct_method)m);
     if (isfinite(p->eps[m])) printf("  %-12s %.6g\n", name, dpgd_round_digits(p->eps[m], 6, 1));
+    else if (p->sampling == DPGD_SAMPLING_SUBSET && m <= DPGD_ACCT_ZCDP)
+      printf("  %-12s n/a (no dominating pair is known for subset sampling under replace-one "
+             "neighbours; the rdp_* rows are upper bounds)\n",
+             name);
     else
       printf("  %-12s n/a (%s)\n", name,
              p->eps_status[m] == DPGD_OK ? "infinite" : dpgd_error_str(p->eps_status[m]));
@@ -272,9 +294,9 @@ int dpgd_cmd_train(int argc, char **argv)
     dpgd_run_free(r);
     return dpgd_cli_status_error(rc, "training failed");
   }
-  printf("done        %zu steps; eps %.6g (exact, delta %g); results in %s (summary.json)\n",
-         dpgd_run_step_index(r), dpgd_round_digits(dpgd_run_eps_now(r), 6, 1), p->delta,
-         c->output_dir);
+  printf("done        %zu steps; eps %.6g (%s, delta %g); results in %s (summary.json)\n",
+         dpgd_run_step_index(r), dpgd_round_digits(dpgd_run_eps_now(r), 6, 1),
+         dpgd_acct_method_name((dpgd_acct_method)p->report_method), p->delta, c->output_dir);
   dpgd_run_free(r);
   return DPGD_EXIT_OK;
 }

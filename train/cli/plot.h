@@ -42,7 +42,7 @@ double dpgd_csv_at(const dpgd_csv *t, size_t r, int c);
 
 typedef struct dpgd_run_summary {
   char algorithm[16]; /* "filtered" | "plain" */
-  char sampling[16];  /* "full" (also when absent) | "poisson" */
+  char sampling[16];  /* "full" (also when absent) | "poisson" | "subset" */
   char model[16];
   char rng[16];
   double steps, selected_step, sigma, clip, budget, delta, mu;
@@ -52,7 +52,7 @@ typedef struct dpgd_run_summary {
 } dpgd_run_summary;
 
 /* Parses summary.json text: a JSON object. Required: "algorithm" (filtered|plain),
- * "mu" (>= 0; null, NAN here, when "sampling" is "poisson"), "delta" in (0,1), "test_acc" in [0,1], "steps" (>= 0), and an "eps"
+ * "mu" (>= 0; null, NAN here, when "sampling" is "poisson" or "subset"), "delta" in (0,1), "test_acc" in [0,1], "steps" (>= 0), and an "eps"
  * object with at least one method of dpgd_acct_method_name. Other numbers are NAN when
  * absent. Unknown keys are ignored (forward compatible); bad JSON is an error. */
 int dpgd_run_summary_parse(dpgd_run_summary *s, const char *buf /* (len) */, size_t len,

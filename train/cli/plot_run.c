@@ -404,10 +404,11 @@ int dpgd_run_summary_parse(dpgd_run_summary *s, const char *buf, size_t len, con
     return DPGD_FAIL(DPGD_EFORMAT, "%s: \"algorithm\" must be \"filtered\" or \"plain\"%s",
                      name, s->algorithm[0] ? "" : " (missing)");
   if (!s->sampling[0]) snprintf(s->sampling, sizeof s->sampling, "full");
-  int poisson = !strcmp(s->sampling, "poisson");
+  int poisson = !strcmp(s->sampling, "poisson") || !strcmp(s->sampling, "subset");
   if (!poisson && strcmp(s->sampling, "full"))
-    return DPGD_FAIL(DPGD_EFORMAT, "%s: \"sampling\" must be \"full\" or \"poisson\"", name);
-  /* Poisson runs are not GDP: their "mu" is null. */
+    return DPGD_FAIL(DPGD_EFORMAT,
+                     "%s: \"sampling\" must be \"full\", \"poisson\" or \"subset\"", name);
+  /* Subsampled (poisson, subset) runs are not GDP: their "mu" is null. */
   if (!(s->mu >= 0) && !(poisson && isnan(s->mu)))
     return DPGD_FAIL(DPGD_EFORMAT, "%s: \"mu\" missing or negative", name);
   if (!(s->delta > 0 && s->delta < 1))
