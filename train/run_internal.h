@@ -62,6 +62,9 @@ struct dpgd_run {
 };
 
 /* ---- run.c ---- */
+/* The config's training split (and test split when test is not NULL), data.n_train and
+ * data.n_test applied, normalisation from data.mean and data.std. */
+int dpgd_run_load_data(dpgd_dataset **train, dpgd_dataset **test, const dpgd_config *c);
 /* Everything shared by open and resume: data, plan, model, buffers, streams. */
 int dpgd_run_setup(dpgd_run *r);
 

@@ -176,6 +176,8 @@ static int start_run(dpgd_run **r, const train_args *a)
   for (int i = 0; !rc && i < a->n_sets; i++) rc = dpgd_config_set(&c, a->sets[i]);
   if (!rc) rc = dpgd_config_validate(&c);
   if (rc) return dpgd_cli_status_error(rc, "");
+  if (c.train_algorithm == DPGD_ALGO_PNSGD)
+    return dpgd_cmd_train_pnsgd(&c, a->out, a->dry, c.output_progress && !a->quiet);
   if (a->dry) {
     dpgd_plan p;
     rc = dpgd_run_dry(&p, &c);
