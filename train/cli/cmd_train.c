@@ -47,6 +47,8 @@ static void usage(FILE *f)
       "DP-SGD with Poisson sampling (train.sampling = poisson, train.sample_rate = q:\n"
       "each point independently with probability q each step, the noisy sum divided by\n"
       "q n; accounted as Poisson-subsampled Gaussians by the same accountant).\n"
+      "train.algorithm = pnsgd: one pass of projected noisy SGD on softmax regression\n"
+      "releasing only the last iterate (train/LASTITERATE.md; no checkpoints, no resume).\n"
       "Writes the run directory described in train/RUN_FORMAT.md: config.ini,\n"
       "metrics.csv, model.bin, points.csv (SENSITIVE per-point report),\n"
       "checkpoint.bin, summary.json (last).\n\n"
