@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "pnsgd_internal.h"
 #include "run_internal.h"
@@ -135,6 +136,7 @@ int dpgd_pnsgd_dry(dpgd_pnsgd_plan *p, const dpgd_config *c)
 void dpgd_pnsgd_free(dpgd_pnsgd *r)
 {
   if (!r) return;
+  if (r->lock_fd >= 0) close(r->lock_fd); /* releases the lock */
   dpgd_data_free(r->train);
   dpgd_data_free(r->test);
   dpgd_grad_ws_free(r->ws);
@@ -234,6 +236,10 @@ static int claim_dir(dpgd_pnsgd *r)
                        NAME(output_dir));
   }
   int rc = dpgd_run_make_dirs(r->dir);
+  if (!rc) rc = dpgd_run_lock_path(r->dir, &r->lock_fd);
+  dpgd_pnsgd_path(p, r, "summary.json"); /* again under the lock */
+  if (!rc && dpgd_run_file_exists(p))
+    rc = DPGD_FAIL(DPGD_EINVAL, "%s holds a run (finished meanwhile)", r->dir);
   if (rc) return rc;
   char *text = NULL;
   size_t len = 0;
@@ -258,6 +264,7 @@ int dpgd_pnsgd_open(dpgd_pnsgd **out, const dpgd_config *c, const char *run_dir)
   dpgd_pnsgd *r = calloc(1, sizeof *r);
   if (!r) return DPGD_FAIL(DPGD_ENOMEM, "no memory for the run");
   r->cfg = *c;
+  r->lock_fd = -1;
   if (run_dir) snprintf(r->cfg.output_dir, sizeof r->cfg.output_dir, "%s", run_dir);
   snprintf(r->dir, sizeof r->dir, "%s", r->cfg.output_dir);
   rc = setup(r);

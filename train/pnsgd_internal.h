@@ -21,6 +21,7 @@ struct dpgd_pnsgd {
   double *g;     /* (P) the step's clipped gradient, then the pre-projection iterate */
   dpgd_rng *rng_step;
   size_t step; /* steps done */
+  int lock_fd; /* <dir>/lock, flock()ed while the run is open; -1 */
   struct timespec t0;
   double wall_s;
 };

@@ -47,6 +47,22 @@ PYEOF
 done
 checks=$((checks + 1))
 [ "$(grep -vc '^#' "$RUN/points.csv")" -eq 501 ] || fail "points.csv: not one row per point"
+# positions.csv: from t = n down to t = 1, every bound is non-increasing as more steps
+# follow the point (up to the numerical error bound of the contraction bound), its
+# first row is summary.json's worst case, and composition does not depend on t.
+checks=$((checks + 1))
+python3 - "$RUN/summary.json" "$RUN/positions.csv" >"$TMP/py" 2>&1 <<'PYEOF' || fail "positions.csv: $(tail -c 400 "$TMP/py")"
+import csv, json, sys
+w = json.load(open(sys.argv[1]))["guarantee"]["worst"]
+rows = list(csv.DictReader(l for l in open(sys.argv[2]) if not l.startswith("#")))
+assert int(rows[0]["position"]) == 500 and int(rows[-1]["position"]) == 1, rows[-1]
+assert float(rows[0]["eps"]) == w["eps"] and float(rows[0]["rho"]) == w["rho"]
+for a, b in zip(rows, rows[1:]):
+    assert int(b["position"]) < int(a["position"])
+    assert float(b["rho"]) <= float(a["rho"]) and float(b["eps_iteration"]) <= float(a["eps_iteration"])
+    assert float(b["eps"]) <= float(a["eps"]) * (1 + 1e-6), (a, b)
+    assert b["eps_composition"] == a["eps_composition"]
+PYEOF
 
 expect_fail cnn 'model\.type = softmax' "$DPGD" train --config "$CFG" "${SET[@]}" \
   --set model.type=cnn --out "$TMP/x"
