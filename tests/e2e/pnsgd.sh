@@ -77,5 +77,6 @@ expect_fail poisson 'train\.sampling' "$DPGD" train --config "$CFG" "${SET[@]}" 
 expect_fail lr 'train\.lr = 0\.01 exceeds 2/beta' "$DPGD" train --config "$CFG" "${SET[@]}" \
   --set train.lr=0.01 --out "$TMP/x"
 expect_fail resume 'resume' "$DPGD" train --resume "$RUN"
+expect_fail plot 'pnsgd run releases its last iterate only' "$DPGD" plot "$RUN"
 expect_fail again 'holds a run' "$DPGD" train --config "$CFG" "${SET[@]}" --out "$RUN"
 finish
