@@ -48,6 +48,7 @@ static const char *const schedule_names[] = {"constant", "cosine", NULL};
 static const char *const rng_names[] = {"research", "secure", NULL};
 static const char *const calibrate_names[] = {"none", "sigma", "budget", NULL};
 static const char *const sampling_names[] = {"full", "poisson", "subset", NULL};
+static const char *const algorithm_names[] = {"gd", "pnsgd", NULL};
 
 /* A key's section, key, "section.key" and field offset, all from the two words, so that
  * the name in messages and the field it sets cannot drift apart. */
@@ -76,6 +77,11 @@ static const key_spec schema[] = {
     {KEY(model, threads), T_INT, "0", NULL, NOHASH,
      "OpenMP threads; 0 = OpenMP's default (OMP_NUM_THREADS)"},
 
+    {KEY(train, algorithm), T_ENUM, "gd", algorithm_names, HASH_IF_SET,
+     "gd (private gradient descent: full batch or train.sampling) | pnsgd (one pass of "
+     "projected noisy SGD, softmax only, last iterate released: train/LASTITERATE.md)"},
+    {KEY(train, radius), T_DOUBLE, "0", NULL, GT0 | ZERO_UNSET | HASH_IF_SET,
+     "pnsgd: radius R of the L2 ball the parameters are projected on (> 0)"},
     {KEY(train, steps), T_SIZE, "0", NULL, 0,
      "steps (Algorithm 7: k_max); 0 = floor(B_norm/C^2) + (stopping.queries - 1) * "
      "stopping.every"},
@@ -112,7 +118,8 @@ static const key_spec schema[] = {
      "B_norm = k * clip^2 when filter.budget is not given"},
 
     {KEY(privacy, sigma), T_DOUBLE, "0", NULL, GT0 | ZERO_UNSET,
-     "noise multiplier (> 0): noise std sigma * clip on the clipped sum"},
+     "noise multiplier (> 0): noise std sigma * clip on the clipped sum (pnsgd: the noise "
+     "std on the gradient)"},
     {KEY(privacy, clip), T_DOUBLE, "1", NULL, GT0, "clip norm C (> 0)"},
     {KEY(privacy, delta), T_DOUBLE, "1e-5", NULL, GT0 | LT1,
      "delta of the reported (eps, delta) guarantee, in (0, 1)"},
@@ -530,6 +537,10 @@ int dpgd_config_validate(const dpgd_config *c)
                      "%s applies to the test split; with %s = %zu the evaluation "
                      "set is those held-out training examples",
                      NAME(data_n_test), NAME(data_validation), c->data_validation);
+  if (c->train_algorithm == DPGD_ALGO_PNSGD) return dpgd_pnsgd_config_check(c);
+  if (c->train_radius != 0)
+    return DPGD_FAIL(DPGD_EINVAL, "%s applies to %s = pnsgd only", NAME(train_radius),
+                     NAME(train_algorithm));
   /* Poisson runs may give their length in epochs instead of steps. */
   int has_steps = c->train_steps > 0 || c->train_epochs > 0;
   int need_eps = c->privacy_calibrate != DPGD_CALIBRATE_NONE;

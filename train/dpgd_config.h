@@ -25,6 +25,10 @@ typedef enum {
   DPGD_CALIBRATE_SIGMA = 1, /* smallest sigma meeting privacy.epsilon in train.steps */
   DPGD_CALIBRATE_BUDGET = 2 /* largest B_norm meeting privacy.epsilon at sigma, clip */
 } dpgd_calibrate_mode;
+typedef enum {
+  DPGD_ALGO_GD = 0,   /* full-batch GD (Algorithms 6, 7) or DP-SGD: dpgd_run_* */
+  DPGD_ALGO_PNSGD = 1 /* one pass of projected noisy SGD, last iterate only: dpgd_pnsgd_* */
+} dpgd_algorithm;
 
 typedef struct dpgd_config {
   /* [data] */
@@ -39,6 +43,8 @@ typedef struct dpgd_config {
   size_t model_chunk;   /* examples per chunk; 0 = measured default */
   int model_threads;    /* OpenMP threads; 0 = OpenMP default */
   /* [train] */
+  int train_algorithm;      /* dpgd_algorithm */
+  double train_radius;      /* pnsgd: projection radius R; 0 = not given */
   size_t train_steps;       /* Algorithm 6 steps / Algorithm 7 k_max; 0 = derived */
   int train_sampling;       /* dpgd_sampling */
   double train_sample_rate; /* poisson: q in (0, 1]; 0 = not given */
@@ -101,6 +107,9 @@ const char *dpgd_config_key_at(size_t i, size_t *field_offset);
 
 /* Checks every key's range and the cross-key rules (e.g. calibration needs epsilon). */
 int dpgd_config_validate(const dpgd_config *c);
+/* The part of it for train.algorithm = pnsgd (train/pnsgd_config.c; train/LASTITERATE.md
+ * section 4): the keys that would release an intermediate iterate are refused. */
+int dpgd_pnsgd_config_check(const dpgd_config *c);
 
 /* Writes the resolved configuration as INI (every key, with its help as a comment). */
 int dpgd_config_write(const dpgd_config *c, FILE *f);

@@ -306,6 +306,76 @@ size_t dpgd_psum_steps(const dpgd_psum *s);
 /* The per-point spends and caps (SENSITIVE per point) and the releases so far. */
 const dpgd_ledger *dpgd_psum_ledger(const dpgd_psum *s);
 const dpgd_accountant *dpgd_psum_accountant(const dpgd_psum *s);
+/* ===== Hidden-iterate training: one pass of projected noisy SGD (train/LASTITERATE.md)
+ * train.algorithm = pnsgd, softmax regression only: the point at position t of a random
+ * order drawn from the seed (not from the data) is used at step t and nowhere else,
+ *   w_t = Pi_K(w_{t-1} - eta (v_t + N(0, sigma^2 I))),  K the L2 ball of radius R,
+ * v_t its gradient clipped to L (1 - 2^-20), and ONLY w_n is released: nothing is
+ * written, evaluated or checkpointed during the pass. Privacy per position from the
+ * accountant's dpgd_iter_* (accounting/ITERATION.md) with g = L (the null-point
+ * neighbour). Driven like a run: dpgd_pnsgd_open, dpgd_pnsgd_step until dpgd_pnsgd_done,
+ * dpgd_pnsgd_finish, dpgd_pnsgd_free. Not resumable (a pass takes seconds). */
+
+/* The public constants of the loss on the feature box (LASTITERATE.md sections 1-3). */
+typedef struct dpgd_pnsgd_consts {
+  double feat_sq;   /* X^2 = d max_q x(q)^2 over the 256 pixel values, rounded up */
+  double lipschitz; /* L = sqrt(2 (X^2 + 1)), rounded up: every gradient norm is below */
+  double smooth;    /* beta = (X^2 + 1) / 2, rounded up */
+  double lr_max;    /* 2 / beta rounded down: the largest train.lr accepted */
+} dpgd_pnsgd_consts;
+
+/* For d inputs normalised as dpgd_data_unpack does with mean and std (floats). */
+int dpgd_pnsgd_consts_make(dpgd_pnsgd_consts *k, size_t d, float mean, float std);
+
+typedef struct dpgd_pnsgd_plan {
+  size_t n;            /* points = steps of the pass (public) */
+  dpgd_pnsgd_consts k; /* of the training data's box */
+  double sigma;        /* noise std on the gradient (after calibration) */
+  double lr, radius;   /* eta <= k.lr_max, R */
+  double cap;          /* L (1 - 2^-20): the engine's clip of each gradient */
+  double delta;        /* of the reported guarantees */
+} dpgd_pnsgd_plan;
+
+/* Resolves a validated pnsgd config for n points of d inputs (normalised by mean, std as
+ * floats): the constants, the check train.lr <= 2/beta (DPGD_EINVAL naming the keys and
+ * the bound) and privacy.calibrate = sigma (the worst position t = n within
+ * privacy.epsilon; LASTITERATE.md section 6). */
+int dpgd_pnsgd_plan_make(dpgd_pnsgd_plan *p, const dpgd_config *c, size_t n, size_t d,
+                         float mean, float std);
+/* The accountant's setting of the point at position t (g = L, diameter 2R). */
+dpgd_iter_setting dpgd_pnsgd_setting(const dpgd_pnsgd_plan *p, size_t t);
+
+/* The guarantee of the point at position t at the plan's delta, each eps rounded up. */
+typedef struct dpgd_pnsgd_eps {
+  size_t t;
+  double rho;         /* amplification by iteration: RDP a rho */
+  double iteration;   /* its eps, rdp_optimal conversion */
+  double contraction; /* eps of the contraction bound */
+  double eps;         /* min(iteration, contraction): the reported guarantee */
+  double composition; /* every iterate released (comparison): exact, mu = L / sigma */
+} dpgd_pnsgd_eps;
+int dpgd_pnsgd_guarantee(const dpgd_pnsgd_plan *p, size_t t, dpgd_pnsgd_eps *e);
+
+/* The plan of c without training (loads the training split to learn n and d). */
+int dpgd_pnsgd_dry(dpgd_pnsgd_plan *p, const dpgd_config *c);
+
+typedef struct dpgd_pnsgd dpgd_pnsgd;
+/* Loads the data, makes the plan, draws the order and w_0, creates run_dir (NULL: the
+ * config's output.dir; refused if it holds a finished run or a checkpoint) and writes
+ * config.ini. */
+int dpgd_pnsgd_open(dpgd_pnsgd **out, const dpgd_config *c, const char *run_dir);
+int dpgd_pnsgd_step(dpgd_pnsgd *r); /* DPGD_ERANGE if the iterate is not finite */
+int dpgd_pnsgd_done(const dpgd_pnsgd *r);
+size_t dpgd_pnsgd_step_index(const dpgd_pnsgd *r);
+const dpgd_pnsgd_plan *dpgd_pnsgd_plan_of(const dpgd_pnsgd *r);
+const dpgd_config *dpgd_pnsgd_config(const dpgd_pnsgd *r);
+/* (n) order[t - 1] = the training point used at step t. */
+const size_t *dpgd_pnsgd_order(const dpgd_pnsgd *r);
+const float *dpgd_pnsgd_params(const dpgd_pnsgd *r, size_t *n_params);
+/* Writes model.bin (w_n), positions.csv, points.csv and summary.json (last, atomically);
+ * *test_acc (may be NULL) gets the test accuracy of w_n. */
+int dpgd_pnsgd_finish(dpgd_pnsgd *r, double *test_acc);
+void dpgd_pnsgd_free(dpgd_pnsgd *r);
 
 /* ===== Report formats (train/report.c) ===============================================
  * Shared by the run directory and dpgd queries. */

@@ -335,6 +335,13 @@ int dpgd_plan_make(dpgd_plan *p, const dpgd_config *c, size_t n)
 {
   int rc = dpgd_config_validate(c);
   if (rc) return rc;
+  /* A pnsgd run is driven by dpgd_pnsgd_* (train/pnsgd.c); it has no checkpoint to resume. */
+  if (c->train_algorithm == DPGD_ALGO_PNSGD)
+    return DPGD_FAIL(DPGD_EINVAL,
+                     "%s = pnsgd is trained by dpgd train (dpgd_pnsgd_*), not by this "
+                     "trainer; its runs have no checkpoint and cannot be resumed (a pass "
+                     "releases nothing until it ends: start it again)",
+                     DPGD_CONFIG_KEY(train_algorithm));
   if (n == 0) return DPGD_FAIL(DPGD_EINVAL, "the training set is empty");
   rc = check_ranges(c);
   if (rc) return rc;

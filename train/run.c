@@ -87,7 +87,7 @@ static int split_validation(dpgd_dataset *train, dpgd_dataset **test, size_t nv)
   return dpgd_data_truncate(train, lo);
 }
 
-static int find_and_load(dpgd_dataset **train, dpgd_dataset **test, const dpgd_config *c)
+int dpgd_run_load_data(dpgd_dataset **train, dpgd_dataset **test, const dpgd_config *c)
 {
   char dir[DPGD_CONFIG_PATH_MAX];
   int rc = dpgd_data_find_dir(dir, sizeof dir, c->data_dir[0] ? c->data_dir : NULL);
@@ -102,7 +102,7 @@ static int find_and_load(dpgd_dataset **train, dpgd_dataset **test, const dpgd_c
 int dpgd_run_dry(dpgd_plan *p, const dpgd_config *c)
 {
   dpgd_dataset *train = NULL;
-  int rc = find_and_load(&train, NULL, c);
+  int rc = dpgd_run_load_data(&train, NULL, c);
   if (!rc) rc = dpgd_plan_make(p, c, train->n);
   dpgd_data_free(train);
   return rc;
@@ -133,7 +133,7 @@ static int alloc_model(dpgd_run *r)
 int dpgd_run_setup(dpgd_run *r)
 {
   const dpgd_config *c = &r->cfg;
-  int rc = find_and_load(&r->train, &r->test, c);
+  int rc = dpgd_run_load_data(&r->train, &r->test, c);
   if (rc) return rc;
   r->data_fp = data_fingerprint(r->train, r->test);
   rc = dpgd_plan_make(&r->plan, c, r->train->n);

@@ -49,21 +49,22 @@ int dpgd_run_make_dirs(const char *dir)
 /* Takes <dir>/lock (flock, exclusive, not waiting) for as long as the run is open: two
  * processes writing one run directory would interleave its checkpoints and ledger. The
  * kernel drops the lock when the holder exits, killed or not. */
-int dpgd_run_lock_dir(dpgd_run *r)
+int dpgd_run_lock_path(const char *dir, int *fd)
 {
   char p[PATHLEN];
-  dpgd_run_path_in(p, r, "lock");
-  r->lock_fd = dpgd_file_open_write(p, 0);
-  if (r->lock_fd < 0) return DPGD_FAIL(DPGD_EIO, "cannot open %s: %s", p, strerror(errno));
-  if (flock(r->lock_fd, LOCK_EX | LOCK_NB) == 0) return DPGD_OK;
+  snprintf(p, sizeof p, "%s/lock", dir);
+  *fd = dpgd_file_open_write(p, 0);
+  if (*fd < 0) return DPGD_FAIL(DPGD_EIO, "cannot open %s: %s", p, strerror(errno));
+  if (flock(*fd, LOCK_EX | LOCK_NB) == 0) return DPGD_OK;
   int e = errno;
-  close(r->lock_fd);
-  r->lock_fd = -1;
+  close(*fd);
+  *fd = -1;
   if (e == EWOULDBLOCK)
-    return DPGD_FAIL(DPGD_EINVAL, "%s is in use by another dpgd process (it holds %s)", r->dir,
-                     p);
+    return DPGD_FAIL(DPGD_EINVAL, "%s is in use by another dpgd process (it holds %s)", dir, p);
   return DPGD_FAIL(DPGD_EIO, "cannot lock %s: %s", p, strerror(e));
 }
+
+int dpgd_run_lock_dir(dpgd_run *r) { return dpgd_run_lock_path(r->dir, &r->lock_fd); }
 
 /* Fingerprint of the data a run trains and tests on (CRC-32 of the training pixels and
  * labels, high half; of the test set, low half), kept in the checkpoint so that a resume

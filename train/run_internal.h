@@ -63,6 +63,9 @@ struct dpgd_run {
 };
 
 /* ---- run.c ---- */
+/* The config's training split (and test split when test is not NULL), data.n_train and
+ * data.n_test applied, normalisation from data.mean and data.std. */
+int dpgd_run_load_data(dpgd_dataset **train, dpgd_dataset **test, const dpgd_config *c);
 /* Everything shared by open and resume: data, plan, model, buffers, streams. */
 int dpgd_run_setup(dpgd_run *r);
 
@@ -72,6 +75,8 @@ int dpgd_run_file_exists(const char *p);
  * processes writing one run directory would interleave its checkpoints and ledger. The
  * kernel drops the lock when the holder exits, killed or not. */
 int dpgd_run_lock_dir(dpgd_run *r);
+/* The same lock for any run directory (hidden-iterate runs too): *fd is kept open. */
+int dpgd_run_lock_path(const char *dir, int *fd);
 /* mkdir -p of the run directory. */
 int dpgd_run_make_dirs(const char *dir);
 /* Fingerprint of the data a run trains and tests on (CRC-32 of the training pixels and

@@ -55,6 +55,8 @@ static void usage(FILE *f)
       "per epoch) is not offered: it is a different sampler, and its usual accounting as\n"
       "Poisson sampling is not valid (Chua et al., How Private are DP-SGD\n"
       "Implementations?, ICML 2024); dpgd has no accountant for it.\n"
+      "train.algorithm = pnsgd: one pass of projected noisy SGD on softmax regression\n"
+      "releasing only the last iterate (train/LASTITERATE.md; no checkpoints, no resume).\n"
       "Writes the run directory described in train/RUN_FORMAT.md: config.ini,\n"
       "metrics.csv, model.bin, points.csv (SENSITIVE per-point report),\n"
       "checkpoint.bin, summary.json (last).\n\n"
@@ -198,6 +200,8 @@ static int start_run(dpgd_run **r, const train_args *a)
   for (int i = 0; !rc && i < a->n_sets; i++) rc = dpgd_config_set(&c, a->sets[i]);
   if (!rc) rc = dpgd_config_validate(&c);
   if (rc) return dpgd_cli_status_error(rc, "");
+  if (c.train_algorithm == DPGD_ALGO_PNSGD)
+    return dpgd_cmd_train_pnsgd(&c, a->out, a->dry, c.output_progress && !a->quiet);
   if (a->dry) {
     dpgd_plan p;
     rc = dpgd_run_dry(&p, &c);

@@ -3,8 +3,11 @@
 #define DPGD_COMMANDS_H
 
 #include "cli.h"
+#include "dpgd_config.h"
 
-dpgd_cmd_fn dpgd_cmd_train;     /* cmd_train.c */
+dpgd_cmd_fn dpgd_cmd_train; /* cmd_train.c */
+/* cmd_train_pnsgd.c: 'dpgd train' of a validated train.algorithm = pnsgd config. */
+int dpgd_cmd_train_pnsgd(const dpgd_config *c, const char *out, int dry, int progress);
 dpgd_cmd_fn dpgd_cmd_eval;      /* cmd_eval.c    */
 dpgd_cmd_fn dpgd_cmd_predict;   /* cmd_eval.c    */
 dpgd_cmd_fn dpgd_cmd_account;   /* cmd_account.c */

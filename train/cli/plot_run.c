@@ -400,6 +400,11 @@ int dpgd_run_summary_parse(dpgd_run_summary *s, const char *buf, size_t len, con
   if (st) return st;
   jws(&j);
   if (j.p != j.end) return jfail(&j, "text after the object");
+  if (!strcmp(s->algorithm, "pnsgd"))
+    return DPGD_FAIL(DPGD_EINVAL,
+                     "%s: a pnsgd run releases its last iterate only: no metrics to plot or "
+                     "tabulate (eps by position: positions.csv; train/LASTITERATE.md)",
+                     name);
   if (strcmp(s->algorithm, "filtered") && strcmp(s->algorithm, "plain"))
     return DPGD_FAIL(DPGD_EFORMAT, "%s: \"algorithm\" must be \"filtered\" or \"plain\"%s",
                      name, s->algorithm[0] ? "" : " (missing)");
