@@ -16,4 +16,10 @@ int dpgd_plan_accountant(dpgd_accountant **out, const dpgd_plan *p, size_t t);
 void dpgd_plan_epsilons(const dpgd_accountant *a, double delta, double *eps /* (5) */,
                         int *status /* (5) or NULL */);
 
+/* plan_sg.c (filtered DP-SGD, train/DPSGD_FILTER.md section 4): eps at delta of the
+ * filter of k full-rate steps at rate q and multiplier sigma (optimal RDP conversion),
+ * and the smallest sigma whose filter eps is at most eps (into p->sigma). */
+int dpgd_plan_sg_epsilon(double q, double sigma, double k, double delta, double *eps);
+int dpgd_plan_sg_calibrate(dpgd_plan *p, double k, double eps);
+
 #endif
