@@ -253,6 +253,9 @@ int dpgd_filter_sg_caps(const dpgd_filter *f, const dpgd_filter_sg *t,
  * point changed, when some charge does not fit (a cap from dpgd_filter_sg_caps always
  * does). After a charge the filter has no Gaussian odometer (dpgd_filter_point_mu2 is
  * NaN). */
+/* 1 while point i can pay the smallest grid step (k = 1) at every order; 0 once it cannot
+ * (halted: its cap is 0 from then on) or for bad arguments. */
+int dpgd_filter_sg_active(const dpgd_filter *f, const dpgd_filter_sg *t, size_t i);
 int dpgd_filter_sg_charge(dpgd_filter *f, const dpgd_filter_sg *t,
                           const uint32_t *idx /* (n) */);
 

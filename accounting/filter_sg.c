@@ -213,3 +213,13 @@ int dpgd_filter_sg_charge(dpgd_filter *f, const dpgd_filter_sg *t, const uint32_
   if (any) f->pure_dp = 2;
   return DPGD_OK;
 }
+
+int dpgd_filter_sg_active(const dpgd_filter *f, const dpgd_filter_sg *t, size_t i)
+{
+  if (matches(f, t) || i >= f->n) return 0;
+  for (size_t j = 0; j < f->k; j++)
+    if (!(dpgd_filter_add_up(f->spent[j * f->n + i], t->eps[j * (t->grid + 1) + 1]) <=
+          f->budget[j]))
+      return 0;
+  return 1;
+}

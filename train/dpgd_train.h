@@ -103,8 +103,11 @@ void dpgd_ledger_caps(const dpgd_ledger *l, double *caps /* (n) out */);
 int dpgd_ledger_spend(dpgd_ledger *l, const double *caps /* (n) */,
                       const double *sqnorm_post /* (n) */);
 
-/* Number of points with s(i) < B (all n for Algorithm 6). Diagnostic, not private. */
+/* Number of points with s(i) < B (all n for Algorithm 6); filtered DP-SGD: that can still
+ * pay the smallest grid step at every order. Diagnostic, not private. */
 size_t dpgd_ledger_active(const dpgd_ledger *l);
+/* Whether point i is active in that sense. */
+int dpgd_ledger_point_active(const dpgd_ledger *l, size_t i);
 
 /* DPGD_OK when 0 <= s(i) <= B for every i (exactly); DPGD_ERANGE naming the first
  * violating point otherwise. */

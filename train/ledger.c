@@ -152,7 +152,18 @@ int dpgd_ledger_spend(dpgd_ledger *l, const double *caps, const double *sqnorm_p
   return DPGD_OK;
 }
 
-size_t dpgd_ledger_active(const dpgd_ledger *l) { return dpgd_filter_n_active(l->filter); }
+int dpgd_ledger_point_active(const dpgd_ledger *l, size_t i)
+{
+  return l->sg ? dpgd_filter_sg_active(l->filter, l->sg, i) : dpgd_filter_active(l->filter, i);
+}
+
+size_t dpgd_ledger_active(const dpgd_ledger *l)
+{
+  if (!l->sg) return dpgd_filter_n_active(l->filter);
+  size_t a = 0;
+  for (size_t i = 0; i < l->n; i++) a += (size_t)dpgd_ledger_point_active(l, i);
+  return a;
+}
 
 int dpgd_ledger_check(const dpgd_ledger *l) { return dpgd_filter_check(l->filter); }
 

@@ -166,7 +166,7 @@ static int write_points(dpgd_run *r)
     if (l->sg) dpgd_ledger_point_rdp(l, i, &spend, &frac, &order); /* DPSGD_FILTER.md 5 */
     fprintf(f, "%zu,%u,%.17g,", i, (unsigned)r->train->labels[i], spend);
     dpgd_report_num(f, frac);
-    fprintf(f, ",%d,", dpgd_filter_active(l->filter, i));
+    fprintf(f, ",%d,", dpgd_ledger_point_active(l, i));
     if (pl->odometer.levels) rc = dpgd_report_odometer_cols(f, &pl->odometer, mu2);
     else fputs(",,,", f);
     fputc('\n', f);
