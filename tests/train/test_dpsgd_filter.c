@@ -368,6 +368,15 @@ static void test_bad_config(void **state)
   filter_config(&c, "bad", 0, 3); /* refresh without the filter */
   assert_int_equal(dpgd_config_validate(&c), DPGD_EINVAL);
   assert_non_null(strstr(dpgd_error_last(), "filter.refresh applies to"));
+  filter_config(&c, "bad", 4, 0); /* dpgd audit does not model this filter */
+  dpgd_audit *au = NULL;
+  dpgd_audit_params ap = {
+      .canaries = 10, .seed = 1, .confidence = 0.95, .planted_noise_scale = 1};
+  char out[600];
+  snprintf(out, sizeof out, "%s/audit", dir);
+  assert_int_equal(dpgd_audit_open(&au, &c, out, &ap), DPGD_EINVAL);
+  assert_null(au);
+  assert_non_null(strstr(dpgd_error_last(), "dpgd audit does not support filter.enabled"));
   filter_config(&c, "bad", 4, 0);
   c.filter_k = 0, c.filter_budget = 0; /* no budget */
   assert_int_equal(dpgd_config_validate(&c), DPGD_EINVAL);
