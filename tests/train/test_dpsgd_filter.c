@@ -144,6 +144,41 @@ static void test_budget_fits_k_steps(void **state)
   dpgd_filter_sg_free(t);
 }
 
+/* The saved state keeps the flag of direct RDP charges (2): a round trip keeps it (no
+ * odometer after the load either), and the flag on a filter of another currency is
+ * refused as corrupt. */
+static void test_saved_state_flag(void **state)
+{
+  (void)state;
+  dpgd_filter_sg *t = dpgd_filter_sg_alloc(0.05, 1.3, J, dpgd_filter_sg_orders, K);
+  double b[J];
+  assert_int_equal(dpgd_filter_sg_budgets(t, 3, b), DPGD_OK);
+  dpgd_filter *f = dpgd_filter_alloc(2, DPGD_FILTER_RDP, J, dpgd_filter_sg_orders, b), *g;
+  uint32_t idx[2] = {K, 17};
+  assert_int_equal(dpgd_filter_sg_charge(f, t, idx), DPGD_OK);
+  void *buf;
+  size_t len;
+  assert_int_equal(dpgd_filter_serialize(f, &buf, &len), DPGD_OK);
+  assert_int_equal(dpgd_filter_deserialize(&g, buf, len), DPGD_OK);
+  assert_true(isnan(dpgd_filter_point_mu2(g, 1, 1.0)));
+  assert_true(dpgd_filter_spent(g, 1, 3) == dpgd_filter_spent(f, 1, 3));
+  dpgd_filter_free(g);
+  free(buf);
+  double one = 1;
+  dpgd_filter *h = dpgd_filter_alloc(2, DPGD_FILTER_GDP, 1, NULL, &one);
+  assert_int_equal(dpgd_filter_serialize(h, &buf, &len), DPGD_OK);
+  unsigned char *u = buf;
+  u[40] = 2; /* the flag (after magic, version, currency, n, k) */
+  uint32_t crc = dpgd_crc32(u, len - 4);
+  for (int i = 0; i < 4; i++) u[len - 4 + i] = (unsigned char)(crc >> (8 * i));
+  assert_int_equal(dpgd_filter_deserialize(&g, buf, len), DPGD_EFORMAT);
+  free(buf);
+  dpgd_filter_free(h);
+  dpgd_filter_free(f);
+  dpgd_filter_sg_free(t);
+  dpgd_error_clear();
+}
+
 /* Charges at the caps (even points) or at random fractions of them (odd points): no
  * order of any point ever goes over its budget, the cap is 0 exactly when some order
  * cannot pay one grid step (dpgd_filter_sg_active), and the points charged their whole
@@ -393,6 +428,7 @@ int main(void)
       cmocka_unit_test(test_table_is_accountant_at_one),
       cmocka_unit_test(test_table_rounds_up_and_monotone),
       cmocka_unit_test(test_budget_fits_k_steps),
+      cmocka_unit_test(test_saved_state_flag),
       cmocka_unit_test(test_never_over_budget),
       cmocka_unit_test(test_refresh_small_norm_spends_less),
       cmocka_unit_test(test_unreached_budget_is_unfiltered),
