@@ -117,9 +117,13 @@ dpgd_filter_sg *dpgd_filter_sg_alloc(double q, double sigma, size_t n_orders,
     log_weights(w, q, a);
     double *e = t->eps + j * (grid + 1);
     e[0] = 0.0;
-    for (size_t k = 1; k <= grid; k++) /* the same arithmetic as dpgd_filter_sg_rdp */
-      e[k] =
-          rdp_of_weights(w, a, half_ratio2(k == grid ? 1.0 : (double)k / (double)grid, sigma));
+    /* The same arithmetic as dpgd_filter_sg_rdp, at x = k / K rounded up (one ulp above
+     * round to nearest is >= the real k / K; exactly 1 at k = K): monotone, so the entry
+     * bounds the real grid point's eps. */
+    for (size_t k = 1; k <= grid; k++) {
+      double x = k == grid ? 1.0 : nextafter((double)k / (double)grid, INFINITY);
+      e[k] = rdp_of_weights(w, a, half_ratio2(x, sigma));
+    }
   }
   return t;
 }
