@@ -93,8 +93,9 @@ static int diverged(dpgd_run *r, size_t t, double lr)
 int dpgd_run_checkpoint(dpgd_run *r) { return dpgd_run_write_checkpoint(r); }
 
 /* Poisson sampling: the points not in this step's sample get cap 0, which the engine
- * skips (unless train.constant_time) and the ledger does not charge. An empty sample is
- * normal: the update is then noise only. */
+ * skips (unless train.constant_time) and the ledger does not charge (the filter under
+ * subsampling charges every point: the sample is secret). An empty sample is normal:
+ * the update is then noise only. */
 static int sample_batch(dpgd_run *r)
 {
   int rc = dpgd_rng_sample_poisson(r->rng_sample, r->plan.sample_rate, r->in, r->m.n, NULL);
