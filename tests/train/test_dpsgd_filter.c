@@ -292,6 +292,37 @@ static void test_unreached_budget_is_unfiltered(void **state)
   }
 }
 
+/* Budget never reached, so both runs follow the same trajectory: with a full pass every
+ * step (r = 1) no point, at any order, spends more than with the cap charged at every
+ * step after the first (r = 1000), and the points whose gradients are small spend
+ * strictly less: their margin is larger. */
+static void test_refresh_keeps_small_gradients_margin(void **state)
+{
+  (void)state;
+  dpgd_config c1, c2;
+  filter_config(&c1, "m-r1", 12, 1);
+  filter_config(&c2, "m-r1000", 12, 1000);
+  dpgd_run *r1 = tt_open_run(&c1), *r2 = tt_open_run(&c2);
+  for (int t = 0; t < 12; t++) {
+    assert_int_equal(dpgd_run_step(r1), DPGD_OK);
+    assert_int_equal(dpgd_run_step(r2), DPGD_OK);
+  }
+  const dpgd_ledger *l1 = dpgd_run_ledger(r1), *l2 = dpgd_run_ledger(r2);
+  size_t less = 0;
+  for (size_t i = 0; i < l1->n; i++) {
+    for (size_t j = 0; j < J; j++)
+      assert_true(dpgd_filter_spent(l1->filter, i, j) <= dpgd_filter_spent(l2->filter, i, j));
+    less += dpgd_filter_spent(l1->filter, i, 0) < dpgd_filter_spent(l2->filter, i, 0);
+  }
+  size_t n_params;
+  const float *p1 = dpgd_run_params(r1, &n_params), *p2 = dpgd_run_params(r2, &n_params);
+  assert_memory_equal(p1, p2, n_params * sizeof *p1);
+  print_message("  points with a larger margin at r = 1: %zu of %zu\n", less, l1->n);
+  assert_true(less > 0);
+  dpgd_run_free(r1);
+  dpgd_run_free(r2);
+}
+
 /* Step by step with a budget of 3 full-rate steps and no refresh after step 1: every
  * point, sampled or not, pays the full-rate step at steps 2 and 3 (the sample is secret),
  * no order ever goes over its budget, and after them some points halt; the report states
@@ -432,6 +463,7 @@ int main(void)
       cmocka_unit_test(test_never_over_budget),
       cmocka_unit_test(test_refresh_small_norm_spends_less),
       cmocka_unit_test(test_unreached_budget_is_unfiltered),
+      cmocka_unit_test(test_refresh_keeps_small_gradients_margin),
       cmocka_unit_test(test_run_charges_everyone),
       cmocka_unit_test(test_resume_bit_identical),
       cmocka_unit_test(test_plan_and_calibration),
