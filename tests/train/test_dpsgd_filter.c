@@ -26,7 +26,13 @@
 #include "ttest.h"
 
 static char *dir;
-enum { N_TRAIN = 240, N_TEST = 120, K = DPGD_FILTER_SG_GRID, J = DPGD_FILTER_SG_N_ORDERS };
+enum {
+  N_TRAIN = 240,
+  N_TEST = 120,
+  K = DPGD_FILTER_SG_GRID,
+  J = DPGD_FILTER_SG_N_ORDERS,
+  STEPS = 8
+};
 
 /* MATH.md section 4 as written (no rearrangement), in long double (log-sum-exp). */
 static long double ref_rdp(double q, double sigma, double x, int a)
@@ -260,7 +266,7 @@ static void filter_config(dpgd_config *c, const char *run, double k, double refr
   snprintf(c->model_type, sizeof c->model_type, "softmax");
   c->train_sampling = DPGD_SAMPLING_POISSON;
   c->train_sample_rate = 0.1;
-  c->train_steps = 12;
+  c->train_steps = STEPS;
   c->train_lr = 0.5;
   c->train_seed = 2385;
   c->train_eval_every = 4;
@@ -285,7 +291,7 @@ static void test_unreached_budget_is_unfiltered(void **state)
   tt_run_through(&c);
   const char *runs[] = {"f-r1", "f-r5"};
   for (int v = 0; v < 2; v++) {
-    filter_config(&c, runs[v], 12, v ? 5 : 0);
+    filter_config(&c, runs[v], STEPS, v ? 5 : 0);
     tt_run_through(&c);
     tt_assert_same_file(dir, "plain", runs[v], "model.bin");
     tt_assert_same_file(dir, "plain", runs[v], "metrics.csv");
@@ -300,10 +306,10 @@ static void test_refresh_keeps_small_gradients_margin(void **state)
 {
   (void)state;
   dpgd_config c1, c2;
-  filter_config(&c1, "m-r1", 12, 1);
-  filter_config(&c2, "m-r1000", 12, 1000);
+  filter_config(&c1, "m-r1", STEPS, 1);
+  filter_config(&c2, "m-r1000", STEPS, 1000);
   dpgd_run *r1 = tt_open_run(&c1), *r2 = tt_open_run(&c2);
-  for (int t = 0; t < 12; t++) {
+  for (int t = 0; t < STEPS; t++) {
     assert_int_equal(dpgd_run_step(r1), DPGD_OK);
     assert_int_equal(dpgd_run_step(r2), DPGD_OK);
   }
@@ -334,7 +340,7 @@ static void test_run_charges_everyone(void **state)
   filter_config(&c, "budget", 3, 1000);
   dpgd_run *r = tt_open_run(&c);
   const dpgd_ledger *l = dpgd_run_ledger(r);
-  for (int t = 1; t <= 12; t++) {
+  for (int t = 1; t <= STEPS; t++) {
     assert_int_equal(dpgd_run_step(r), DPGD_OK);
     assert_int_equal(dpgd_ledger_check(l), DPGD_OK);
     if (t != 3) continue;
@@ -343,7 +349,7 @@ static void test_run_charges_everyone(void **state)
         assert_true(dpgd_filter_spent(l->filter, i, j) >= 2 * l->sg->eps[j * (K + 1) + K]);
   }
   size_t halted = l->n - dpgd_ledger_active(l);
-  print_message("  halted after 12 steps: %zu of %zu\n", halted, l->n);
+  print_message("  halted after %d steps: %zu of %zu\n", STEPS, halted, l->n);
   assert_true(halted > 0);
   assert_int_equal(dpgd_run_finish(r), DPGD_OK);
   dpgd_run_free(r);
