@@ -384,6 +384,22 @@ static void test_resume_bit_identical(void **state)
   tt_assert_same_file(dir, "whole", "cut", "metrics.csv");
 }
 
+/* Secure mode (sample and noise from the OS, a checkpoint every step) and constant time
+ * (every point computed): the filtered run finishes, its budget of one full-rate step
+ * reached, no order over it. */
+static void test_secure_constant_time(void **state)
+{
+  (void)state;
+  dpgd_config c;
+  filter_config(&c, "secure", 1, 2);
+  c.train_steps = 3, c.train_rng = DPGD_RNG_SECURE, c.train_constant_time = 1;
+  dpgd_run *r = tt_open_run(&c);
+  tt_finish_run(r);
+  assert_int_equal(dpgd_ledger_check(dpgd_run_ledger(r)), DPGD_OK);
+  assert_int_equal(dpgd_run_releases(r), 3);
+  dpgd_run_free(r);
+}
+
 /* The plan's filter eps is the smallest over the orders of the optimal conversion of
  * k times the accountant's per-step RDP (within the table's padding); calibration gives
  * the smallest sigma whose filter eps meets the target. */
@@ -472,6 +488,7 @@ int main(void)
       cmocka_unit_test(test_refresh_keeps_small_gradients_margin),
       cmocka_unit_test(test_run_charges_everyone),
       cmocka_unit_test(test_resume_bit_identical),
+      cmocka_unit_test(test_secure_constant_time),
       cmocka_unit_test(test_plan_and_calibration),
       cmocka_unit_test(test_bad_config),
   };
