@@ -222,7 +222,11 @@ struct dpgd_filter {
   double budget[DPGD_FILTER_MAX_ORDERS]; /* per order, in currency x unit^2 */
   double coef[DPGD_FILTER_MAX_ORDERS];   /* cost = coef sens2 / sigma^2 */
   double *spent;                         /* (k, n) row-major: order j's spends contiguous */
-  int pure_dp; /* 1 once a pure eps-DP charge went in (zCDP): no Gaussian odometer then */
+  /* What else than Gaussian costs went in (no Gaussian odometer then): 0 none, 1 a pure
+   * eps-DP charge (zCDP), 2 RDP costs given directly (RDP; filter_sg.c). */
+  int pure_dp;
 };
+/* s + x rounded up (filter.c; TwoSum). */
+double dpgd_filter_add_up(double s, double x);
 
 #endif /* DPGD_ACCT_INTERNAL_H */

@@ -214,6 +214,51 @@ int dpgd_filter_epsilon(const dpgd_filter *f, dpgd_acct_method m, double unit, d
 int dpgd_filter_serialize(const dpgd_filter *f, void **buf, size_t *len);
 int dpgd_filter_deserialize(dpgd_filter **out, const void *buf, size_t len);
 
+/* ---- Individual RDP filter under Poisson subsampling (train/DPSGD_FILTER.md) ----
+ * The RDP of order a (integer >= 2) of the Poisson-subsampled Gaussian (rate q, noise
+ * multiplier sigma) for a point of sensitivity x (in units of the clip norm):
+ * eps_a(q, sigma / x) of MATH.md section 4, evaluated as log1p of a sum of non-negative
+ * terms and rounded up (relative 2^-30 and one ulp); non-decreasing in x. A table holds
+ * it on the grid x_k = k / grid, k = 0..grid, for a set of orders: a point whose
+ * sensitivity is at most x is charged the entry at ceil(grid x). An RDP filter with the
+ * table's orders then takes the caps and charges of all its points at once. */
+#define DPGD_FILTER_SG_GRID 1000
+#define DPGD_FILTER_SG_N_ORDERS 16
+/* The default orders (integers 2..256, like the accountant's RDP grid). */
+extern const double dpgd_filter_sg_orders[DPGD_FILTER_SG_N_ORDERS];
+
+typedef struct {
+  double q, sigma;
+  size_t grid;     /* K */
+  size_t n_orders; /* J <= DPGD_FILTER_MAX_ORDERS */
+  double order[DPGD_FILTER_MAX_ORDERS];
+  double *eps; /* (J, K + 1) row-major: eps[j (K + 1) + k] >= eps_{a_j}(q, sigma K / k) */
+} dpgd_filter_sg;
+
+/* eps_a(q, sigma / x) rounded up; NaN for q outside (0, 1], sigma not finite and > 0,
+ * x negative or not finite, a not an integer in [2, 1024]. +inf where it overflows. */
+double dpgd_filter_sg_rdp(double q, double sigma, double x, double a);
+/* The table (NULL on bad arguments, reported, or no memory); grid >= 1. */
+dpgd_filter_sg *dpgd_filter_sg_alloc(double q, double sigma, size_t n_orders,
+                                     const double *orders, size_t grid);
+void dpgd_filter_sg_free(dpgd_filter_sg *t);
+/* Budgets of k full-rate steps: budgets[j] >= k eps[j][K], large enough that floor(k)
+ * charges of eps[j][K], accumulated as the filter does, fit (k > 0, finite). */
+int dpgd_filter_sg_budgets(const dpgd_filter_sg *t, double k, double *budgets /* (J) */);
+/* For every point of f (an RDP filter with the table's orders): idx[i] = the largest
+ * grid index whose charge fits at every order (0 for a halted point). */
+int dpgd_filter_sg_caps(const dpgd_filter *f, const dpgd_filter_sg *t,
+                        uint32_t *idx /* (n) out */);
+/* Charges every point i the table's entries at idx[i] (<= grid). DPGD_ERANGE, and no
+ * point changed, when some charge does not fit (a cap from dpgd_filter_sg_caps always
+ * does). After a charge the filter has no Gaussian odometer (dpgd_filter_point_mu2 is
+ * NaN). */
+/* 1 while point i can pay the smallest grid step (k = 1) at every order; 0 once it cannot
+ * (halted: its cap is 0 from then on) or for bad arguments. */
+int dpgd_filter_sg_active(const dpgd_filter *f, const dpgd_filter_sg *t, size_t i);
+int dpgd_filter_sg_charge(dpgd_filter *f, const dpgd_filter_sg *t,
+                          const uint32_t *idx /* (n) */);
+
 /* ---- The accountant ---- */
 typedef struct dpgd_accountant dpgd_accountant;
 

@@ -151,6 +151,8 @@ static double add_up(double s, double x)
   return err > 0 ? nextafter(next, INFINITY) : next;
 }
 
+double dpgd_filter_add_up(double s, double x) { return add_up(s, x); }
+
 /* c sens2 / sigma^2 rounded up (see above): with c = 1 and sigma = 1 it is sens2 exactly
  * (the trainer's units). */
 double dpgd_filter_cost(const dpgd_filter *f, size_t order, double sens2, double sigma)

@@ -17,7 +17,8 @@ int dpgd_filter_report(const dpgd_filter *f, size_t i, const dpgd_odometer *o, d
   if (!f || !o || i >= f->n || !(unit > 0) || !isfinite(unit))
     return DPGD_FAIL(DPGD_EINVAL, "filter report: bad arguments");
   if (f->pure_dp)
-    return DPGD_FAIL(DPGD_EINVAL, "filter report: pure-DP charges have no GDP odometer");
+    return DPGD_FAIL(DPGD_EINVAL, "filter report: pure-DP or direct RDP charges have no GDP "
+                                  "odometer");
   return dpgd_odometer_report(o, dpgd_filter_point_mu2(f, i, unit), level, mu, eps);
 }
 
@@ -142,7 +143,8 @@ static int read_header(const unsigned char *b, size_t len, size_t *pos, uint64_t
   for (int i = 0; i < 4; i++) hdr[i] = get_u64(b, pos); /* cur, n, k, pure_dp */
   uint64_t n = hdr[1], k = hdr[2];
   if (hdr[0] >= DPGD_FILTER_N_CURRENCIES || n == 0 || k == 0 || k > DPGD_FILTER_MAX_ORDERS ||
-      hdr[3] > 1 || (hdr[3] && hdr[0] != DPGD_FILTER_ZCDP) || n > (len - 4 - *pos) / 8 / k ||
+      hdr[3] > 2 || (hdr[3] == 1 && hdr[0] != DPGD_FILTER_ZCDP) ||
+      (hdr[3] == 2 && hdr[0] != DPGD_FILTER_RDP) || n > (len - 4 - *pos) / 8 / k ||
       (len - 4 - *pos) != 16 * k + 8 * k * n)
     return DPGD_FAIL(DPGD_EFORMAT, "filter state: sizes do not match %zu bytes", len);
   return DPGD_OK;

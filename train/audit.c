@@ -137,6 +137,11 @@ int dpgd_audit_open(dpgd_audit **out, const dpgd_config *c, const char *dir,
                      "dpgd audit does not support %s = subset (its canaries "
                      "are not sampled independently); use full or poisson",
                      DPGD_CONFIG_KEY(train_sampling));
+  /* The canaries' shadow ledger is Algorithm 7's; the filter under subsampling charges
+   * RDP (train/DPSGD_FILTER.md), which it does not model. */
+  if (c->filter_enabled && c->train_sampling == DPGD_SAMPLING_POISSON)
+    return DPGD_FAIL(DPGD_EINVAL, "dpgd audit does not support %s = true with %s = poisson",
+                     DPGD_CONFIG_KEY(filter_enabled), DPGD_CONFIG_KEY(train_sampling));
   dpgd_audit *a = calloc(1, sizeof *a);
   if (!a) return DPGD_FAIL(DPGD_ENOMEM, "no memory for the audit");
   a->cfg = *c;

@@ -116,6 +116,9 @@ static const key_spec schema[] = {
      "squared-norm budget B_norm of every point; 0 = filter.k * clip^2 or calibrated"},
     {KEY(filter, k), T_DOUBLE, "0", NULL, GT0 | ZERO_UNSET,
      "B_norm = k * clip^2 when filter.budget is not given"},
+    {KEY(filter, refresh), T_DOUBLE, "0", NULL, GT0 | ZERO_UNSET | HASH_IF_SET,
+     "poisson: every point's clipped norm is computed (a full pass) every r steps, r a whole "
+     "number >= 1; other steps charge the cap (train/DPSGD_FILTER.md); not set = 1"},
 
     {KEY(privacy, sigma), T_DOUBLE, "0", NULL, GT0 | ZERO_UNSET,
      "noise multiplier (> 0): noise std sigma * clip on the clipped sum (pnsgd: the noise "
@@ -476,8 +479,44 @@ static int check_ranges_again(const dpgd_config *c)
   return DPGD_OK;
 }
 
-/* The sampler's keys: poisson needs its rate, subset its batch size, and both exclude
- * the filter; the keys of one
+/* Individual filtering under subsampling (train/DPSGD_FILTER.md): the budget is in
+ * full-rate steps (filter.k), the refresh period a whole number, no stopping queries (they
+ * would need an RDP charge of their own), no calibration of the budget. */
+static int check_poisson_filter(const dpgd_config *c)
+{
+  if (!c->filter_enabled) return DPGD_OK;
+  double r = c->filter_refresh;
+  if (r != 0 && (!(r >= 1 && r <= 1e9) || r != floor(r)))
+    return DPGD_FAIL(DPGD_EINVAL, "%s must be a whole number of steps from 1 to 1e9 (got %g)",
+                     NAME(filter_refresh), r);
+  if (c->filter_budget != 0)
+    return DPGD_FAIL(DPGD_EINVAL,
+                     "%s = poisson with %s: the budget is %s (full-rate steps), not %s "
+                     "(a squared-norm budget)",
+                     NAME(train_sampling), NAME(filter_enabled), NAME(filter_k),
+                     NAME(filter_budget));
+  if (c->privacy_calibrate == DPGD_CALIBRATE_BUDGET)
+    return DPGD_FAIL(DPGD_EINVAL,
+                     "%s = budget is not supported with %s = poisson and %s (give %s, or "
+                     "%s = sigma)",
+                     NAME(privacy_calibrate), NAME(train_sampling), NAME(filter_enabled),
+                     NAME(filter_k), NAME(privacy_calibrate));
+  if (c->filter_k == 0)
+    return DPGD_FAIL(DPGD_EINVAL, "%s = poisson with %s needs %s (full-rate steps)",
+                     NAME(train_sampling), NAME(filter_enabled), NAME(filter_k));
+  if (c->stopping_queries != 0)
+    return DPGD_FAIL(DPGD_EINVAL,
+                     "%s is not supported with %s = poisson and %s (set it to 0: the last "
+                     "iterate is kept)",
+                     NAME(stopping_queries), NAME(train_sampling), NAME(filter_enabled));
+  if (c->train_steps == 0 && c->train_epochs == 0)
+    return DPGD_FAIL(DPGD_EINVAL, "%s = poisson with %s needs %s or %s", NAME(train_sampling),
+                     NAME(filter_enabled), NAME(train_steps), NAME(train_epochs));
+  return DPGD_OK;
+}
+
+/* The sampler's keys: poisson needs its rate (and filter keys of its own), subset its
+ * batch size (and refuses the filter); the keys of one
  * sampler are refused under another, so that no run trains with one and accounts with
  * another. */
 static int check_subset(const dpgd_config *c)
@@ -501,7 +540,10 @@ static int check_subset(const dpgd_config *c)
 
 static int check_sampling(const dpgd_config *c)
 {
-  int poisson = c->train_sampling == DPGD_SAMPLING_POISSON;
+  int rc, poisson = c->train_sampling == DPGD_SAMPLING_POISSON;
+  if (c->filter_refresh != 0 && !(poisson && c->filter_enabled))
+    return DPGD_FAIL(DPGD_EINVAL, "%s applies to %s = poisson with %s = true only",
+                     NAME(filter_refresh), NAME(train_sampling), NAME(filter_enabled));
   if (c->train_sampling == DPGD_SAMPLING_SUBSET) return check_subset(c);
   if (c->train_batch_size != 0)
     return DPGD_FAIL(DPGD_EINVAL, "%s applies to %s = subset only", NAME(train_batch_size),
@@ -513,11 +555,8 @@ static int check_sampling(const dpgd_config *c)
   if (!(c->train_sample_rate > 0 && c->train_sample_rate <= 1))
     return DPGD_FAIL(DPGD_EINVAL, "%s = poisson needs %s in (0, 1] (got %g)",
                      NAME(train_sampling), NAME(train_sample_rate), c->train_sample_rate);
-  if (c->filter_enabled)
-    return DPGD_FAIL(DPGD_EINVAL,
-                     "%s = poisson with %s = true (individual filtering under subsampling) "
-                     "is not supported; set %s = false",
-                     NAME(train_sampling), NAME(filter_enabled), NAME(filter_enabled));
+  rc = check_poisson_filter(c);
+  if (rc) return rc;
   if (!(c->train_epochs >= 0) || !isfinite(c->train_epochs))
     return DPGD_FAIL(DPGD_EINVAL, "%s must be > 0 (got %g)", NAME(train_epochs),
                      c->train_epochs);

@@ -57,9 +57,10 @@ typedef struct dpgd_config {
   int train_rng;            /* dpgd_rng_mode */
   int train_constant_time;  /* same work for inactive points (timing) */
   /* [filter] */
-  int filter_enabled;   /* 1 = Algorithm 7 (individual filtering) */
-  double filter_budget; /* B_norm; 0 = from filter.k or calibration */
-  double filter_k;      /* B_norm = k * clip^2 when budget is 0 */
+  int filter_enabled;    /* 1 = Algorithm 7 (individual filtering) */
+  double filter_budget;  /* B_norm; 0 = from filter.k or calibration */
+  double filter_k;       /* B_norm = k * clip^2 when budget is 0 */
+  double filter_refresh; /* poisson: full pass every r steps (a whole number); 0 = 1 */
   /* [privacy] */
   double privacy_sigma; /* noise multiplier; 0 = calibrate */
   double privacy_clip;  /* C */

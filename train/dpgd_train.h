@@ -52,11 +52,32 @@ typedef struct dpgd_ledger {
   double slack;        /* absolute summation allowance in norm units (>= 0, < C) */
   double *spend;       /* (n) s(i): the filter's spends, owned by it */
   dpgd_filter *filter; /* GDP filter in squared-norm units (budget B_norm, or INFINITY) */
+  /* Filtered DP-SGD (dpgd_ledger_alloc_sg); NULL otherwise. */
+  dpgd_filter_sg *sg;   /* per-point RDP of the subsampled Gaussian on the grid */
+  uint32_t *cap_idx;    /* (n) the step's cap, as a grid index (dpgd_ledger_caps) */
+  uint32_t *charge_idx; /* (n) the step's charge: cap_idx, or lower (dpgd_ledger_refresh) */
 } dpgd_ledger;
 
 /* budget is ignored (INFINITY) when filtered is 0. NULL on bad sizes or no memory. */
 dpgd_ledger *dpgd_ledger_alloc(size_t n, int filtered, double clip, double budget);
 void dpgd_ledger_free(dpgd_ledger *l);
+
+/* Individual filtering under Poisson subsampling (train/DPSGD_FILTER.md): an RDP filter
+ * at the orders dpgd_filter_sg_orders with budgets of k full-rate steps at rate q and
+ * noise multiplier sigma. Every point is charged every step, sampled or not: the RDP of
+ * its cap (a grid point, (k / K) C), or at a refresh step its refreshed bound. caps are
+ * then grid caps minus the slack (exactly C - slack while the budget allows a full-rate
+ * step), and dpgd_ledger_spend ignores caps and sqnorm_post. budget is NAN. */
+dpgd_ledger *dpgd_ledger_alloc_sg(size_t n, double clip, double q, double sigma, double k);
+/* A refresh step: sqnorm_post (n) is the engine's post-clip bound of EVERY point at the
+ * caps dpgd_ledger_caps gave; lowers each point's charge to the grid point above
+ * (sqrt(post) (1 + 2^-20) + slack) / C and its cap in caps (n, in/out) to match, so the
+ * sampled pass stays within the charge. */
+int dpgd_ledger_refresh(dpgd_ledger *l, double *caps, const double *sqnorm_post);
+/* Filtered DP-SGD: point i's RDP spend at the order that binds it (the largest
+ * spent / budget), that ratio and the order; DPGD_EINVAL for another ledger. */
+int dpgd_ledger_point_rdp(const dpgd_ledger *l, size_t i, double *spend, double *frac,
+                          double *order);
 
 /* The ledger's filter as a checkpoint section (dpgd_filter_serialize, "DPGDFILT"; *buf
  * from malloc). */
@@ -71,7 +92,8 @@ int dpgd_ledger_load(dpgd_ledger *l, const void *buf, size_t len);
 int dpgd_ledger_set_slack(dpgd_ledger *l, double slack);
 
 /* The engine's clip cap of every point for the next step: a(i) - slack, or 0 when a(i)
- * does not exceed the slack. */
+ * does not exceed the slack. Filtered DP-SGD: also sets the step's grid indices (the
+ * ledger's scratch). */
 void dpgd_ledger_caps(const dpgd_ledger *l, double *caps /* (n) out */);
 
 /* Charges one step: s(i) += min(a(i)^2, (sqrt(sqnorm_post[i]) + slack)^2 rounded up)
@@ -81,8 +103,11 @@ void dpgd_ledger_caps(const dpgd_ledger *l, double *caps /* (n) out */);
 int dpgd_ledger_spend(dpgd_ledger *l, const double *caps /* (n) */,
                       const double *sqnorm_post /* (n) */);
 
-/* Number of points with s(i) < B (all n for Algorithm 6). Diagnostic, not private. */
+/* Number of points with s(i) < B (all n for Algorithm 6); filtered DP-SGD: that can still
+ * pay the smallest grid step at every order. Diagnostic, not private. */
 size_t dpgd_ledger_active(const dpgd_ledger *l);
+/* Whether point i is active in that sense. */
+int dpgd_ledger_point_active(const dpgd_ledger *l, size_t i);
 
 /* DPGD_OK when 0 <= s(i) <= B for every i (exactly); DPGD_ERANGE naming the first
  * violating point otherwise. */
@@ -204,6 +229,9 @@ typedef struct dpgd_plan {
   /* eps of the whole planned run by method; NAN where the method is not available */
   double eps[5];
   int eps_status[5];      /* dpgd status per method (DPGD_OK: eps is infinite) */
+  double filter_k;        /* filtered poisson: budget in full-rate steps (filter.k) */
+  double filter_eps;      /* filtered poisson: the filter's eps at delta (rdp_optimal); NAN */
+  size_t refresh;         /* filtered poisson: a full pass every `refresh` steps */
   dpgd_odometer odometer; /* levels of the per-point report (points.csv); poisson: none
                              (levels = 0): no per-point report is stated */
 } dpgd_plan;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "dpgd_train.h"
+#include "ledger_sg.h"
 
 dpgd_ledger *dpgd_ledger_alloc(size_t n, int filtered, double clip, double budget)
 {
@@ -36,6 +37,9 @@ void dpgd_ledger_free(dpgd_ledger *l)
 {
   if (!l) return;
   dpgd_filter_free(l->filter);
+  dpgd_filter_sg_free(l->sg);
+  free(l->cap_idx);
+  free(l->charge_idx);
   free(l);
 }
 
@@ -44,18 +48,30 @@ int dpgd_ledger_save(const dpgd_ledger *l, void **buf, size_t *len)
   return dpgd_filter_serialize(l->filter, buf, len);
 }
 
+/* Same points, currency, orders and budgets (the ledger's own filter is the reference). */
+static int same_shape(const dpgd_filter *f, const dpgd_filter *g)
+{
+  size_t k = dpgd_filter_n_orders(g);
+  if (dpgd_filter_n(f) != dpgd_filter_n(g) ||
+      dpgd_filter_currency_of(f) != dpgd_filter_currency_of(g) || dpgd_filter_n_orders(f) != k)
+    return 0;
+  for (size_t j = 0; j < k; j++)
+    if (!(dpgd_filter_budget(f, j) == dpgd_filter_budget(g, j))) return 0;
+  return 1;
+}
+
 int dpgd_ledger_load(dpgd_ledger *l, const void *buf, size_t len)
 {
   dpgd_filter *f = NULL;
   int st = dpgd_filter_deserialize(&f, buf, len);
   if (st) return st;
-  if (dpgd_filter_n(f) != l->n || dpgd_filter_currency_of(f) != DPGD_FILTER_GDP ||
-      dpgd_filter_n_orders(f) != 1 || !(dpgd_filter_budget(f, 0) == l->budget)) {
+  if (!same_shape(f, l->filter)) {
     st = DPGD_FAIL(DPGD_EFORMAT,
                    "saved filter (%zu points, currency %d, budget %.17g) does not match the "
-                   "ledger (%zu points, GDP, budget %.17g)",
+                   "ledger (%zu points, currency %d, budget %.17g)",
                    dpgd_filter_n(f), (int)dpgd_filter_currency_of(f), dpgd_filter_budget(f, 0),
-                   l->n, l->budget);
+                   l->n, (int)dpgd_filter_currency_of(l->filter),
+                   dpgd_filter_budget(l->filter, 0));
   } else if (dpgd_filter_check(f)) {
     st = DPGD_FAIL(DPGD_EFORMAT, "saved filter: %s", dpgd_error_last());
   }
@@ -88,6 +104,10 @@ int dpgd_ledger_set_slack(dpgd_ledger *l, double slack)
 
 void dpgd_ledger_caps(const dpgd_ledger *l, double *caps)
 {
+  if (l->sg) {
+    dpgd_ledger_sg_caps(l, caps);
+    return;
+  }
   for (size_t i = 0; i < l->n; i++) {
     double a = allowance(l, i);
     /* A point whose allowance does not exceed the slack is left out (cap 0): it then
@@ -113,6 +133,7 @@ static double charge(const dpgd_ledger *l, size_t i, double cap, double post)
 
 int dpgd_ledger_spend(dpgd_ledger *l, const double *caps, const double *sqnorm_post)
 {
+  if (l->sg) return dpgd_ledger_sg_spend(l); /* every point, sampled or not */
   for (size_t i = 0; i < l->n; i++) {
     double x = sqnorm_post[i];
     if (!(x >= 0) || !isfinite(x))
@@ -131,7 +152,18 @@ int dpgd_ledger_spend(dpgd_ledger *l, const double *caps, const double *sqnorm_p
   return DPGD_OK;
 }
 
-size_t dpgd_ledger_active(const dpgd_ledger *l) { return dpgd_filter_n_active(l->filter); }
+int dpgd_ledger_point_active(const dpgd_ledger *l, size_t i)
+{
+  return l->sg ? dpgd_filter_sg_active(l->filter, l->sg, i) : dpgd_filter_active(l->filter, i);
+}
+
+size_t dpgd_ledger_active(const dpgd_ledger *l)
+{
+  if (!l->sg) return dpgd_filter_n_active(l->filter);
+  size_t a = 0;
+  for (size_t i = 0; i < l->n; i++) a += (size_t)dpgd_ledger_point_active(l, i);
+  return a;
+}
 
 int dpgd_ledger_check(const dpgd_ledger *l) { return dpgd_filter_check(l->filter); }
 

@@ -220,7 +220,12 @@ static int calibrate_noise(dpgd_plan *p, const dpgd_config *c, const dpgd_accoun
     p->budget = c->filter_budget > 0 ? c->filter_budget : c->filter_k * p->clip * p->clip;
 
   p->sigma = c->privacy_sigma;
-  if (c->privacy_calibrate == DPGD_CALIBRATE_SIGMA && p->sampling != DPGD_SAMPLING_FULL) {
+  if (c->privacy_calibrate == DPGD_CALIBRATE_SIGMA && p->sampling == DPGD_SAMPLING_POISSON &&
+      p->filtered) {
+    rc = dpgd_plan_sg_calibrate(p, c->filter_k, c->privacy_epsilon);
+    if (rc) return rc;
+  } else if (c->privacy_calibrate == DPGD_CALIBRATE_SIGMA &&
+             p->sampling != DPGD_SAMPLING_FULL) {
     rc = calibrate_subsampled(p, c, p->steps, extra);
     if (rc) return rc;
   } else if (c->privacy_calibrate == DPGD_CALIBRATE_SIGMA) {
@@ -244,7 +249,7 @@ static int calibrate_noise(dpgd_plan *p, const dpgd_config *c, const dpgd_accoun
 /* Filtered: train.steps, or (when 0) the full-norm steps plus the query span. */
 static void derive_steps(dpgd_plan *p, const dpgd_config *c)
 {
-  if (p->filtered) {
+  if (p->filtered && p->sampling != DPGD_SAMPLING_POISSON) {
     p->full_steps = dpgd_plan_full_steps(p->budget, p->clip);
     p->steps = c->train_steps;
     if (p->steps == 0)
@@ -321,8 +326,13 @@ static int state_guarantee(dpgd_plan *p)
                      "%s, %s and %s)",
                      p->mu_total, DPGD_CONFIG_KEY(privacy_sigma), DPGD_CONFIG_KEY(privacy_clip),
                      DPGD_CONFIG_KEY(stopping_tau_frac));
-  /* Poisson: no per-point report (its levels would need a per-point accounting of the
-   * subsampled releases, which the ledger does not do). */
+  /* Poisson or subset: no odometer (its levels are stated in GDP; the subsampled releases
+   * are not Gaussian). Filtered Poisson: the filter's own guarantee
+   * (train/DPSGD_FILTER.md). */
+  p->filter_eps = NAN;
+  if (poisson && p->filtered)
+    return dpgd_plan_sg_epsilon(p->sample_rate, p->sigma, p->filter_k, p->delta,
+                                &p->filter_eps);
   if (poisson || subset) return DPGD_OK;
   /* The per-point report's levels, fixed before any data is seen. Padded by 2^-40 so
    * that a point's total, rounded up, never lands above the top level. */
@@ -347,6 +357,8 @@ int dpgd_plan_make(dpgd_plan *p, const dpgd_config *c, size_t n)
   if (rc) return rc;
   *p = (dpgd_plan){0};
   p->filtered = c->filter_enabled;
+  p->filter_k = c->filter_k;
+  p->refresh = c->filter_refresh > 0 ? (size_t)c->filter_refresh : 1;
   p->sampling = c->train_sampling;
   p->sample_rate = p->sampling == DPGD_SAMPLING_POISSON ? c->train_sample_rate : 1;
   p->n = n;

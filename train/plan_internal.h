@@ -27,5 +27,10 @@ int dpgd_plan_add_sampled(dpgd_accountant *a, const dpgd_plan *p, double sigma, 
 int dpgd_plan_subset_setup(dpgd_plan *p, const dpgd_config *c);
 /* p->report_method from p->eps: exact, or for subset the smallest finite rdp_*. */
 void dpgd_plan_pick_report(dpgd_plan *p);
+/* plan_sg.c (filtered DP-SGD, train/DPSGD_FILTER.md section 4): eps at delta of the
+ * filter of k full-rate steps at rate q and multiplier sigma (optimal RDP conversion),
+ * and the smallest sigma whose filter eps is at most eps (into p->sigma). */
+int dpgd_plan_sg_epsilon(double q, double sigma, double k, double delta, double *eps);
+int dpgd_plan_sg_calibrate(dpgd_plan *p, double k, double eps);
 
 #endif

@@ -142,7 +142,10 @@ int dpgd_run_setup(dpgd_run *r)
   r->ws = dpgd_grad_ws_alloc(r->model, c->model_chunk, c->model_threads);
   r->P = dpgd_model_n_params(r->model);
   size_t n = r->train->n;
-  r->ledger = dpgd_ledger_alloc(n, r->plan.filtered, r->plan.clip, r->plan.budget);
+  if (r->plan.filtered && r->plan.sampling == DPGD_SAMPLING_POISSON)
+    r->ledger = dpgd_ledger_alloc_sg(n, r->plan.clip, r->plan.sample_rate, r->plan.sigma,
+                                     r->plan.filter_k);
+  else r->ledger = dpgd_ledger_alloc(n, r->plan.filtered, r->plan.clip, r->plan.budget);
   r->caps = malloc(n * sizeof *r->caps);
   r->post = malloc(n * sizeof *r->post);
   r->sum = malloc(r->P * sizeof *r->sum);

@@ -164,9 +164,11 @@ static int write_points(dpgd_run *r)
   int rc = DPGD_OK;
   for (size_t i = 0; i < l->n && !rc; i++) {
     double mu2 = (dpgd_ledger_point_mu2(l, i, pl->sigma) + q) * (1 + 0x1p-50);
-    fprintf(f, "%zu,%u,%.17g,", i, (unsigned)r->train->labels[i], l->spend[i]);
-    dpgd_report_num(f, l->spend[i] / budget);
-    fprintf(f, ",%d,", dpgd_filter_active(l->filter, i));
+    double spend = l->spend[i], frac = spend / budget, order;
+    if (l->sg) dpgd_ledger_point_rdp(l, i, &spend, &frac, &order); /* DPSGD_FILTER.md 5 */
+    fprintf(f, "%zu,%u,%.17g,", i, (unsigned)r->train->labels[i], spend);
+    dpgd_report_num(f, frac);
+    fprintf(f, ",%d,", dpgd_ledger_point_active(l, i));
     if (pl->odometer.levels) rc = dpgd_report_odometer_cols(f, &pl->odometer, mu2);
     else fputs(",,,", f);
     fputc('\n', f);
@@ -175,6 +177,24 @@ static int write_points(dpgd_run *r)
   if (!rc) rc = dpgd_write_atomic(p, text, len);
   free(text);
   return rc;
+}
+
+/* Filtered DP-SGD: the filter's own guarantee (train/DPSGD_FILTER.md section 4), besides
+ * the plain composition of "eps", which stays valid; the smaller one holds. */
+static void write_sg_filter(FILE *f, const dpgd_plan *p)
+{
+  fprintf(f,
+          " \"filter\": {\"currency\": \"rdp\", \"full_rate_steps\": %.17g, \"refresh\": %zu, "
+          "\"grid\": %d, \"orders\": [",
+          p->filter_k, p->refresh, DPGD_FILTER_SG_GRID);
+  for (int j = 0; j < DPGD_FILTER_SG_N_ORDERS; j++)
+    fprintf(f, "%s%g", j ? ", " : "", dpgd_filter_sg_orders[j]);
+  fprintf(f, "], \"eps\": ");
+  dpgd_report_json_num(f, dpgd_round_digits(p->filter_eps, 10, 1));
+  fprintf(f, ", \"method\": \"rdp_optimal\", \"exact\": null,\n  \"note\": \"every point is "
+             "(a, B_a)-RDP at every order whatever the steps; eps is its optimal conversion "
+             "(no exact CF number exists for the filter); the composition in eps also holds, "
+             "the smaller is the guarantee\"},\n");
 }
 
 static int write_summary(dpgd_run *r, double test_acc)
@@ -213,7 +233,9 @@ static int write_summary(dpgd_run *r, double test_acc)
     fprintf(f, "%s\"%s\": ", k ? ", " : "", dpgd_acct_method_name((dpgd_acct_method)k));
     dpgd_report_json_num(f, dpgd_round_digits(r->eps_now[k], 10, 1));
   }
-  fprintf(f, "},\n \"odometer\": ");
+  fprintf(f, "},\n");
+  if (p->filtered && p->sampling == DPGD_SAMPLING_POISSON) write_sg_filter(f, p);
+  fprintf(f, " \"odometer\": ");
   if (p->odometer.levels) dpgd_report_json_odometer(f, &p->odometer);
   else fputs("null", f);
   fprintf(f, ",\n \"test_acc\": ");

@@ -95,8 +95,9 @@ static int diverged(dpgd_run *r, size_t t, double lr)
 int dpgd_run_checkpoint(dpgd_run *r) { return dpgd_run_write_checkpoint(r); }
 
 /* Poisson or subset sampling: the points not in this step's sample get cap 0, which the
- * engine skips (unless train.constant_time) and the ledger does not charge. An empty
- * Poisson sample is normal: the update is then noise only. */
+ * engine skips (unless train.constant_time) and the ledger does not charge (the filter
+ * under Poisson subsampling charges every point: the sample is secret). An empty Poisson
+ * sample is normal: the update is then noise only. */
 static int sample_batch(dpgd_run *r)
 {
   int rc =
@@ -109,6 +110,19 @@ static int sample_batch(dpgd_run *r)
   return DPGD_OK;
 }
 
+/* Filtered DP-SGD at a refresh step (steps 1, 1 + r, 1 + 2r, ...: public): every point's
+ * clipped norm at theta_t under its cap, the pass's sum discarded; the ledger lowers the
+ * charges, and the caps of the sampled pass to match (train/DPSGD_FILTER.md section 3).
+ * Nothing of this pass enters the released sum. */
+static int refresh_pass(dpgd_run *r)
+{
+  if (!r->ledger->sg || (size_t)r->m.step % r->plan.refresh != 0) return DPGD_OK;
+  int rc =
+      dpgd_model_clipped_grad_sum(r->model, r->ws, r->train, r->caps, r->sum, NULL, r->post);
+  if (!rc) rc = dpgd_ledger_refresh(r->ledger, r->caps, r->post);
+  return rc;
+}
+
 /* The clipped sum under the caps of the ledger, the spend, and ONE Gaussian draw on it. */
 static int clipped_noisy_sum(dpgd_run *r)
 {
@@ -116,10 +130,12 @@ static int clipped_noisy_sum(dpgd_run *r)
   /* Zero active points is a normal state: the sum is then zero and the update is noise
    * only (divided by the public n, never by the active count). */
   dpgd_ledger_caps(r->ledger, r->caps);
+  int rc = refresh_pass(r);
+  if (rc) return rc;
   if (r->null_mask) /* dpgd audit: an excluded canary contributes nothing */
     for (size_t i = 0; i < r->m.n; i++)
       if (r->null_mask[i]) r->caps[i] = 0;
-  int rc = r->rng_sample ? sample_batch(r) : DPGD_OK;
+  rc = r->rng_sample ? sample_batch(r) : DPGD_OK;
   if (rc) return rc;
   rc = dpgd_model_clipped_grad_sum(r->model, r->ws, r->train, r->caps, r->sum, NULL, r->post);
   if (!rc) rc = dpgd_ledger_spend(r->ledger, r->caps, r->post);

@@ -2,7 +2,9 @@
 # the sampler and its rate, and its eps is the one `dpgd account --subsampled` prints
 # for the same (q, sigma, steps); the DP-SGD config plans (dry run); a research run
 # killed with SIGKILL resumes to the bytes of an uninterrupted one; the combinations not
-# supported are refused with one line naming the keys.
+# supported are refused with one line naming the keys; with individual filtering
+# (filter.k >= steps: the budget is never reached) the run is the unfiltered one bit for
+# bit.
 . "$(dirname "$0")/lib.sh"
 SRC=${DPGD_SOURCE_DIR:-$(dirname "$0")/../..}
 CFG=$SRC/configs/softmax.ini
@@ -26,11 +28,22 @@ checks=$((checks + 1))
   fail "run eps '$run_eps' differs from dpgd account's '$acct_eps'"
 echo "q=$Q sigma=$SIGMA steps=$T: run eps $run_eps, dpgd account $acct_eps"
 
-# The DP-SGD config plans: sigma calibrated for eps 1 over ceil(5/q) steps.
+# Filtered, budget never reached: the same model and metrics.
+expect_ok filtered "$DPGD" train --config "$CFG" "${SET[@]}" --set filter.enabled=true \
+  --set filter.k=$T --set filter.refresh=3 --out "$TMP/filt" --quiet
+for f in model.bin metrics.csv; do
+  checks=$((checks + 1))
+  cmp -s "$TMP/ref/$f" "$TMP/filt/$f" || fail "filtered (k = steps) $f differs from unfiltered"
+done
+checks=$((checks + 1))
+grep -q '"method": "rdp_optimal", "exact": null' "$TMP/filt/summary.json" ||
+  fail "summary.json lacks the filter's guarantee"
+
+# The DP-SGD config plans: sigma calibrated for eps 1 over ceil(15/q) steps.
 expect_ok dpsgd-config "$DPGD" train --config "$SRC/configs/dpsgd/mnist-cnn-eps1.ini" \
   --set data.dir="$MNIST" --dry-run
 expect_out dpsgd-config-sampler '^algorithm +DP-SGD, Poisson sampling: rate q = 0.00426667'
-expect_out dpsgd-config-steps '^steps +1172$'
+expect_out dpsgd-config-steps '^steps +3516$'
 expect_out dpsgd-config-eps '^  exact +1$'
 
 # Killed (SIGKILL) after a few rows, resumed: the bytes of the uninterrupted run, which
@@ -48,8 +61,11 @@ expect_same_as_ref killed "$TMP/killed"
 R=(--config "$CFG" --set data.dir="$MNIST" --set privacy.calibrate=none --set privacy.sigma=2
    --dry-run)
 P=(--set train.sampling=poisson --set train.sample_rate=$Q)
-expect_fail filter 'train.sampling = poisson with filter.enabled = true' \
-  "$DPGD" train "${R[@]}" "${P[@]}" --set filter.enabled=true --set filter.k=5
+expect_fail filter-budget 'train.sampling = poisson with filter.enabled: the budget is filter.k' \
+  "$DPGD" train "${R[@]}" "${P[@]}" --set filter.enabled=true --set filter.budget=5
+expect_fail filter-refresh 'filter.refresh must be a whole number' \
+  "$DPGD" train "${R[@]}" "${P[@]}" --set filter.enabled=true --set filter.k=5 \
+  --set filter.refresh=2.5
 expect_fail rate 'train.sample_rate: must be <= 1' \
   "$DPGD" train "${R[@]}" "${P[@]}" --set train.sample_rate=1.5
 expect_fail no-rate 'train.sampling = poisson needs train.sample_rate' \

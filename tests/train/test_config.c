@@ -201,7 +201,7 @@ static void test_cross_key_rules(void **state)
       {{"train.sampling=poisson", "train.steps=10", "privacy.sigma=1", NULL},
        "train.sampling = poisson needs train.sample_rate"},
       {{"train.sampling=poisson", "train.sample_rate=0.1", "filter.enabled=true", "filter.k=3"},
-       "train.sampling = poisson with filter.enabled = true"},
+       "train.sampling = poisson with filter.enabled needs train.steps or train.epochs"},
       {{"train.sampling=subset", "train.steps=10", "privacy.sigma=1", NULL},
        "train.sampling = subset needs train.batch_size >= 1"},
       {{"train.sampling=subset", "train.batch_size=64", "privacy.sigma=1",

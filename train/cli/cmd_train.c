@@ -113,7 +113,13 @@ static void print_plan(const dpgd_plan *p, const dpgd_config *c)
   printf("noise       sigma = %.6g, clip C = %.6g, noise std sigma*C = %.6g, rng %s\n",
          dpgd_round_digits(p->sigma, 6, 1), p->clip,
          dpgd_round_digits(p->sigma * p->clip, 6, 1), dpgd_rng_mode_name(c->train_rng));
-  if (p->filtered)
+  if (p->filtered && p->sampling == DPGD_SAMPLING_POISSON)
+    printf("filter      every point (a, B_a)-RDP at %d orders, B_a = %.6g full-rate steps: "
+           "eps %.6g (rdp_optimal, delta %g) whatever the steps; a full pass every %zu "
+           "step%s; %zu steps\n",
+           DPGD_FILTER_SG_N_ORDERS, p->filter_k, dpgd_round_digits(p->filter_eps, 6, 1),
+           p->delta, p->refresh, p->refresh == 1 ? "" : "s", p->steps);
+  else if (p->filtered)
     printf("budget      B_norm = %.10g (%.6g full-norm steps), k_max = %zu steps\n",
            dpgd_round_digits(p->budget, 10, -1),
            dpgd_round_digits(p->budget / (p->clip * p->clip), 6, -1), p->steps);
