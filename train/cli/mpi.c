@@ -153,11 +153,12 @@ static int worker_open(const dpgd_config *c, const uint64_t *shape)
   dpgd_grad_ws_set_constant_time(ctx.ws, c->train_constant_time);
   ctx.chunk = dpgd_grad_ws_chunk(ctx.ws);
   size_t n = ctx.ds->n, P = dpgd_model_n_params(ctx.m);
-  if (n != shape[0] || P != shape[1] || data_print(ctx.ds) != shape[2])
-    return DPGD_FAIL(DPGD_EINVAL,
-                     "its training set (n = %zu) or model (P = %zu) is not rank 0's "
-                     "(n = %llu, P = %llu); every rank must read the same data",
-                     n, P, (unsigned long long)shape[0], (unsigned long long)shape[1]);
+  if (n != shape[0] || P != shape[1])
+    return DPGD_FAIL(DPGD_EINVAL, "it has n = %zu and P = %zu, rank 0 n = %llu and P = %llu", n,
+                     P, (unsigned long long)shape[0], (unsigned long long)shape[1]);
+  if (data_print(ctx.ds) != shape[2])
+    return DPGD_FAIL(DPGD_EINVAL, "its training set differs from rank 0's (other files under "
+                                  "the same data.dir); every rank must read the same data");
   ctx.caps = calloc(n, sizeof(double));
   ctx.post = calloc(n, sizeof(double));
   if (!ctx.caps || !ctx.post) return DPGD_FAIL(DPGD_ENOMEM, "no memory for %zu caps", n);
