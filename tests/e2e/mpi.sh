@@ -3,6 +3,7 @@
 # 1. softmax with Algorithm 7 and stopping queries, and the CNN: 1, 2 and 3 ranks give
 #    the model.bin, metrics.csv and points.csv of one process, byte for byte;
 # 2. DP-SGD with Poisson sampling (the sample drawn by rank 0): likewise with 3 ranks;
+#    a secure-rng run (noise from getrandom on rank 0) runs with 2 ranks;
 # 3. a 2-rank run whose rank 1 is killed (SIGKILL) mid-run ends non-zero, its checkpoint
 #    intact; resumed with 3 ranks it ends with the bytes of the uninterrupted run;
 # 4. a rank that cannot read the data (or reads other data) stops every rank at the
@@ -53,6 +54,14 @@ for model in SOFTMAX CNN POISSON; do
   if [ "$model" = POISSON ]; then nps="3"; else nps="1 2 3"; fi
   for n in $nps; do ranks "$model" "$n" "${S[@]}"; done
 done
+
+# train.rng = secure: rank 0 draws the noise from getrandom, which no other rank could
+# share; 2 ranks train, one metrics row per step.
+expect_ok secure "${MPIRUN[@]}" -np 2 "$DPGD" train --config "$CFG" "${BASE[@]}" \
+  --set data.n_train=500 --set train.steps=3 --set train.rng=secure --out "$TMP/secure"
+checks=$((checks + 1))
+[ "$(wc -l < "$TMP/secure/metrics.csv")" -eq 4 ] && grep -q '"rng": "secure"' "$TMP/secure/summary.json" ||
+  fail "secure: metrics.csv or summary.json: $(head -c 300 "$TMP/secure/summary.json")"
 
 # 3. rank 1 killed mid-run (checkpoint every step), resumed with 3 ranks.
 KILL=("${BASE[@]}" --set data.n_train=1000 --set train.steps=40
