@@ -31,6 +31,7 @@ typedef struct {
   int rank, size;
   size_t n, P, chunk, nc, slots;
   size_t worker_chunk;      /* rank 0: the chunk size the other ranks reported */
+  double *check;            /* rank 0, DPGD_MPI_VERIFY: (P) its own sum; else NULL */
   size_t *bounds;           /* (size + 1) the first chunk of each rank, then nc */
   int *node_cnt, *node_off; /* (size) doubles of each rank's node sums, and where */
   int *ex_cnt, *ex_off;     /* (size) each rank's examples: how many, the first */
@@ -69,6 +70,7 @@ static void free_ctx(void)
   free(ctx.ex_off);
   free(ctx.nodes);
   free(ctx.status);
+  free(ctx.check);
   dpgd_grad_ws_free(ctx.ws);
   dpgd_model_free(ctx.m);
   dpgd_data_free(ctx.ds);
@@ -236,6 +238,21 @@ static int gather_status(int st0)
   return DPGD_OK;
 }
 
+/* DPGD_MPI_VERIFY: rank 0 sums every chunk itself too and refuses a step whose sum
+ * differs in any bit from the ranks' (a check of the platform: a BLAS whose results
+ * depend on where a row lies would show here). */
+static int verify(dpgd_model *m, dpgd_grad_ws *ws, const dpgd_dataset *ds, const double *caps,
+                  const double *sum)
+{
+  int st = dpgd_model_clipped_grad_sum(m, ws, ds, caps, ctx.check, NULL, NULL);
+  if (!st && memcmp(ctx.check, sum, ctx.P * sizeof(double)))
+    st = DPGD_FAIL(DPGD_EINVAL,
+                   "DPGD_MPI_VERIFY: the sum of %d ranks differs from rank 0's "
+                   "own in its bits; this platform does not reproduce the sum",
+                   ctx.size);
+  return st;
+}
+
 /* The step's sum over all ranks (dpgd_run_sum_fn). */
 static int rank0_sum(void *unused, dpgd_model *m, dpgd_grad_ws *ws, const dpgd_dataset *ds,
                      const double *caps, double *sum, double *post)
@@ -268,7 +285,7 @@ static int rank0_sum(void *unused, dpgd_model *m, dpgd_grad_ws *ws, const dpgd_d
   if (k == 1) memcpy(sum, ctx.nodes, ctx.P * sizeof(double));
   else memset(sum, 0, ctx.P * sizeof(double)); /* no chunk at all */
   if (ctx.n_times < MAX_TIMES) ctx.times[ctx.n_times++] = now_s() - t0;
-  return DPGD_OK;
+  return ctx.check ? verify(m, ws, ds, caps, sum) : DPGD_OK;
 }
 
 int dpgd_mpi_attach(dpgd_run *r)
@@ -289,6 +306,9 @@ int dpgd_mpi_attach(dpgd_run *r)
   for (int k = 2; k < ctx.size; k++)
     if (ctx.status[k].chunk != ctx.worker_chunk)
       return DPGD_FAIL(DPGD_EINVAL, "ranks 1 and %d disagree on the chunk size", k);
+  const char *v = getenv("DPGD_MPI_VERIFY");
+  if (v && strcmp(v, "0") && !(ctx.check = malloc(P * sizeof(double))))
+    return DPGD_FAIL(DPGD_ENOMEM, "no memory for DPGD_MPI_VERIFY");
   dpgd_run_set_sum(r, rank0_sum, NULL);
   return DPGD_OK;
 }
