@@ -66,8 +66,10 @@ checks=$((checks + 1))
   fail "secure: metrics.csv or summary.json: $(head -c 300 "$TMP/secure/summary.json")"
 
 # 3. rank 1 killed mid-run (checkpoint every step), resumed with 3 ranks.
-KILL=("${BASE[@]}" --set data.n_train=1000 --set train.steps=40
-      --set output.checkpoint_every=1 --set stopping.queries=2 --set stopping.every=10)
+# Long enough (an fsync'ed checkpoint per step) that the kill lands mid-run on a fast
+# machine too.
+KILL=("${BASE[@]}" --set data.n_train=1000 --set train.steps=300 --set train.eval_every=50
+      --set output.checkpoint_every=1 --set stopping.queries=2 --set stopping.every=100)
 expect_ok kill-ref "$DPGD" train --config "$CFG" "${KILL[@]}" --out "$TMP/kill.ref"
 "${MPIRUN[@]}" -np 2 "$DPGD" train --config "$CFG" "${KILL[@]}" --out "$TMP/kill" \
   >"$TMP/kill.out" 2>"$TMP/kill.err" &
@@ -88,7 +90,7 @@ checks=$((checks + 1))
 [ $rc -ne 0 ] || fail "kill: mpirun exited 0 after rank 1 was killed"
 rows=$(($(wc -l < "$TMP/kill/metrics.csv") - 1))
 checks=$((checks + 1))
-[ ! -e "$TMP/kill/summary.json" ] && [ "$rows" -lt 40 ] ||
+[ ! -e "$TMP/kill/summary.json" ] && [ "$rows" -lt 300 ] ||
   fail "kill: the run finished before rank 1 was killed ($rows rows); make it longer"
 echo "kill: rank 1 killed after $rows metrics rows; mpirun exit $rc"
 expect_ok kill-resume "${MPIRUN[@]}" -np 3 "$DPGD" train --resume "$TMP/kill"
