@@ -54,6 +54,13 @@ if(DPGD_OPENMP)
   endif()
 endif()
 
+if(DPGD_MPI)
+  find_package(MPI COMPONENTS C)
+  if(NOT MPI_C_FOUND)
+    dpgd_missing("MPI for C (-DDPGD_MPI=ON)" "libopenmpi-dev openmpi-bin")
+  endif()
+endif()
+
 if(NOT PKG_CONFIG_FOUND)
   dpgd_missing("pkg-config" "pkg-config")
 endif()

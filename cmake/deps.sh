@@ -3,10 +3,12 @@
 DPGD_DEBIAN_PACKAGES="build-essential cmake pkg-config libopenblas-dev libgsl-dev libpng-dev
 zlib1g-dev libinih-dev libcmocka-dev gnuplot-nox curl python3 python3-numpy
 python3-pytest"
+# The MPI build (cmake -DDPGD_MPI=ON, train/MPI.md): dpgd_install_deps $DPGD_MPI_PACKAGES
+DPGD_MPI_PACKAGES="libopenmpi-dev openmpi-bin"
 
-dpgd_install_deps() {
+dpgd_install_deps() { # [EXTRA_PACKAGE ...]
   local missing=() p
-  for p in $DPGD_DEBIAN_PACKAGES; do
+  for p in $DPGD_DEBIAN_PACKAGES "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
   done
   [ ${#missing[@]} -eq 0 ] && return 0

@@ -58,16 +58,18 @@ void dpgd_grad_ws_free(dpgd_grad_ws *ws);
  * Default 0: such examples are skipped. */
 void dpgd_grad_ws_set_constant_time(dpgd_grad_ws *ws, int on);
 /* What, besides the build, decides the bits of dpgd_model_clipped_grad_sum: the
- * OpenBLAS kernel (core name and build config), the thread count (it regroups the
- * sum), the chunk size and the constant-time mode. One line of text. */
+ * OpenBLAS kernel (core name and build config), the chunk size (it shapes the reduction
+ * tree) and the constant-time mode; not the thread count. One line of text. */
 void dpgd_grad_ws_replay_id(const dpgd_grad_ws *ws, char *buf, size_t len);
 
 /* The fused private step over all ds->n examples:
  *   g_i = grad of loss at example i; if g_i is not finite its norm is +inf;
  *   gbar_i = g_i * min(1, caps[i] / ||g_i||)   (gbar_i = 0 when caps[i] == 0 or
  *                                               ||g_i|| is infinite)
- *   sum = sum_i gbar_i (reduced in a fixed order: independent of thread count up to
- *   the double rounding stated in the tests).
+ *   sum = sum_i gbar_i, in double: each chunk of ws's chunk size summed from zero,
+ *   the chunk sums added in a fixed binary tree (model/SENSITIVITY.md 4), so the bits do
+ *   not depend on the thread count, nor on how dpgd_model_clipped_grad_nodes splits the
+ *   chunks.
  * Examples with caps[i] == 0 are skipped unless the workspace is in constant-time mode:
  * their sqnorm_pre is then NAN (not computed) and sqnorm_post 0. Outputs sqnorm_pre / sqnorm_post may be NULL.
  *
@@ -92,10 +94,43 @@ int dpgd_model_clipped_grad_sum(dpgd_model *m, dpgd_grad_ws *ws, const dpgd_data
                                 double *sqnorm_pre /* (n) out or NULL */,
                                 double *sqnorm_post /* (n) out or NULL */);
 
+/* The reduction tree of the clipped sum over n_chunks = ceil(n / chunk) chunks: node
+ * (lo, level) holds chunks [lo, min(lo + 2^level, n_chunks)); a leaf's sum is its
+ * chunk's sum from zero, any other node's is its left child's plus its right child's.
+ * A range [c0, c1) of chunks is covered by its maximal nodes (inside it, parent not);
+ * dpgd_model_tree_count says how many (0 for an empty range; at most 2 log2 n_chunks). */
+size_t dpgd_model_tree_count(size_t n_chunks, size_t c0, size_t c1);
+
+/* The clipped sums of the maximal nodes of chunks [c0, c1), left to right, into nodes
+ * (dpgd_model_tree_count(n_chunks, c0, c1), P), and sqnorm_pre / sqnorm_post (indexed by
+ * example, (n) or NULL) for the examples of those chunks only. Same contract per
+ * example as dpgd_model_clipped_grad_sum; caps are read for those examples only. */
+int dpgd_model_clipped_grad_nodes(dpgd_model *m, dpgd_grad_ws *ws, const dpgd_dataset *ds,
+                                  const double *caps /* (n) */, size_t c0, size_t c1,
+                                  double *nodes /* (count, P) out */,
+                                  double *sqnorm_pre /* (n) out or NULL */,
+                                  double *sqnorm_post /* (n) out or NULL */);
+
+/* Combines, in place, the node sums of a partition of chunks [bounds[0], bounds[k]) into
+ * parts [bounds[s], bounds[s + 1]) (empty parts allowed): nodes holds `slots` vectors,
+ * the maximal nodes of part 0, then of part 1, ...; on return nodes[0 .. *n_out) are
+ * the maximal nodes of the whole range, with the bits dpgd_model_clipped_grad_nodes
+ * gives for it (for the range of all chunks: one node, the sum). DPGD_EINVAL when the
+ * bounds are not ordered or slots is not the parts' node count. */
+int dpgd_model_tree_combine(double *nodes /* (slots, P) in/out */, size_t slots, size_t P,
+                            size_t n_chunks, const size_t *bounds /* (k + 1) */, size_t k,
+                            size_t *n_out);
+
+/* The chunk size of ws (n_chunks = ceil(n / chunk)). */
+size_t dpgd_grad_ws_chunk(const dpgd_grad_ws *ws);
+/* Sizes ws's reduction buffers for datasets of up to n examples, so that the calls that
+ * follow do not allocate (a call over more examples grows them). */
+int dpgd_grad_ws_reserve(dpgd_grad_ws *ws, size_t n);
+
 /* The relative factor gamma of contract (c) above for a dataset of n examples, whatever
  * the chunk size and thread count: gamma_m = m u / (1 - m u) (rounded up), u = 2^-53,
- * m = n + 1026 (the most roundings one term of an output element goes through: n + 1
- * within a thread's chunks, at most 1024 threads in the reduction, one of slack).
+ * m = n + 1026 (at least the most roundings one term of an output element goes through:
+ * n + 1 in its chunk and the reduction tree together; SENSITIVITY.md 4).
  * +inf when m u >= 1/2. For MNIST (n = 60000): about 6.8e-12. A ledger that needs the
  * sum's sensitivity to stay within C charges 2 gamma n C on top of C. */
 double dpgd_model_sum_error_bound(size_t n);

@@ -1,8 +1,8 @@
-/* engine.c -- the fused per-example step (dpgd_model_clipped_grad_sum): chunks of B
- * examples, OpenMP threads over chunks with single-threaded OpenBLAS inside (measured
- * faster than threaded BLAS for these small matrices; see cmd_bench.c), each thread
- * with its own workspace and double running sum, sums reduced in thread order. Also
- * the clipping rule and the row accumulation the model types share. */
+/* engine.c -- the fused per-example step's parts: the workspace, one chunk of B
+ * examples (gather, unpack, the model's chunk step with single-threaded OpenBLAS inside:
+ * measured faster than threaded BLAS for these small matrices; see cmd_bench.c), the
+ * clipping rule and the row accumulation the model types share. reduce.c runs the
+ * chunks on threads and sums them in the reduction tree. */
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -127,9 +127,9 @@ void dpgd_accumulate_linear_ref(double *accW, double *accb, const float *r, cons
 
 double dpgd_model_sum_error_bound(size_t n)
 {
-  /* m: the most roundings any term of an output element goes through, B + ceil(n/B)
-   * <= n + 1 in a thread's chunks and at most MAX_THREADS in the reduction, plus one
-   * of slack (SENSITIVITY.md 4). */
+  /* m: a bound on the roundings any term of an output element goes through: at most
+   * B + 1 in its chunk and ceil(log2 ceil(n/B)) in the reduction tree, together at most
+   * n + 1 (SENSITIVITY.md 4); n + 1026 keeps 1025 roundings of slack. */
   double m = (double)n + MAX_THREADS + 2.0;
   double mu = m * U_DOUBLE;
   if (!(mu < 0.5)) return INFINITY;
@@ -155,7 +155,7 @@ double dpgd_linear_sqnorm(const float *r, const float *x, size_t K, size_t d)
 static size_t round_up(size_t bytes) { return (bytes + ALIGN - 1) / ALIGN * ALIGN; }
 
 /* Bytes of one thread's block and, when base is non-NULL, the pointers carved from it. */
-static size_t carve(chunk_ws *w, char *base, size_t scratch, size_t chunk, size_t d, size_t P)
+static size_t carve(chunk_ws *w, char *base, size_t scratch, size_t chunk, size_t d)
 {
   size_t off = 0;
 #define CARVE(field, type, count)                                                              \
@@ -165,7 +165,6 @@ static size_t carve(chunk_ws *w, char *base, size_t scratch, size_t chunk, size_
   } while (0)
   CARVE(scratch, float, scratch);
   CARVE(x, float, chunk *d);
-  CARVE(acc, double, P);
   CARVE(caps, double, chunk);
   CARVE(pre, double, chunk);
   CARVE(post, double, chunk);
@@ -198,7 +197,7 @@ dpgd_grad_ws *dpgd_grad_ws_alloc(const dpgd_model *m, size_t chunk, int threads)
   dpgd_grad_ws *ws = calloc(1, sizeof *ws);
   chunk_ws *pt = calloc((size_t)threads, sizeof *pt);
   size_t scratch = m->type->scratch_floats(m, chunk);
-  size_t block = carve(&(chunk_ws){0}, NULL, scratch, chunk, m->d, m->n_params);
+  size_t block = carve(&(chunk_ws){0}, NULL, scratch, chunk, m->d);
   /* malloc plus manual alignment (not posix_memalign), so the tests' wrapped
    * allocator sees and can fail this allocation like every other. */
   void *slab = ws && pt ? malloc(block * (size_t)threads + ALIGN) : NULL;
@@ -211,7 +210,7 @@ dpgd_grad_ws *dpgd_grad_ws_alloc(const dpgd_model *m, size_t chunk, int threads)
   }
   char *base = (char *)slab + (ALIGN - (uintptr_t)slab % ALIGN) % ALIGN;
   for (int t = 0; t < threads; t++)
-    carve(&pt[t], base + (size_t)t * block, scratch, chunk, m->d, m->n_params);
+    carve(&pt[t], base + (size_t)t * block, scratch, chunk, m->d);
   ws->type = m->type;
   ws->n_params = m->n_params;
   ws->d = m->d;
@@ -225,8 +224,8 @@ dpgd_grad_ws *dpgd_grad_ws_alloc(const dpgd_model *m, size_t chunk, int threads)
 void dpgd_grad_ws_replay_id(const dpgd_grad_ws *ws, char *buf, size_t len)
 {
   char *core = openblas_get_corename(), *config = openblas_get_config();
-  snprintf(buf, len, "blas %s (%s); threads %d; chunk %zu; constant_time %d", core ? core : "?",
-           config ? config : "?", ws->threads, ws->chunk, ws->constant_time);
+  snprintf(buf, len, "blas %s (%s); chunk %zu; constant_time %d", core ? core : "?",
+           config ? config : "?", ws->chunk, ws->constant_time);
 }
 
 void dpgd_grad_ws_set_constant_time(dpgd_grad_ws *ws, int on) { ws->constant_time = on != 0; }
@@ -234,12 +233,13 @@ void dpgd_grad_ws_set_constant_time(dpgd_grad_ws *ws, int on) { ws->constant_tim
 void dpgd_grad_ws_free(dpgd_grad_ws *ws)
 {
   if (!ws) return;
+  free(ws->tree_slab);
   free(ws->slab);
   free(ws->per_thread);
   free(ws);
 }
 
-static int check_ws(const dpgd_model *m, const dpgd_grad_ws *ws)
+int dpgd_grad_ws_check(const dpgd_model *m, const dpgd_grad_ws *ws)
 {
   if (!m || !ws) return DPGD_FAIL(DPGD_EINVAL, "no model or workspace given");
   if (ws->type != m->type || ws->n_params != m->n_params || ws->d != m->d)
@@ -251,7 +251,7 @@ int dpgd_model_chunk_step_x(dpgd_model *m, dpgd_grad_ws *ws, double *acc, double
                             double *post, float *x, const uint8_t *y, const double *caps,
                             size_t B)
 {
-  int st = check_ws(m, ws);
+  int st = dpgd_grad_ws_check(m, ws);
   if (st) return st;
   if (B > ws->chunk)
     return DPGD_FAIL(DPGD_EINVAL, "%zu rows exceed the chunk size %zu", B, ws->chunk);
@@ -262,11 +262,9 @@ int dpgd_model_chunk_step_x(dpgd_model *m, dpgd_grad_ws *ws, double *acc, double
   return DPGD_OK;
 }
 
-/* Chunk c of the dataset: gathers the examples with a positive cap (the others are
- * skipped: pre NAN, post 0), unpacks them, runs the model's chunk step. */
-static void run_chunk(const dpgd_model *m, chunk_ws *w, const dpgd_dataset *ds,
-                      const double *caps, size_t lo, size_t hi, double *pre, double *post,
-                      int constant_time)
+void dpgd_engine_run_chunk(const dpgd_model *m, chunk_ws *w, double *acc,
+                           const dpgd_dataset *ds, const double *caps, size_t lo, size_t hi,
+                           double *pre, double *post, int constant_time)
 {
   size_t B = 0;
   for (size_t i = lo; i < hi; i++) {
@@ -284,59 +282,9 @@ static void run_chunk(const dpgd_model *m, chunk_ws *w, const dpgd_dataset *ds,
   if (B == 0) return;
   if (B == hi - lo) dpgd_data_unpack(w->x, ds, lo, B);
   else dpgd_data_unpack_idx(w->x, ds, w->idx, B);
-  m->type->chunk_step(m, w->scratch, w->acc, w->pre, w->post, w->x, w->y, w->caps, B);
+  m->type->chunk_step(m, w->scratch, acc, w->pre, w->post, w->x, w->y, w->caps, B);
   for (size_t b = 0; b < B; b++) {
     if (pre) pre[w->idx[b]] = w->pre[b];
     if (post) post[w->idx[b]] = w->post[b];
   }
-}
-
-int dpgd_model_clipped_grad_sum(dpgd_model *m, dpgd_grad_ws *ws, const dpgd_dataset *ds,
-                                const double *caps, double *sum, double *sqnorm_pre,
-                                double *sqnorm_post)
-{
-  int st = check_ws(m, ws);
-  if (!st) st = dpgd_model_check_dataset(m, ds);
-  if (st) return st;
-  if (!caps || !sum) return DPGD_FAIL(DPGD_EINVAL, "no caps or output sum given");
-  for (size_t i = 0; i < ds->n; i++)
-    if (!(caps[i] >= 0.0)) /* also catches NaN */
-      return DPGD_FAIL(DPGD_EINVAL, "cap of example %zu is %g; caps must be >= 0", i, caps[i]);
-  for (size_t i = 0; i < ds->n; i++)
-    if (ds->labels[i] >= m->n_classes)
-      return DPGD_FAIL(DPGD_EINVAL, "label %u of example %zu is outside 0..%d", ds->labels[i],
-                       i, m->n_classes - 1);
-
-  const size_t n = ds->n, chunk = ws->chunk, P = m->n_params;
-  const size_t n_chunks = (n + chunk - 1) / chunk;
-  int used = 1;
-  int saved = openblas_get_num_threads();
-  openblas_set_num_threads(1);
-#ifdef _OPENMP
-#pragma omp parallel num_threads(ws->threads)
-#endif
-  {
-    int t = 0, nt = 1;
-#ifdef _OPENMP
-    t = omp_get_thread_num();
-    nt = omp_get_num_threads();
-    if (t == 0) used = nt;
-#endif
-    chunk_ws *w = &ws->per_thread[t];
-    memset(w->acc, 0, P * sizeof(double));
-    /* Contiguous blocks of chunks per thread (static): the chunk boundaries do not
-     * depend on the thread count, so neither does any float rounding. */
-    size_t c0 = n_chunks * (size_t)t / (size_t)nt, c1 = n_chunks * (size_t)(t + 1) / (size_t)nt;
-    for (size_t c = c0; c < c1; c++) {
-      size_t lo = c * chunk, hi = lo + chunk < n ? lo + chunk : n;
-      run_chunk(m, w, ds, caps, lo, hi, sqnorm_pre, sqnorm_post, ws->constant_time);
-    }
-  }
-  openblas_set_num_threads(saved);
-  memset(sum, 0, P * sizeof(double));
-  for (int t = 0; t < used; t++) {
-    const double *a = ws->per_thread[t].acc;
-    for (size_t p = 0; p < P; p++) sum[p] += a[p];
-  }
-  return DPGD_OK;
 }

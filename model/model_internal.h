@@ -29,7 +29,7 @@ typedef struct chunk_ws {
   double *pre;    /* (chunk) pre-clip squared norms */
   double *post;   /* (chunk) post-clip squared norms */
   size_t *idx;    /* (chunk) example index of each row */
-  double *acc;    /* (P) this thread's running clipped sum */
+  double *tmp;    /* (ws->tree_levels, P) right children's sums, one per tree level */
 } chunk_ws;
 
 struct dpgd_model_type {
@@ -75,7 +75,29 @@ struct dpgd_grad_ws {
   int constant_time; /* 1: rows with cap 0 are computed too (dpgd_grad_ws_set_constant_time) */
   chunk_ws *per_thread; /* (threads) */
   void *slab;           /* everything the per_thread pointers point into */
+  /* The reduction tree's buffers (dpgd_grad_ws_reserve), for datasets of up to
+   * tree_levels levels: the per_thread tmp, and the node sums of every thread. */
+  unsigned tree_levels;
+  double *nodes; /* (threads * (2 tree_levels + 1), P) */
+  double *tree_slab;
 };
+
+/* ---- the reduction tree (tree.c; SENSITIVITY.md 4) ----
+ * Node (lo, level) of the tree over nc chunks holds chunks [lo, min(lo + 2^level, nc));
+ * the root is (0, L), 2^L the least power of two >= nc. A leaf's sum is its chunk's
+ * clipped sum from zero; any other node's is its left child's plus its right child's (a
+ * node whose right child holds no chunk has its left child's sum). A range of chunks
+ * [c0, c1) is covered by its maximal nodes (those inside it whose parent is not). */
+#define DPGD_TREE_MAX_NODES 128 /* maximal nodes of a range: at most 2 * 63 */
+typedef struct {
+  size_t lo;
+  unsigned level;
+} dpgd_tree_node;
+/* L: the least L with 2^L >= nc (0 for nc <= 1). */
+unsigned dpgd_tree_levels(size_t nc);
+/* The maximal nodes of [c0, c1) in left-to-right order into out (when non-NULL,
+ * DPGD_TREE_MAX_NODES entries); returns their number. */
+size_t dpgd_tree_cover(dpgd_tree_node *out, size_t nc, size_t c0, size_t c1);
 
 /* The clipping rule (MATH.md section 1; proof in SENSITIVITY.md): given an example's
  * squared gradient norm sq, computed in double from float entries by sqnorm_d /
@@ -134,5 +156,16 @@ int dpgd_model_chunk_step_x(dpgd_model *m, dpgd_grad_ws *ws, double *acc /* (P) 
                             double *pre /* (B) */, double *post /* (B) */,
                             float *x /* (B, d), overwritten */, const uint8_t *y /* (B) */,
                             const double *caps /* (B) */, size_t B);
+
+/* Checks that ws was allocated for m. */
+int dpgd_grad_ws_check(const dpgd_model *m, const dpgd_grad_ws *ws);
+
+/* Chunk [lo, hi) of the dataset into acc (P), added: gathers the examples with a
+ * positive cap (the others are skipped, pre NAN and post 0, unless constant_time),
+ * unpacks them, runs the model's chunk step in w's scratch. */
+void dpgd_engine_run_chunk(const dpgd_model *m, chunk_ws *w, double *acc /* (P) */,
+                           const dpgd_dataset *ds, const double *caps /* (n) */, size_t lo,
+                           size_t hi, double *pre /* (n) or NULL */,
+                           double *post /* (n) or NULL */, int constant_time);
 
 #endif /* DPGD_MODEL_INTERNAL_H */

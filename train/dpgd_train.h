@@ -18,6 +18,7 @@
 #include "dpgd_accounting.h"
 #include "dpgd_config.h"
 #include "dpgd_core.h"
+#include "dpgd_model.h"
 
 /* ===== The per-point ledger (MATH.md section 1) =====================================
  * spend[i] = s(i), the sum of the squared post-clip norms of point i's gradients, in
@@ -404,6 +405,16 @@ const float *dpgd_pnsgd_params(const dpgd_pnsgd *r, size_t *n_params);
  * *test_acc (may be NULL) gets the test accuracy of w_n. */
 int dpgd_pnsgd_finish(dpgd_pnsgd *r, double *test_acc);
 void dpgd_pnsgd_free(dpgd_pnsgd *r);
+/* The clipped sum of each step computed by fn instead of the engine alone (dpgd train
+ * under MPI: train/MPI.md): fn(ctx, m, ws, train, caps, sum, post) must fill sum (P) and
+ * post (n) with the bits dpgd_model_clipped_grad_sum(m, ws, train, caps, sum, NULL,
+ * post) gives, or return a non-zero status after DPGD_FAIL. NULL restores the engine. */
+typedef int (*dpgd_run_sum_fn)(void *ctx, dpgd_model *m, dpgd_grad_ws *ws,
+                               const dpgd_dataset *train, const double *caps /* (n) */,
+                               double *sum /* (P) out */, double *post /* (n) out */);
+void dpgd_run_set_sum(dpgd_run *r, dpgd_run_sum_fn fn, void *ctx);
+/* The training set the run's steps sum over (data.n_train applied). */
+const dpgd_dataset *dpgd_run_train_set(const dpgd_run *r);
 
 /* ===== Report formats (train/report.c) ===============================================
  * Shared by the run directory and dpgd queries. */

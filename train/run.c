@@ -150,6 +150,8 @@ int dpgd_run_setup(dpgd_run *r)
   r->post = malloc(n * sizeof *r->post);
   r->sum = malloc(r->P * sizeof *r->sum);
   r->best = malloc(r->P * sizeof *r->best);
+  rc = r->ws ? dpgd_grad_ws_reserve(r->ws, n) : DPGD_OK; /* so that no step allocates */
+  if (rc) return rc;
   if (r->ws) {
     dpgd_grad_ws_set_constant_time(r->ws, c->train_constant_time);
     char eng[320];
@@ -306,6 +308,13 @@ uint64_t dpgd_run_noise_draws(const dpgd_run *r) { return r->m.noise_draws; }
 uint64_t dpgd_run_releases(const dpgd_run *r) { return dpgd_acct_n_releases(r->acct); }
 size_t dpgd_run_redone(const dpgd_run *r) { return r->redone; }
 int dpgd_run_row_restored(const dpgd_run *r) { return r->row_restored; }
+const dpgd_dataset *dpgd_run_train_set(const dpgd_run *r) { return r->train; }
+
+void dpgd_run_set_sum(dpgd_run *r, dpgd_run_sum_fn fn, void *ctx)
+{
+  r->sum_fn = fn;
+  r->sum_ctx = ctx;
+}
 
 const float *dpgd_run_params(const dpgd_run *r, size_t *n_params)
 {

@@ -60,6 +60,8 @@ struct dpgd_run {
   /* dpgd audit: (n) 1 = an excluded canary, a null point (cap 0); NULL in every other
    * run. Not owned. */
   const uint8_t *null_mask;
+  dpgd_run_sum_fn sum_fn; /* dpgd_run_set_sum; NULL: the engine */
+  void *sum_ctx;
 };
 
 /* ---- run.c ---- */

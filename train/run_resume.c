@@ -112,7 +112,8 @@ static int trim_metrics(dpgd_run *r, uint64_t step, uint64_t *last)
   fclose(mem);
   /* Research: rows after the checkpoint were released; replaying them is harmless only
    * if it reproduces them bit for bit (same noise, same gradients), which needs the
-   * same build, BLAS kernel, thread count and chunking. Otherwise the replay would
+   * same build, BLAS kernel and chunking (not the thread or MPI rank count: the
+   * reduction tree makes them irrelevant). Otherwise the replay would
    * release the same noise on other values: refused, file untouched. */
   if (!r->secure && r->redone && strcmp(r->replay, r->replay_ckpt)) {
     free(text);
@@ -120,11 +121,9 @@ static int trim_metrics(dpgd_run *r, uint64_t step, uint64_t *last)
                      "%s: steps %llu.. were released after the last checkpoint (step %llu) "
                      "by a dpgd running as [%s]; this one runs as [%s], so replaying them "
                      "would release their noise again on different values: resume where "
-                     "the run started (same build, OPENBLAS_CORETYPE and %s) or "
-                     "start a new run",
+                     "the run started (same build and OPENBLAS_CORETYPE) or start a new run",
                      p, (unsigned long long)after, (unsigned long long)step,
-                     r->replay_ckpt[0] ? r->replay_ckpt : "unknown", r->replay,
-                     DPGD_CONFIG_KEY(model_threads));
+                     r->replay_ckpt[0] ? r->replay_ckpt : "unknown", r->replay);
   }
   if (r->secure && r->redone) {
     free(text);

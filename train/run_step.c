@@ -137,7 +137,9 @@ static int clipped_noisy_sum(dpgd_run *r)
       if (r->null_mask[i]) r->caps[i] = 0;
   rc = r->rng_sample ? sample_batch(r) : DPGD_OK;
   if (rc) return rc;
-  rc = dpgd_model_clipped_grad_sum(r->model, r->ws, r->train, r->caps, r->sum, NULL, r->post);
+  rc = r->sum_fn ? r->sum_fn(r->sum_ctx, r->model, r->ws, r->train, r->caps, r->sum, r->post)
+                 : dpgd_model_clipped_grad_sum(r->model, r->ws, r->train, r->caps, r->sum, NULL,
+                                               r->post);
   if (!rc) rc = dpgd_ledger_spend(r->ledger, r->caps, r->post);
   if (rc) return rc;
 #ifndef NDEBUG

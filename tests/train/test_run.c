@@ -489,7 +489,7 @@ static void test_resume_ledger_sections(void **state)
 }
 
 /* A research resume replays the released rows after its checkpoint with the same
- * noise: under another build, BLAS kernel or thread count the gradients differ, so it
+ * noise: under another build or BLAS kernel the gradients differ, so it
  * would release that noise again on other values. Refused (naming both identities),
  * metrics.csv untouched; a resume with nothing to replay is fine anywhere. */
 static void test_resume_other_build(void **state)

@@ -13,6 +13,9 @@
 #include "commands.h"
 #include "dpgd_accounting.h"
 #include "dpgd_train.h"
+#ifdef DPGD_MPI
+#include "mpi_train.h"
+#endif
 
 #define MAX_SETS 64
 
@@ -279,7 +282,7 @@ static int stop_run(dpgd_run *r, int sig)
   return 128 + sig;
 }
 
-int dpgd_cmd_train(int argc, char **argv)
+static int train_command(int argc, char **argv)
 {
   if (dpgd_cli_wants_help(argc, argv)) {
     usage(stdout);
@@ -292,11 +295,21 @@ int dpgd_cmd_train(int argc, char **argv)
   dpgd_run *r = NULL;
   code = start_run(&r, &a);
   if (!r) return code;
+#ifdef DPGD_MPI
+  int st = dpgd_mpi_attach(r); /* under mpirun: every rank sums its chunks */
+  if (st) {
+    dpgd_run_free(r);
+    return dpgd_cli_status_error(st, "cannot start the ranks");
+  }
+#endif
   const dpgd_config *c = dpgd_run_config(r);
   const dpgd_plan *p = dpgd_run_plan(r);
   print_start(r, a.resume != NULL);
 
   int rc = train_loop(r, c->output_progress && !a.quiet);
+#ifdef DPGD_MPI
+  dpgd_mpi_report();
+#endif
   int sig = stop_signal;
   if (!rc && sig && !dpgd_run_done(r)) return stop_run(r, sig);
   if (!rc) rc = dpgd_run_finish(r);
@@ -309,4 +322,13 @@ int dpgd_cmd_train(int argc, char **argv)
          dpgd_acct_method_name((dpgd_acct_method)p->report_method), p->delta, c->output_dir);
   dpgd_run_free(r);
   return DPGD_EXIT_OK;
+}
+
+int dpgd_cmd_train(int argc, char **argv)
+{
+#ifdef DPGD_MPI
+  return dpgd_mpi_train(argc, argv, train_command);
+#else
+  return train_command(argc, argv);
+#endif
 }

@@ -1,0 +1,170 @@
+/* reduce.c -- dpgd_model_clipped_grad_sum and dpgd_model_clipped_grad_nodes: chunks of
+ * the dataset on OpenMP threads, each thread summing the maximal tree nodes of its
+ * contiguous range of chunks, and the node sums combined as the tree adds them (tree.c).
+ * The result has the same bits for any thread count, and for any split of the chunks
+ * among processes that combine their node sums the same way (train/MPI.md). */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cblas.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "model_internal.h"
+
+#define MAX_THREADS 1024
+
+size_t dpgd_grad_ws_chunk(const dpgd_grad_ws *ws) { return ws->chunk; }
+
+int dpgd_grad_ws_reserve(dpgd_grad_ws *ws, size_t n)
+{
+  if (!ws) return DPGD_FAIL(DPGD_EINVAL, "no workspace given");
+  unsigned L = dpgd_tree_levels((n + ws->chunk - 1) / ws->chunk);
+  if (ws->tree_slab && L <= ws->tree_levels) return DPGD_OK;
+  size_t T = (size_t)ws->threads, P = ws->n_params;
+  size_t vecs = T * (2 * (size_t)L + 1) + T * L;
+  double *slab = vecs <= SIZE_MAX / sizeof(double) / (P ? P : 1)
+                     ? malloc(vecs * (P ? P : 1) * sizeof(double))
+                     : NULL;
+  if (!slab)
+    return DPGD_FAIL(DPGD_ENOMEM, "out of memory for the reduction tree (%zu x %zu doubles)",
+                     vecs, P);
+  free(ws->tree_slab);
+  ws->tree_slab = slab;
+  ws->tree_levels = L;
+  ws->nodes = slab;
+  for (size_t t = 0; t < T; t++) ws->per_thread[t].tmp = slab + (T * (2 * L + 1) + t * L) * P;
+  return DPGD_OK;
+}
+
+/* What every node sum of one call reads. */
+typedef struct {
+  const dpgd_model *m;
+  const dpgd_dataset *ds;
+  const double *caps;
+  double *pre, *post;
+  size_t nc, chunk, P;
+  int constant_time;
+} reduce_job;
+
+/* The sum of node (lo, level) into out: a leaf is its chunk's clipped sum from zero; any
+ * other node its left child's sum plus its right child's (summed into w->tmp[level-1],
+ * which the right child's own recursion leaves alone: it uses lower levels only). */
+static void node_sum(const reduce_job *j, chunk_ws *w, size_t lo, unsigned level, double *out)
+{
+  if (level == 0) {
+    memset(out, 0, j->P * sizeof(double));
+    size_t a = lo * j->chunk, b = a + j->chunk < j->ds->n ? a + j->chunk : j->ds->n;
+    dpgd_engine_run_chunk(j->m, w, out, j->ds, j->caps, a, b, j->pre, j->post,
+                          j->constant_time);
+    return;
+  }
+  size_t mid = lo + ((size_t)1 << (level - 1));
+  node_sum(j, w, lo, level - 1, out);
+  if (mid >= j->nc) return; /* no right child */
+  double *tmp = w->tmp + (size_t)(level - 1) * j->P;
+  node_sum(j, w, mid, level - 1, tmp);
+  for (size_t p = 0; p < j->P; p++) out[p] += tmp[p];
+}
+
+/* Thread t of nt: its share of [c0, c1), and the slot of its first node. */
+static void thread_share(size_t c0, size_t c1, size_t nc, size_t t, size_t nt, size_t *a,
+                         size_t *b, size_t *off)
+{
+  *off = 0;
+  for (size_t u = 0; u < t; u++)
+    *off += dpgd_tree_cover(NULL, nc, c0 + (c1 - c0) * u / nt, c0 + (c1 - c0) * (u + 1) / nt);
+  *a = c0 + (c1 - c0) * t / nt;
+  *b = c0 + (c1 - c0) * (t + 1) / nt;
+}
+
+/* The maximal nodes of [c0, c1) into ws->nodes[0 .. *k). */
+static int reduce_range(const reduce_job *j, dpgd_grad_ws *ws, size_t c0, size_t c1, size_t *k)
+{
+  int used = 1;
+  int saved = openblas_get_num_threads();
+  openblas_set_num_threads(1);
+#ifdef _OPENMP
+#pragma omp parallel num_threads(ws->threads)
+#endif
+  {
+    size_t t = 0, nt = 1;
+#ifdef _OPENMP
+    t = (size_t)omp_get_thread_num();
+    nt = (size_t)omp_get_num_threads();
+    if (t == 0) used = (int)nt;
+#endif
+    size_t a, b, off;
+    thread_share(c0, c1, j->nc, t, nt, &a, &b, &off);
+    dpgd_tree_node list[DPGD_TREE_MAX_NODES];
+    size_t kt = dpgd_tree_cover(list, j->nc, a, b);
+    for (size_t i = 0; i < kt; i++)
+      node_sum(j, &ws->per_thread[t], list[i].lo, list[i].level, ws->nodes + (off + i) * j->P);
+  }
+  openblas_set_num_threads(saved);
+  size_t bounds[MAX_THREADS + 1], slots = 0;
+  for (size_t t = 0; t <= (size_t)used; t++) bounds[t] = c0 + (c1 - c0) * t / (size_t)used;
+  for (size_t t = 0; t < (size_t)used; t++)
+    slots += dpgd_tree_cover(NULL, j->nc, bounds[t], bounds[t + 1]);
+  return dpgd_model_tree_combine(ws->nodes, slots, j->P, j->nc, bounds, (size_t)used, k);
+}
+
+/* Checks the arguments of one call over the examples of chunks [c0, c1). */
+static int check_call(dpgd_model *m, dpgd_grad_ws *ws, const dpgd_dataset *ds,
+                      const double *caps, const double *out, size_t c0, size_t c1)
+{
+  int st = dpgd_grad_ws_check(m, ws);
+  if (!st) st = dpgd_model_check_dataset(m, ds);
+  if (st) return st;
+  if (!caps || !out) return DPGD_FAIL(DPGD_EINVAL, "no caps or output sum given");
+  size_t nc = (ds->n + ws->chunk - 1) / ws->chunk;
+  if (c0 > c1 || c1 > nc)
+    return DPGD_FAIL(DPGD_EINVAL, "chunk range [%zu, %zu) is not within the %zu chunks", c0, c1,
+                     nc);
+  size_t lo = c0 * ws->chunk, hi = c1 * ws->chunk < ds->n ? c1 * ws->chunk : ds->n;
+  for (size_t i = lo; i < hi; i++)
+    if (!(caps[i] >= 0.0)) /* also catches NaN */
+      return DPGD_FAIL(DPGD_EINVAL, "cap of example %zu is %g; caps must be >= 0", i, caps[i]);
+  for (size_t i = lo; i < hi; i++)
+    if (ds->labels[i] >= m->n_classes)
+      return DPGD_FAIL(DPGD_EINVAL, "label %u of example %zu is outside 0..%d", ds->labels[i],
+                       i, m->n_classes - 1);
+  return dpgd_grad_ws_reserve(ws, ds->n);
+}
+
+int dpgd_model_clipped_grad_nodes(dpgd_model *m, dpgd_grad_ws *ws, const dpgd_dataset *ds,
+                                  const double *caps, size_t c0, size_t c1, double *nodes,
+                                  double *sqnorm_pre, double *sqnorm_post)
+{
+  int st = check_call(m, ws, ds, caps, nodes, c0, c1);
+  if (st) return st;
+  reduce_job j = {m,          ds,          caps,
+                  sqnorm_pre, sqnorm_post, (ds->n + ws->chunk - 1) / ws->chunk,
+                  ws->chunk,  m->n_params, ws->constant_time};
+  size_t k = 0;
+  if (c0 < c1) st = reduce_range(&j, ws, c0, c1, &k);
+  if (!st) memcpy(nodes, ws->nodes, k * j.P * sizeof(double));
+  return st;
+}
+
+int dpgd_model_clipped_grad_sum(dpgd_model *m, dpgd_grad_ws *ws, const dpgd_dataset *ds,
+                                const double *caps, double *sum, double *sqnorm_pre,
+                                double *sqnorm_post)
+{
+  int st = ds && ws ? DPGD_OK : DPGD_FAIL(DPGD_EINVAL, "no dataset or workspace given");
+  size_t nc = st ? 0 : (ds->n + ws->chunk - 1) / ws->chunk;
+  if (!st) st = check_call(m, ws, ds, caps, sum, 0, nc);
+  if (st) return st;
+  reduce_job j = {m,  ds,        caps,        sqnorm_pre,       sqnorm_post,
+                  nc, ws->chunk, m->n_params, ws->constant_time};
+  size_t k = 0;
+  if (nc > 0) st = reduce_range(&j, ws, 0, nc, &k);
+  if (st) return st;
+  /* The whole range is the root's: one node (none for an empty dataset). */
+  if (k == 1) memcpy(sum, ws->nodes, j.P * sizeof(double));
+  else memset(sum, 0, j.P * sizeof(double));
+  return DPGD_OK;
+}
