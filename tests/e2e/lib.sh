@@ -81,14 +81,32 @@ expect_stderr_line() {
     fail "$1: stderr is not one line matching /$2/: $(head -c 300 "$TMP/$1.err")"
 }
 
-# expect_same_as_ref NAME DIR: model.bin, points.csv and metrics.csv of DIR equal those of
-# the uninterrupted run in $TMP/ref.
-expect_same_as_ref() {
+# expect_same_files NAME REF DIR WHAT: model.bin, points.csv and metrics.csv of DIR equal
+# those of REF (WHAT names REF in the failure).
+expect_same_files() {
   local f
   for f in model.bin points.csv metrics.csv; do
     checks=$((checks + 1))
-    cmp -s "$TMP/ref/$f" "$2/$f" || fail "$1: $f differs from the uninterrupted run"
+    cmp -s "$2/$f" "$3/$f" || fail "$1: $f differs from $4"
   done
+}
+
+# expect_same_as_ref NAME DIR: the files of DIR are those of the uninterrupted run in
+# $TMP/ref.
+expect_same_as_ref() { expect_same_files "$1" "$TMP/ref" "$2" "the uninterrupted run"; }
+
+# expect_kill_resume NAME DIR ROWS: a run started as start_run does, killed (SIGKILL) once
+# metrics.csv has more than ROWS lines, resumed with --resume: it says where it resumes,
+# and its files are those of the uninterrupted run in $TMP/ref (expect_same_as_ref).
+expect_kill_resume() {
+  start_run "$1" "$2" "$3"
+  kill -9 $run_pid
+  wait $run_pid 2>/dev/null
+  checks=$((checks + 1))
+  [ ! -e "$2/summary.json" ] || fail "$1: the run ended before the kill"
+  expect_ok "$1-resume" "$DPGD" train --resume "$2" --quiet
+  expect_out "$1-resumed" '^resuming +after step [1-9]'
+  expect_same_as_ref "$1" "$2"
 }
 
 # expect_rows_1_to NAME DIR T: metrics.csv of DIR has one row per step 1..T, in order;

@@ -28,13 +28,7 @@ POISSON=("${BASE[@]}" --set data.n_train=1000 --set train.steps=6 --set train.sa
          --set train.sample_rate=0.1)
 
 # same NAME DIR_A DIR_B: the three result files are identical.
-same() {
-  local f
-  for f in model.bin metrics.csv points.csv; do
-    checks=$((checks + 1))
-    cmp -s "$2/$f" "$3/$f" || fail "$1: $f differs from one process's"
-  done
-}
+same() { expect_same_files "$1" "$2" "$3" "one process's"; }
 
 # ranks NAME N SETTINGS...: N ranks train into $TMP/NAME.N; compared to $TMP/NAME.ref.
 # DPGD_MPI_VERIFY: rank 0 also checks every step's sum against its own, bit for bit (the

@@ -49,14 +49,7 @@ awk -v e="$cal" 'BEGIN { exit !(e <= 2 && e > 1.9) }' || fail "calibrated eps '$
 
 # Killed (SIGKILL) after a few rows, resumed: the bytes of the uninterrupted run, which
 # needs the sampler's stream from the checkpoint.
-start_run killed "$TMP/killed" 5
-kill -9 $run_pid
-wait $run_pid 2>/dev/null
-checks=$((checks + 1))
-[ ! -e "$TMP/killed/summary.json" ] || fail "killed: the run ended before the kill"
-expect_ok killed-resume "$DPGD" train --resume "$TMP/killed" --quiet
-expect_out killed-resumed '^resuming +after step [1-9]'
-expect_same_as_ref killed "$TMP/killed"
+expect_kill_resume killed "$TMP/killed" 5
 
 # Refused, one line naming the keys.
 R0=(--config "$CFG" --set data.dir="$MNIST" --set data.n_train=$N --set train.steps=10 --dry-run)

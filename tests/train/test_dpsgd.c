@@ -29,21 +29,8 @@ enum { N_TRAIN = 240, N_TEST = 120 };
 /* Poisson at rate q with sigma given, `steps` steps, on the synthetic split. */
 static void poisson_config(dpgd_config *c, const char *run, double q, size_t steps)
 {
-  dpgd_config_defaults(c);
-  snprintf(c->data_dir, sizeof c->data_dir, "%s", dir);
-  snprintf(c->model_type, sizeof c->model_type, "softmax");
-  c->train_sampling = DPGD_SAMPLING_POISSON;
+  tt_sampled_config(c, dir, run, DPGD_SAMPLING_POISSON, steps);
   c->train_sample_rate = q;
-  c->train_steps = steps;
-  c->train_lr = 0.5;
-  c->train_seed = 2385;
-  c->train_eval_every = 4;
-  c->privacy_sigma = 3.7;
-  c->privacy_clip = 2.375;
-  c->model_threads = 1;
-  c->output_checkpoint_every = 0;
-  c->output_progress = 0;
-  snprintf(c->output_dir, sizeof c->output_dir, "%s/%s", dir, run);
 }
 
 /* eps under method m of `steps` subsampled Gaussians and `queries` Gaussians of mu

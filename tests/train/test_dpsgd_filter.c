@@ -261,24 +261,13 @@ static void test_refresh_small_norm_spends_less(void **state)
 
 static void filter_config(dpgd_config *c, const char *run, double k, double refresh)
 {
-  dpgd_config_defaults(c);
-  snprintf(c->data_dir, sizeof c->data_dir, "%s", dir);
-  snprintf(c->model_type, sizeof c->model_type, "softmax");
-  c->train_sampling = DPGD_SAMPLING_POISSON;
+  tt_sampled_config(c, dir, run, DPGD_SAMPLING_POISSON, STEPS);
   c->train_sample_rate = 0.1;
-  c->train_steps = STEPS;
-  c->train_lr = 0.5;
-  c->train_seed = 2385;
-  c->train_eval_every = 4;
   c->privacy_sigma = 1.3;
-  c->privacy_clip = 2.375;
-  c->model_threads = 1;
   c->output_checkpoint_every = 3;
-  c->output_progress = 0;
   c->filter_enabled = k > 0;
   c->filter_k = k;
   c->filter_refresh = refresh;
-  snprintf(c->output_dir, sizeof c->output_dir, "%s/%s", dir, run);
 }
 
 /* Budget never reached (k >= steps): model.bin and metrics.csv of the unfiltered run, bit

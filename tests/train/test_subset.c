@@ -161,21 +161,8 @@ static void test_sampler_points_uniform(void **state)
 /* Subset with m of the synthetic split, sigma given, `steps` steps. */
 static void subset_config(dpgd_config *c, const char *run, size_t m, size_t steps)
 {
-  dpgd_config_defaults(c);
-  snprintf(c->data_dir, sizeof c->data_dir, "%s", dir);
-  snprintf(c->model_type, sizeof c->model_type, "softmax");
-  c->train_sampling = DPGD_SAMPLING_SUBSET;
+  tt_sampled_config(c, dir, run, DPGD_SAMPLING_SUBSET, steps);
   c->train_batch_size = m;
-  c->train_steps = steps;
-  c->train_lr = 0.5;
-  c->train_seed = 2385;
-  c->train_eval_every = 4;
-  c->privacy_sigma = 3.7;
-  c->privacy_clip = 2.375;
-  c->model_threads = 1;
-  c->output_checkpoint_every = 0;
-  c->output_progress = 0;
-  snprintf(c->output_dir, sizeof c->output_dir, "%s/%s", dir, run);
 }
 
 /* eps under method m of `steps` replace-one without-replacement Gaussians (m of n,

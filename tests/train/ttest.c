@@ -99,3 +99,22 @@ void tt_run_cut(const dpgd_config *c, int steps)
   for (int t = 0; t < steps; t++) assert_int_equal(dpgd_run_step(r), DPGD_OK);
   dpgd_run_free(r);
 }
+
+void tt_sampled_config(dpgd_config *c, const char *dir, const char *run, int sampling,
+                       size_t steps)
+{
+  dpgd_config_defaults(c);
+  snprintf(c->data_dir, sizeof c->data_dir, "%s", dir);
+  snprintf(c->model_type, sizeof c->model_type, "softmax");
+  c->train_sampling = sampling;
+  c->train_steps = steps;
+  c->train_lr = 0.5;
+  c->train_seed = 2385;
+  c->train_eval_every = 4;
+  c->privacy_sigma = 3.7;
+  c->privacy_clip = 2.375;
+  c->model_threads = 1;
+  c->output_checkpoint_every = 0;
+  c->output_progress = 0;
+  snprintf(c->output_dir, sizeof c->output_dir, "%s/%s", dir, run);
+}

@@ -30,5 +30,10 @@ void tt_finish_run(dpgd_run *r);
 void tt_run_through(const dpgd_config *c);
 /* A run of c "killed" after `steps` steps: opened, stepped, freed without finishing. */
 void tt_run_cut(const dpgd_config *c, int steps);
+/* The DP-SGD tests' run: softmax on the synthetic split in dir, `sampling` for `steps`
+ * steps (its rate or batch size still to set), sigma 3.7, C 2.375, lr 0.5, seed 2385,
+ * test accuracy every 4 steps, one thread, no checkpoints, no progress; into dir/run. */
+void tt_sampled_config(dpgd_config *c, const char *dir, const char *run, int sampling,
+                       size_t steps);
 
 #endif
