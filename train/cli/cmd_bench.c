@@ -182,15 +182,19 @@ static int bench_batches(const dpgd_model_type *type, dpgd_model *m, dpgd_grad_w
     size_t b = o->batch[k];
     double s = 0;
     if (b > ds->n) continue;
-    st = batch_seconds(m, ws, ds, b, reps, caps, in, sum, &s);
+    /* The leaf span a subset-sampled run of batch b uses (dpgd_run_set_leaf_span). */
+    size_t span = dpgd_model_leaf_span(dpgd_grad_ws_chunk(ws), (double)b / (double)ds->n);
+    st = dpgd_grad_ws_set_span(ws, span);
+    if (!st) st = batch_seconds(m, ws, ds, b, reps, caps, in, sum, &s);
     if (st) break;
     double vs_full = (s / (double)b) / (full_s / (double)ds->n);
     printf("  batch m = %zu: %.3g s per pass (median of %zu), %.0f examples/s, %.3g x the "
            "full pass's time per example; noise over %zu parameters %.3g s\n",
            b, s, reps, (double)b / s, vs_full, P, noise);
     printf("bench batch model=%s threads=%d m=%zu s_per_pass=%.9g ex_per_s=%.9g "
-           "per_example_vs_full=%.6g noise_s=%.9g n=%zu\n",
-           dpgd_model_type_name(type), o->threads, b, s, (double)b / s, vs_full, noise, ds->n);
+           "per_example_vs_full=%.6g noise_s=%.9g n=%zu span=%zu\n",
+           dpgd_model_type_name(type), o->threads, b, s, (double)b / s, vs_full, noise, ds->n,
+           span);
   }
   free(in);
   return st ? dpgd_cli_status_error(st, "timing the batches") : DPGD_EXIT_OK;
