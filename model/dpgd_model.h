@@ -58,18 +58,32 @@ void dpgd_grad_ws_free(dpgd_grad_ws *ws);
  * Default 0: such examples are skipped. */
 void dpgd_grad_ws_set_constant_time(dpgd_grad_ws *ws, int on);
 /* What, besides the build, decides the bits of dpgd_model_clipped_grad_sum: the
- * OpenBLAS kernel (core name and build config), the chunk size (it shapes the reduction
- * tree) and the constant-time mode; not the thread count. One line of text. */
+ * OpenBLAS kernel (core name and build config), the chunk size and the leaf span (they
+ * shape the summation; the span is named only when it is not the chunk size) and the
+ * constant-time mode; not the thread count. One line of text. */
 void dpgd_grad_ws_replay_id(const dpgd_grad_ws *ws, char *buf, size_t len);
+/* The leaf span: how many consecutive dataset indices one leaf of the reduction tree
+ * covers (n_leaves = ceil(n / span)). A leaf computes its rows to sum (those with a
+ * positive cap, all under constant time) in index order, at most the chunk size at a
+ * time, into one accumulator. Default: span = chunk. DPGD_EINVAL unless span is a
+ * positive multiple of the chunk size, at most 2^40. Set it before reserving. */
+int dpgd_grad_ws_set_span(dpgd_grad_ws *ws, size_t span);
+size_t dpgd_grad_ws_span(const dpgd_grad_ws *ws);
+/* The span the trainer uses at sampling rate `rate` (poisson: q; subset: m / n; full
+ * batch: 1): chunk * max(1, floor(1 / rate)), capped at 2^40, so that a leaf holds about
+ * chunk sampled rows on average. A rate of 1 or more, or not a number, gives chunk.
+ * Public quantities only: the span decides no privacy parameter, only how the sum is
+ * rounded (within dpgd_model_sum_error_bound whatever the span). */
+size_t dpgd_model_leaf_span(size_t chunk, double rate);
 
 /* The fused private step over all ds->n examples:
  *   g_i = grad of loss at example i; if g_i is not finite its norm is +inf;
  *   gbar_i = g_i * min(1, caps[i] / ||g_i||)   (gbar_i = 0 when caps[i] == 0 or
  *                                               ||g_i|| is infinite)
- *   sum = sum_i gbar_i, in double: each chunk of ws's chunk size summed from zero,
- *   the chunk sums added in a fixed binary tree (model/SENSITIVITY.md 4), so the bits do
- *   not depend on the thread count, nor on how dpgd_model_clipped_grad_nodes splits the
- *   chunks.
+ *   sum = sum_i gbar_i, in double: each leaf of ws's span summed from zero (in
+ *   sub-batches of at most the chunk size), the leaf sums added in a fixed binary tree
+ *   (model/SENSITIVITY.md 4), so the bits do not depend on the thread count, nor on how
+ *   dpgd_model_clipped_grad_nodes splits the leaves.
  * Examples with caps[i] == 0 are skipped unless the workspace is in constant-time mode:
  * their sqnorm_pre is then NAN (not computed) and sqnorm_post 0. Outputs sqnorm_pre / sqnorm_post may be NULL.
  *
@@ -94,10 +108,10 @@ int dpgd_model_clipped_grad_sum(dpgd_model *m, dpgd_grad_ws *ws, const dpgd_data
                                 double *sqnorm_pre /* (n) out or NULL */,
                                 double *sqnorm_post /* (n) out or NULL */);
 
-/* The reduction tree of the clipped sum over n_chunks = ceil(n / chunk) chunks: node
- * (lo, level) holds chunks [lo, min(lo + 2^level, n_chunks)); a leaf's sum is its
- * chunk's sum from zero, any other node's is its left child's plus its right child's.
- * A range [c0, c1) of chunks is covered by its maximal nodes (inside it, parent not);
+/* The reduction tree of the clipped sum over n_chunks = ceil(n / span) leaves (called
+ * chunks below; span = dpgd_grad_ws_span): node (lo, level) holds leaves [lo, min(lo +
+ * 2^level, n_chunks)); a leaf's sum is its span's sum from zero, any other node's is its
+ * left child's plus its right child's. A range [c0, c1) of leaves is covered by its maximal nodes (inside it, parent not);
  * dpgd_model_tree_count says how many (0 for an empty range; at most 2 log2 n_chunks). */
 size_t dpgd_model_tree_count(size_t n_chunks, size_t c0, size_t c1);
 
@@ -121,7 +135,7 @@ int dpgd_model_tree_combine(double *nodes /* (slots, P) in/out */, size_t slots,
                             size_t n_chunks, const size_t *bounds /* (k + 1) */, size_t k,
                             size_t *n_out);
 
-/* The chunk size of ws (n_chunks = ceil(n / chunk)). */
+/* The chunk size of ws: the most rows one chunk step computes. */
 size_t dpgd_grad_ws_chunk(const dpgd_grad_ws *ws);
 /* Sizes ws's reduction buffers for datasets of up to n examples, so that the calls that
  * follow do not allocate (a call over more examples grows them). */
@@ -130,7 +144,7 @@ int dpgd_grad_ws_reserve(dpgd_grad_ws *ws, size_t n);
 /* The relative factor gamma of contract (c) above for a dataset of n examples, whatever
  * the chunk size and thread count: gamma_m = m u / (1 - m u) (rounded up), u = 2^-53,
  * m = n + 1026 (at least the most roundings one term of an output element goes through:
- * n + 1 in its chunk and the reduction tree together; SENSITIVITY.md 4).
+ * n + 1 in its leaf and the reduction tree together, for every span; SENSITIVITY.md 4).
  * +inf when m u >= 1/2. For MNIST (n = 60000): about 6.8e-12. A ledger that needs the
  * sum's sensitivity to stay within C charges 2 gamma n C on top of C. */
 double dpgd_model_sum_error_bound(size_t n);

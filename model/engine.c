@@ -128,8 +128,9 @@ void dpgd_accumulate_linear_ref(double *accW, double *accb, const float *r, cons
 double dpgd_model_sum_error_bound(size_t n)
 {
   /* m: a bound on the roundings any term of an output element goes through: at most
-   * B + 1 in its chunk and ceil(log2 ceil(n/B)) in the reduction tree, together at most
-   * n + 1 (SENSITIVITY.md 4); n + 1026 keeps 1025 roundings of slack. */
+   * S + 1 in its leaf of S = min(span, n) indices and ceil(log2 ceil(n/S)) in the
+   * reduction tree, together at most n + 1 (SENSITIVITY.md 4); n + 1026 keeps 1025
+   * roundings of slack. */
   double m = (double)n + MAX_THREADS + 2.0;
   double mu = m * U_DOUBLE;
   if (!(mu < 0.5)) return INFINITY;
@@ -215,6 +216,7 @@ dpgd_grad_ws *dpgd_grad_ws_alloc(const dpgd_model *m, size_t chunk, int threads)
   ws->n_params = m->n_params;
   ws->d = m->d;
   ws->chunk = chunk;
+  ws->span = chunk;
   ws->threads = threads;
   ws->per_thread = pt;
   ws->slab = slab;
@@ -224,8 +226,10 @@ dpgd_grad_ws *dpgd_grad_ws_alloc(const dpgd_model *m, size_t chunk, int threads)
 void dpgd_grad_ws_replay_id(const dpgd_grad_ws *ws, char *buf, size_t len)
 {
   char *core = openblas_get_corename(), *config = openblas_get_config();
-  snprintf(buf, len, "blas %s (%s); chunk %zu; constant_time %d", core ? core : "?",
-           config ? config : "?", ws->chunk, ws->constant_time);
+  char span[48] = "";
+  if (ws->span != ws->chunk) snprintf(span, sizeof span, "; span %zu", ws->span);
+  snprintf(buf, len, "blas %s (%s); chunk %zu%s; constant_time %d", core ? core : "?",
+           config ? config : "?", ws->chunk, span, ws->constant_time);
 }
 
 void dpgd_grad_ws_set_constant_time(dpgd_grad_ws *ws, int on) { ws->constant_time = on != 0; }
@@ -262,29 +266,40 @@ int dpgd_model_chunk_step_x(dpgd_model *m, dpgd_grad_ws *ws, double *acc, double
   return DPGD_OK;
 }
 
-void dpgd_engine_run_chunk(const dpgd_model *m, chunk_ws *w, double *acc,
-                           const dpgd_dataset *ds, const double *caps, size_t lo, size_t hi,
-                           double *pre, double *post, int constant_time)
+/* Gathers the rows of [*i, hi) to compute, in index order, until chunk of them are
+ * found; returns how many and leaves *i after the last index looked at. */
+static size_t gather(chunk_ws *w, const dpgd_dataset *ds, const double *caps, size_t *i,
+                     size_t hi, size_t chunk, double *pre, double *post, int constant_time)
 {
   size_t B = 0;
-  for (size_t i = lo; i < hi; i++) {
+  for (; *i < hi && B < chunk; (*i)++) {
     /* Constant time: every row is computed, a cap of 0 makes its contribution 0. */
-    if (caps[i] > 0.0 || constant_time) {
-      w->idx[B] = i;
-      w->y[B] = ds->labels[i];
-      w->caps[B] = caps[i];
+    if (caps[*i] > 0.0 || constant_time) {
+      w->idx[B] = *i;
+      w->y[B] = ds->labels[*i];
+      w->caps[B] = caps[*i];
       B++;
     } else {
-      if (pre) pre[i] = NAN;
-      if (post) post[i] = 0.0;
+      if (pre) pre[*i] = NAN;
+      if (post) post[*i] = 0.0;
     }
   }
-  if (B == 0) return;
-  if (B == hi - lo) dpgd_data_unpack(w->x, ds, lo, B);
-  else dpgd_data_unpack_idx(w->x, ds, w->idx, B);
-  m->type->chunk_step(m, w->scratch, acc, w->pre, w->post, w->x, w->y, w->caps, B);
-  for (size_t b = 0; b < B; b++) {
-    if (pre) pre[w->idx[b]] = w->pre[b];
-    if (post) post[w->idx[b]] = w->post[b];
+  return B;
+}
+
+void dpgd_engine_run_leaf(const dpgd_model *m, chunk_ws *w, double *acc, const dpgd_dataset *ds,
+                          const double *caps, size_t lo, size_t hi, size_t chunk, double *pre,
+                          double *post, int constant_time)
+{
+  for (size_t i = lo; i < hi;) {
+    size_t start = i, B = gather(w, ds, caps, &i, hi, chunk, pre, post, constant_time);
+    if (B == 0) continue; /* then i == hi */
+    if (B == i - start) dpgd_data_unpack(w->x, ds, start, B);
+    else dpgd_data_unpack_idx(w->x, ds, w->idx, B);
+    m->type->chunk_step(m, w->scratch, acc, w->pre, w->post, w->x, w->y, w->caps, B);
+    for (size_t b = 0; b < B; b++) {
+      if (pre) pre[w->idx[b]] = w->pre[b];
+      if (post) post[w->idx[b]] = w->post[b];
+    }
   }
 }

@@ -71,6 +71,7 @@ struct dpgd_model {
 struct dpgd_grad_ws {
   const dpgd_model_type *type;
   size_t n_params, d, chunk;
+  size_t span; /* dataset indices per tree leaf, a multiple of chunk (dpgd_grad_ws_set_span) */
   int threads;
   int constant_time; /* 1: rows with cap 0 are computed too (dpgd_grad_ws_set_constant_time) */
   chunk_ws *per_thread; /* (threads) */
@@ -160,12 +161,13 @@ int dpgd_model_chunk_step_x(dpgd_model *m, dpgd_grad_ws *ws, double *acc /* (P) 
 /* Checks that ws was allocated for m. */
 int dpgd_grad_ws_check(const dpgd_model *m, const dpgd_grad_ws *ws);
 
-/* Chunk [lo, hi) of the dataset into acc (P), added: gathers the examples with a
- * positive cap (the others are skipped, pre NAN and post 0, unless constant_time),
- * unpacks them, runs the model's chunk step in w's scratch. */
-void dpgd_engine_run_chunk(const dpgd_model *m, chunk_ws *w, double *acc /* (P) */,
-                           const dpgd_dataset *ds, const double *caps /* (n) */, size_t lo,
-                           size_t hi, double *pre /* (n) or NULL */,
-                           double *post /* (n) or NULL */, int constant_time);
+/* Leaf [lo, hi) of the dataset into acc (P), added: gathers the examples with a
+ * positive cap (the others are skipped, pre NAN and post 0, unless constant_time) in
+ * index order, at most `chunk` at a time, and runs the model's chunk step on each such
+ * sub-batch in w's scratch (SENSITIVITY.md 4). */
+void dpgd_engine_run_leaf(const dpgd_model *m, chunk_ws *w, double *acc /* (P) */,
+                          const dpgd_dataset *ds, const double *caps /* (n) */, size_t lo,
+                          size_t hi, size_t chunk, double *pre /* (n) or NULL */,
+                          double *post /* (n) or NULL */, int constant_time);
 
 #endif /* DPGD_MODEL_INTERNAL_H */

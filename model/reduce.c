@@ -1,6 +1,6 @@
-/* reduce.c -- dpgd_model_clipped_grad_sum and dpgd_model_clipped_grad_nodes: chunks of
- * the dataset on OpenMP threads, each thread summing the maximal tree nodes of its
- * contiguous range of chunks, and the node sums combined as the tree adds them (tree.c).
+/* reduce.c -- dpgd_model_clipped_grad_sum and dpgd_model_clipped_grad_nodes: leaves of
+ * the dataset (ws->span indices each) on OpenMP threads, each thread summing the maximal
+ * tree nodes of its contiguous range of leaves, and the node sums combined as the tree adds them (tree.c).
  * The result has the same bits for any thread count, and for any split of the chunks
  * among processes that combine their node sums the same way (train/MPI.md). */
 #include <math.h>
@@ -17,12 +17,10 @@
 
 #define MAX_THREADS 1024
 
-size_t dpgd_grad_ws_chunk(const dpgd_grad_ws *ws) { return ws->chunk; }
-
 int dpgd_grad_ws_reserve(dpgd_grad_ws *ws, size_t n)
 {
   if (!ws) return DPGD_FAIL(DPGD_EINVAL, "no workspace given");
-  unsigned L = dpgd_tree_levels((n + ws->chunk - 1) / ws->chunk);
+  unsigned L = dpgd_tree_levels((n + ws->span - 1) / ws->span);
   if (ws->tree_slab && L <= ws->tree_levels) return DPGD_OK;
   size_t T = (size_t)ws->threads, P = ws->n_params;
   size_t vecs = T * (2 * (size_t)L + 1) + T * L;
@@ -46,20 +44,20 @@ typedef struct {
   const dpgd_dataset *ds;
   const double *caps;
   double *pre, *post;
-  size_t nc, chunk, P;
+  size_t nc, span, chunk, P;
   int constant_time;
 } reduce_job;
 
-/* The sum of node (lo, level) into out: a leaf is its chunk's clipped sum from zero; any
+/* The sum of node (lo, level) into out: a leaf is its span's clipped sum from zero; any
  * other node its left child's sum plus its right child's (summed into w->tmp[level-1],
  * which the right child's own recursion leaves alone: it uses lower levels only). */
 static void node_sum(const reduce_job *j, chunk_ws *w, size_t lo, unsigned level, double *out)
 {
   if (level == 0) {
     memset(out, 0, j->P * sizeof(double));
-    size_t a = lo * j->chunk, b = a + j->chunk < j->ds->n ? a + j->chunk : j->ds->n;
-    dpgd_engine_run_chunk(j->m, w, out, j->ds, j->caps, a, b, j->pre, j->post,
-                          j->constant_time);
+    size_t a = lo * j->span, b = j->ds->n - a > j->span ? a + j->span : j->ds->n;
+    dpgd_engine_run_leaf(j->m, w, out, j->ds, j->caps, a, b, j->chunk, j->pre, j->post,
+                         j->constant_time);
     return;
   }
   size_t mid = lo + ((size_t)1 << (level - 1));
@@ -112,7 +110,7 @@ static int reduce_range(const reduce_job *j, dpgd_grad_ws *ws, size_t c0, size_t
   return dpgd_model_tree_combine(ws->nodes, slots, j->P, j->nc, bounds, (size_t)used, k);
 }
 
-/* Checks the arguments of one call over the examples of chunks [c0, c1). */
+/* Checks the arguments of one call over the examples of leaves [c0, c1). */
 static int check_call(dpgd_model *m, dpgd_grad_ws *ws, const dpgd_dataset *ds,
                       const double *caps, const double *out, size_t c0, size_t c1)
 {
@@ -120,11 +118,11 @@ static int check_call(dpgd_model *m, dpgd_grad_ws *ws, const dpgd_dataset *ds,
   if (!st) st = dpgd_model_check_dataset(m, ds);
   if (st) return st;
   if (!caps || !out) return DPGD_FAIL(DPGD_EINVAL, "no caps or output sum given");
-  size_t nc = (ds->n + ws->chunk - 1) / ws->chunk;
+  size_t nc = (ds->n + ws->span - 1) / ws->span;
   if (c0 > c1 || c1 > nc)
-    return DPGD_FAIL(DPGD_EINVAL, "chunk range [%zu, %zu) is not within the %zu chunks", c0, c1,
+    return DPGD_FAIL(DPGD_EINVAL, "leaf range [%zu, %zu) is not within the %zu leaves", c0, c1,
                      nc);
-  size_t lo = c0 * ws->chunk, hi = c1 * ws->chunk < ds->n ? c1 * ws->chunk : ds->n;
+  size_t lo = c0 * ws->span, hi = c1 < nc ? c1 * ws->span : ds->n;
   for (size_t i = lo; i < hi; i++)
     if (!(caps[i] >= 0.0)) /* also catches NaN */
       return DPGD_FAIL(DPGD_EINVAL, "cap of example %zu is %g; caps must be >= 0", i, caps[i]);
@@ -141,9 +139,11 @@ int dpgd_model_clipped_grad_nodes(dpgd_model *m, dpgd_grad_ws *ws, const dpgd_da
 {
   int st = check_call(m, ws, ds, caps, nodes, c0, c1);
   if (st) return st;
-  reduce_job j = {m,          ds,          caps,
-                  sqnorm_pre, sqnorm_post, (ds->n + ws->chunk - 1) / ws->chunk,
-                  ws->chunk,  m->n_params, ws->constant_time};
+  reduce_job j = {m,           ds,
+                  caps,        sqnorm_pre,
+                  sqnorm_post, (ds->n + ws->span - 1) / ws->span,
+                  ws->span,    ws->chunk,
+                  m->n_params, ws->constant_time};
   size_t k = 0;
   if (c0 < c1) st = reduce_range(&j, ws, c0, c1, &k);
   if (!st) memcpy(nodes, ws->nodes, k * j.P * sizeof(double));
@@ -155,11 +155,11 @@ int dpgd_model_clipped_grad_sum(dpgd_model *m, dpgd_grad_ws *ws, const dpgd_data
                                 double *sqnorm_post)
 {
   int st = ds && ws ? DPGD_OK : DPGD_FAIL(DPGD_EINVAL, "no dataset or workspace given");
-  size_t nc = st ? 0 : (ds->n + ws->chunk - 1) / ws->chunk;
+  size_t nc = st ? 0 : (ds->n + ws->span - 1) / ws->span;
   if (!st) st = check_call(m, ws, ds, caps, sum, 0, nc);
   if (st) return st;
-  reduce_job j = {m,  ds,        caps,        sqnorm_pre,       sqnorm_post,
-                  nc, ws->chunk, m->n_params, ws->constant_time};
+  reduce_job j = {m,  ds,       caps,      sqnorm_pre,  sqnorm_post,
+                  nc, ws->span, ws->chunk, m->n_params, ws->constant_time};
   size_t k = 0;
   if (nc > 0) st = reduce_range(&j, ws, 0, nc, &k);
   if (st) return st;

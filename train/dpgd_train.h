@@ -241,6 +241,11 @@ typedef struct dpgd_plan {
  * schedule, the guarantee under every method). n is the training set size. */
 int dpgd_plan_make(dpgd_plan *p, const dpgd_config *c, size_t n);
 
+/* Sets ws's leaf span for a run of config c over n training points:
+ * dpgd_model_leaf_span at the sampling rate (poisson: train.sample_rate; subset:
+ * train.batch_size / n; full batch: 1, which keeps span = chunk). */
+int dpgd_run_set_leaf_span(dpgd_grad_ws *ws, const dpgd_config *c, size_t n);
+
 /* Public GDP parameter of the training releases after t steps (MATH.md section 1):
  * sqrt(min(B, t C^2))/(sigma C) filtered, sqrt(t)/sigma plain; NAN for poisson, whose
  * steps are Poisson-subsampled Gaussians (MATH.md section 3), not Gaussians. */

@@ -150,7 +150,8 @@ int dpgd_run_setup(dpgd_run *r)
   r->post = malloc(n * sizeof *r->post);
   r->sum = malloc(r->P * sizeof *r->sum);
   r->best = malloc(r->P * sizeof *r->best);
-  rc = r->ws ? dpgd_grad_ws_reserve(r->ws, n) : DPGD_OK; /* so that no step allocates */
+  rc = r->ws ? dpgd_run_set_leaf_span(r->ws, c, n) : DPGD_OK;
+  if (!rc && r->ws) rc = dpgd_grad_ws_reserve(r->ws, n); /* so that no step allocates */
   if (rc) return rc;
   if (r->ws) {
     dpgd_grad_ws_set_constant_time(r->ws, c->train_constant_time);

@@ -10,7 +10,7 @@
 NUM='[0-9.]+(e[-+][0-9]+)?'
 LINE="^bench grads model=(softmax|cnn) threads=2 s_per_pass=$NUM ex_per_s=$NUM gflops=$NUM sgemm_gflops=$NUM ratio=$NUM rss_mb=[0-9.]+ n=300 active=100 constant_time=0\$"
 
-BLINE="^bench batch model=(softmax|cnn) threads=2 m=(256|100) s_per_pass=$NUM ex_per_s=$NUM per_example_vs_full=$NUM noise_s=$NUM n=300\$"
+BLINE="^bench batch model=(softmax|cnn) threads=2 m=(256|100) s_per_pass=$NUM ex_per_s=$NUM per_example_vs_full=$NUM noise_s=$NUM n=300 span=[0-9]+\$"
 
 # consistent_batch MODEL M: the model's batch line for M agrees with itself and with the
 # model's full-pass line.

@@ -1,8 +1,12 @@
 /* test_reduce.c -- the reduction tree of the clipped sum (model/reduce.c, model/tree.c,
- * SENSITIVITY.md 4): the sum has the same bits for 1, 2 and 3 threads; it is the chunk
+ * SENSITIVITY.md 4): the sum has the same bits for 1, 2 and 3 threads; it is the leaf
  * sums added bottom-up in the tree, computed here independently from the leaves; node
- * sums of any partition of the chunks (what MPI ranks send) combine to the same bits;
- * the cover of a range is aligned, exact and maximal; bad partitions are refused. */
+ * sums of any partition of the leaves (what MPI ranks send) combine to the same bits;
+ * with a leaf span above the chunk size, each leaf is its rows to compute run through
+ * the chunk step at most `chunk` at a time in index order, and the sum is within the
+ * rounding bound of an independent 128-bit sum of the examples' contributions; the
+ * cover of a range is aligned, exact and maximal; bad partitions and spans are
+ * refused. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -12,6 +16,8 @@
 #include <stdarg.h>
 #include <cmocka.h>
 
+typedef __float128 q128;
+
 #include "data/testutil.h"
 #include "model_internal.h"
 #include "mtest.h"
@@ -20,12 +26,14 @@ typedef struct {
   dpgd_model *m;
   dpgd_dataset *ds;
   double *caps;
-  size_t n, P, chunk, nc;
+  size_t n, P, chunk, span, nc;
 } fx;
 
-/* A model of type t on n synthetic examples; caps of high entropy, some 0 (skipped)
- * and some +inf (unclipped). */
-static fx make(const dpgd_model_type *t, size_t side, int K, size_t n, size_t chunk)
+/* A model of type t on n synthetic examples, leaves of span examples (span = chunk: the
+ * default); caps of high entropy, a fraction `zeros` of them 0 (skipped: a sampled
+ * step's caps are mostly 0) and some +inf (unclipped). */
+static fx make_span(const dpgd_model_type *t, size_t side, int K, size_t n, size_t chunk,
+                    size_t span, double zeros)
 {
   fx f = {0};
   f.m = dpgd_model_alloc(t, DPGD_ACT_TANH, side, side, K);
@@ -35,15 +43,31 @@ static fx make(const dpgd_model_type *t, size_t side, int K, size_t n, size_t ch
   f.n = n;
   f.P = dpgd_model_n_params(f.m);
   f.chunk = chunk;
-  f.nc = (n + chunk - 1) / chunk;
+  f.span = span;
+  f.nc = (n + span - 1) / span;
   f.caps = malloc(n * sizeof *f.caps);
   assert_non_null(f.caps);
   uint64_t s = 77;
   for (size_t i = 0; i < n; i++) {
     double u = tu_urand(&s);
-    f.caps[i] = u < 0.1 ? 0.0 : u < 0.2 ? INFINITY : 0.013 + 2.385 * u;
+    f.caps[i] = u < zeros ? 0.0 : u < zeros + 0.1 ? INFINITY : 0.013 + 2.385 * u;
   }
   return f;
+}
+
+static fx make(const dpgd_model_type *t, size_t side, int K, size_t n, size_t chunk)
+{
+  return make_span(t, side, K, n, chunk, chunk, 0.1);
+}
+
+/* A workspace of f's chunk size and leaf span. */
+static dpgd_grad_ws *ws_of(const fx *f, int threads)
+{
+  dpgd_grad_ws *ws = dpgd_grad_ws_alloc(f->m, f->chunk, threads);
+  assert_non_null(ws);
+  assert_int_equal(dpgd_grad_ws_set_span(ws, f->span), 0);
+  assert_int_equal(dpgd_grad_ws_span(ws), f->span);
+  return ws;
 }
 
 static void drop(fx *f)
@@ -56,8 +80,7 @@ static void drop(fx *f)
 /* The full sum and the post norms with `threads` threads. */
 static void full_sum(fx *f, int threads, double *sum, double *post)
 {
-  dpgd_grad_ws *ws = dpgd_grad_ws_alloc(f->m, f->chunk, threads);
-  assert_non_null(ws);
+  dpgd_grad_ws *ws = ws_of(f, threads);
   assert_int_equal(dpgd_model_clipped_grad_sum(f->m, ws, f->ds, f->caps, sum, NULL, post), 0);
   dpgd_grad_ws_free(ws);
 }
@@ -86,8 +109,7 @@ static void check_threads(fx *f)
  * level l + 1 holds v[2j] + v[2j + 1], or v[2j] when 2j + 1 is past the end. */
 static void check_bottom_up(fx *f)
 {
-  dpgd_grad_ws *ws = dpgd_grad_ws_alloc(f->m, f->chunk, 1);
-  assert_non_null(ws);
+  dpgd_grad_ws *ws = ws_of(f, 1);
   double *v = malloc(f->nc * f->P * sizeof(double)), *sum = malloc(f->P * sizeof(double));
   assert_non_null(v);
   for (size_t c = 0; c < f->nc; c++) {
@@ -130,8 +152,7 @@ static void check_partition(fx *f, size_t k, uint64_t *rs, const double *ref,
   double *post = malloc(f->n * sizeof(double));
   size_t at = 0;
   for (size_t s = 0; s < k; s++) {
-    dpgd_grad_ws *ws = dpgd_grad_ws_alloc(f->m, f->chunk, 1 + (int)(s % 3));
-    assert_non_null(ws);
+    dpgd_grad_ws *ws = ws_of(f, 1 + (int)(s % 3));
     assert_int_equal(dpgd_model_clipped_grad_nodes(f->m, ws, f->ds, f->caps, bounds[s],
                                                    bounds[s + 1], nodes + at * f->P, NULL,
                                                    post),
@@ -150,11 +171,95 @@ static void check_partition(fx *f, size_t k, uint64_t *rs, const double *ref,
   free(post);
 }
 
-static void check_model(const dpgd_model_type *t, size_t side, int K, size_t n, size_t chunk)
+/* Each leaf alone (a one-leaf range), against the leaf rebuilt here: its rows with a
+ * positive cap in index order, cut into groups of at most chunk, each group unpacked and
+ * run through the chunk step into one accumulator from zero. Same bits. */
+static void check_leaves(fx *f)
 {
-  fx f = make(t, side, K, n, chunk);
+  dpgd_grad_ws *ws = ws_of(f, 1), *w1 = dpgd_grad_ws_alloc(f->m, f->chunk, 1);
+  assert_non_null(w1);
+  size_t d = f->ds->d, C = f->chunk;
+  double *got = malloc(f->P * sizeof(double)), *acc = malloc(f->P * sizeof(double));
+  float *x = malloc(C * d * sizeof(float));
+  size_t *idx = malloc(C * sizeof(size_t));
+  uint8_t *y = malloc(C);
+  double *caps = malloc(C * sizeof(double)), pre[64], post[64];
+  assert_true(C <= 64 && got && acc && x && idx && y && caps);
+  for (size_t c = 0; c < f->nc; c++) {
+    assert_int_equal(
+        dpgd_model_clipped_grad_nodes(f->m, ws, f->ds, f->caps, c, c + 1, got, NULL, NULL), 0);
+    memset(acc, 0, f->P * sizeof(double));
+    size_t lo = c * f->span, hi = lo + f->span < f->n ? lo + f->span : f->n, B = 0;
+    for (size_t i = lo; i <= hi; i++) {
+      if (i < hi && f->caps[i] > 0.0) {
+        idx[B] = i, y[B] = f->ds->labels[i], caps[B] = f->caps[i];
+        B++;
+      }
+      if (B > 0 && (B == C || i == hi)) {
+        dpgd_data_unpack_idx(x, f->ds, idx, B);
+        assert_int_equal(dpgd_model_chunk_step_x(f->m, w1, acc, pre, post, x, y, caps, B), 0);
+        B = 0;
+      }
+    }
+    if (memcmp(got, acc, f->P * sizeof(double)))
+      fail_msg("leaf %zu of span %zu, chunk %zu: not its sub-batches' sum", c, f->span, C);
+  }
+  dpgd_grad_ws_free(ws);
+  dpgd_grad_ws_free(w1);
+  free(got), free(acc), free(x), free(idx), free(y), free(caps);
+}
+
+/* Constant time (every row computed, so the sub-batches are the chunk-aligned blocks of
+ * the dataset): each example's contribution alone is its block run through the chunk
+ * step with every other cap 0 (the same g_i bits; at most one rounding per element, a
+ * double product, so |vt_i - v_i| <= u |v_i|); their sum in 128 bits R. Contract (c)
+ * then gives ||S - R|| <= (gamma + u) sum ||v_i|| <= (gamma + 2u) sum ||vt_i||, the norms
+ * in double within a relative 2^-30. */
+static void check_reference(fx *f)
+{
+  dpgd_grad_ws *ws = ws_of(f, 2), *w1 = dpgd_grad_ws_alloc(f->m, f->chunk, 1);
+  assert_non_null(w1);
+  dpgd_grad_ws_set_constant_time(ws, 1);
+  size_t d = f->ds->d, C = f->chunk;
+  double *S = malloc(f->P * sizeof(double)), *acc = malloc(f->P * sizeof(double));
+  q128 *R = calloc(f->P, sizeof(q128));
+  float *xb = malloc(C * d * sizeof(float)), *x = malloc(C * d * sizeof(float));
+  double caps[64], pre[64], post[64], norms = 0.0;
+  assert_true(C <= 64 && S && acc && R && xb && x);
+  assert_int_equal(dpgd_model_clipped_grad_sum(f->m, ws, f->ds, f->caps, S, NULL, NULL), 0);
+  for (size_t lo = 0; lo < f->n; lo += C) {
+    size_t B = f->n - lo < C ? f->n - lo : C;
+    dpgd_data_unpack(xb, f->ds, lo, B);
+    for (size_t i = 0; i < B; i++) {
+      if (!(f->caps[lo + i] > 0.0)) continue;
+      for (size_t b = 0; b < B; b++) caps[b] = b == i ? f->caps[lo + i] : 0.0;
+      memcpy(x, xb, B * d * sizeof(float));
+      memset(acc, 0, f->P * sizeof(double));
+      assert_int_equal(
+          dpgd_model_chunk_step_x(f->m, w1, acc, pre, post, x, f->ds->labels + lo, caps, B), 0);
+      for (size_t p = 0; p < f->P; p++) R[p] += acc[p];
+      norms += mt_norm(acc, f->P);
+    }
+  }
+  q128 e2 = 0;
+  for (size_t p = 0; p < f->P; p++) e2 += (S[p] - R[p]) * (S[p] - R[p]);
+  double bound = (dpgd_model_sum_error_bound(f->n) + 0x1p-52) * norms * (1.0 + 0x1p-30);
+  if (!((double)e2 <= bound * bound))
+    fail_msg("span %zu: ||S - R|| = %g above the bound %g", f->span, sqrt((double)e2), bound);
+  assert_true(norms > 0.0);
+  dpgd_grad_ws_free(ws);
+  dpgd_grad_ws_free(w1);
+  free(S), free(acc), free(R), free(xb), free(x);
+}
+
+static void check_model(const dpgd_model_type *t, size_t side, int K, size_t n, size_t chunk,
+                        size_t span, double zeros)
+{
+  fx f = make_span(t, side, K, n, chunk, span, zeros);
   check_threads(&f);
   check_bottom_up(&f);
+  check_leaves(&f);
+  check_reference(&f);
   double *ref = malloc(f.P * sizeof(double)), *post = malloc(f.n * sizeof(double));
   full_sum(&f, 1, ref, post);
   uint64_t rs = 2385;
@@ -168,14 +273,53 @@ static void check_model(const dpgd_model_type *t, size_t side, int K, size_t n, 
 static void test_softmax(void **state)
 {
   (void)state;
-  check_model(dpgd_model_softmax, 6, 3, 1000, 7); /* 143 chunks, 8 levels */
-  check_model(dpgd_model_softmax, 5, 4, 64, 64);  /* one chunk: the root is a leaf */
+  check_model(dpgd_model_softmax, 6, 3, 1000, 7, 7, 0.1); /* 143 chunks, 8 levels */
+  check_model(dpgd_model_softmax, 5, 4, 64, 64, 64, 0.1); /* one chunk: the root is a leaf */
 }
 
 static void test_cnn(void **state)
 {
   (void)state;
-  check_model(dpgd_model_cnn, 28, 10, 150, 4); /* 38 chunks */
+  check_model(dpgd_model_cnn, 28, 10, 150, 4, 4, 0.1); /* 38 chunks */
+}
+
+/* Leaves of several chunks, caps mostly 0 as in a sampled step: leaves of 10 and of
+ * 70 examples over chunks of 7 (a few rows per leaf, some leaves with none, some with
+ * more than one sub-batch), a span past n (one leaf), and the CNN. */
+static void test_span(void **state)
+{
+  (void)state;
+  check_model(dpgd_model_softmax, 6, 3, 1000, 7, 70, 0.85);
+  check_model(dpgd_model_softmax, 6, 3, 1000, 7, 14, 0.3);
+  check_model(dpgd_model_softmax, 5, 4, 300, 5, 400, 0.5);
+  check_model(dpgd_model_cnn, 28, 10, 150, 4, 16, 0.6);
+}
+
+/* The span rule: chunk * max(1, floor(1 / rate)); spans that are not positive multiples
+ * of the chunk size are refused and leave the span as it was. */
+static void test_span_rule(void **state)
+{
+  (void)state;
+  assert_int_equal(dpgd_model_leaf_span(256, 256.0 / 60000.0), 256 * 234);
+  assert_int_equal(dpgd_model_leaf_span(256, 0.25), 1024);
+  assert_int_equal(dpgd_model_leaf_span(256, 0.3), 768);
+  assert_int_equal(dpgd_model_leaf_span(256, 1.0), 256);
+  assert_int_equal(dpgd_model_leaf_span(256, 2.0), 256);
+  assert_int_equal(dpgd_model_leaf_span(256, NAN), 256);
+  assert_int_equal(dpgd_model_leaf_span(256, 0.0), 256);
+  assert_int_equal(dpgd_model_leaf_span(3, 1e-300) % 3, 0);
+  assert_true(dpgd_model_leaf_span(3, 1e-300) <= ((size_t)1 << 40));
+  fx f = make(dpgd_model_softmax, 4, 3, 20, 3);
+  dpgd_grad_ws *ws = dpgd_grad_ws_alloc(f.m, 3, 1);
+  assert_int_equal(dpgd_grad_ws_span(ws), 3);
+  assert_int_equal(dpgd_grad_ws_set_span(ws, 0), DPGD_EINVAL);
+  assert_int_equal(dpgd_grad_ws_set_span(ws, 7), DPGD_EINVAL);
+  assert_int_equal(dpgd_grad_ws_set_span(ws, ((size_t)1 << 40) + 3), DPGD_EINVAL);
+  assert_int_equal(dpgd_grad_ws_span(ws), 3);
+  assert_int_equal(dpgd_grad_ws_set_span(ws, 9), 0);
+  assert_int_equal(dpgd_grad_ws_span(ws), 9);
+  dpgd_grad_ws_free(ws);
+  drop(&f);
 }
 
 /* The cover of every range [c0, c1) of nc chunks: aligned nodes, in order, tiling the
@@ -250,10 +394,9 @@ static void test_refused(void **state)
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_cover),
-      cmocka_unit_test(test_refused),
-      cmocka_unit_test(test_softmax),
-      cmocka_unit_test(test_cnn),
+      cmocka_unit_test(test_cover),   cmocka_unit_test(test_refused),
+      cmocka_unit_test(test_softmax), cmocka_unit_test(test_cnn),
+      cmocka_unit_test(test_span),    cmocka_unit_test(test_span_rule),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,7 +4,8 @@
  * steps; a run with q = 1 is full-batch GD bit for bit (the sampler has its own stream),
  * a run accounts one subsampled release per step, charges only sampled points and
  * states no per-point guarantee; a cut research run resumes bit for bit (the sampler's
- * stream is in the checkpoint); a secure run samples from the OS generator. */
+ * stream is in the checkpoint); a run whose leaf span exceeds its chunk size writes the
+ * same files with 1 and 2 threads; a secure run samples from the OS generator. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -279,6 +280,37 @@ static void test_resume_bit_identical(void **state)
   ASSERT_SAME_FILE("ref", "cut", "metrics.csv");
 }
 
+/* Chunks of 4 at q = 0.1: leaves of span 4 floor(1/q) = 40 examples (the checkpoint's
+ * replay identity names it), each leaf's few sampled rows in one chunk step. The run
+ * writes the same files with 1 and with 2 threads. */
+static void test_span_threads(void **state)
+{
+  (void)state;
+  static const int threads[] = {1, 2};
+  for (int k = 0; k < 2; k++) {
+    dpgd_config c;
+    poisson_config(&c, k ? "span2" : "span1", 0.1, 12);
+    c.model_chunk = 4;
+    c.model_threads = threads[k];
+    c.output_checkpoint_every = 4;
+    tt_run_through(&c);
+    char ck[700];
+    snprintf(ck, sizeof ck, "%s/%s/checkpoint.bin", dir, k ? "span2" : "span1");
+    dpgd_ckpt *ckpt = NULL;
+    const void *d;
+    size_t len;
+    assert_int_equal(dpgd_ckpt_read(&ckpt, ck, dpgd_config_hash(&c)), DPGD_OK);
+    assert_int_equal(dpgd_ckpt_get(ckpt, "replay", 0, &d, &len), DPGD_OK);
+    char replay[700] = "";
+    memcpy(replay, d, len < sizeof replay - 1 ? len : sizeof replay - 1);
+    if (!strstr(replay, "; chunk 4; span 40;")) fail_msg("replay identity: %s", replay);
+    dpgd_ckpt_free(ckpt);
+  }
+  ASSERT_SAME_FILE("span1", "span2", "model.bin");
+  ASSERT_SAME_FILE("span1", "span2", "points.csv");
+  ASSERT_SAME_FILE("span1", "span2", "metrics.csv");
+}
+
 /* Secure mode: the sample comes from the OS generator (no stream state to save); the
  * run finishes and accounts its steps. */
 static void test_secure(void **state)
@@ -332,6 +364,7 @@ int main(void)
       cmocka_unit_test(test_validation_split),
       cmocka_unit_test(test_run_accounting),
       cmocka_unit_test(test_resume_bit_identical),
+      cmocka_unit_test(test_span_threads),
       cmocka_unit_test(test_secure),
       cmocka_unit_test(test_exact_without_answer),
   };

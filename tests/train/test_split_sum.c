@@ -1,5 +1,5 @@
 /* test_split_sum.c -- a run whose clipped sums come from dpgd_run_set_sum, computed as
- * MPI ranks compute them (train/MPI.md) but in one process: the chunks split into R
+ * MPI ranks compute them (train/MPI.md) but in one process: the tree leaves split into R
  * contiguous ranges, each summed into its tree nodes by its own workspace (1 to 3
  * threads), the nodes combined. Every step's sum has the bits of the engine's; such runs
  * (Algorithm 7 with queries, Poisson DP-SGD) write the model.bin, metrics.csv and
@@ -35,7 +35,9 @@ static int split_sum(void *ctx, dpgd_model *m, dpgd_grad_ws *ws, const dpgd_data
 {
   split *s = ctx;
   if (++s->calls == s->fail_at) return DPGD_FAIL(DPGD_EIO, "rank 1 of %d: planted", s->R);
-  size_t chunk = dpgd_grad_ws_chunk(ws), nc = (ds->n + chunk - 1) / chunk;
+  /* The tree's leaves are the workspace's span (above the chunk size for Poisson). */
+  size_t chunk = dpgd_grad_ws_chunk(ws), span = dpgd_grad_ws_span(ws);
+  size_t nc = (ds->n + span - 1) / span;
   size_t P = dpgd_model_n_params(m);
   size_t bounds[MAX_RANKS + 1], slots = 0;
   for (int r = 0; r <= s->R; r++) bounds[r] = nc * (size_t)r / (size_t)s->R;
@@ -44,6 +46,7 @@ static int split_sum(void *ctx, dpgd_model *m, dpgd_grad_ws *ws, const dpgd_data
   for (int r = 0; r < s->R; r++) {
     if (!s->ws[r]) s->ws[r] = dpgd_grad_ws_alloc(m, chunk, 1 + r % 3);
     assert_non_null(s->ws[r]);
+    assert_int_equal(dpgd_grad_ws_set_span(s->ws[r], span), DPGD_OK);
     dpgd_grad_ws_set_constant_time(s->ws[r], 0);
     int rc = dpgd_model_clipped_grad_nodes(m, s->ws[r], ds, caps, bounds[r], bounds[r + 1],
                                            s->nodes + slots * P, NULL, post);

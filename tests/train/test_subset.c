@@ -6,8 +6,9 @@
  * without-replacement Gaussian at sigma/2 (accounting/SAMPLING.md), exact and zcdp n/a,
  * the reported method the smallest rdp_*; calibration returns the smallest sigma; the
  * refusals. A run: m points charged per step, the eps it reports is the accountant's,
- * summary.json names sampler, m and m/n; m = n is full-batch GD bit for bit; a cut run
- * resumes bit for bit; dpgd audit refuses subset runs. */
+ * summary.json names sampler, m and m/n; m = n is full-batch GD bit for bit; the leaf
+ * span of the run's workspace; a cut run resumes bit for bit; dpgd audit refuses subset
+ * runs. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -336,6 +337,33 @@ static void test_all_points_is_full_batch(void **state)
   ASSERT_SAME_FILE("mn", "full-mn", "model.bin");
 }
 
+/* The leaf span a run's workspace gets (dpgd_run_set_leaf_span): chunk * floor(n / m)
+ * for subset, chunk * floor(1 / q) for Poisson, the chunk size for m = n and full batch. */
+static void test_leaf_span(void **state)
+{
+  (void)state;
+  dpgd_model *m = dpgd_model_alloc(dpgd_model_softmax, DPGD_ACT_TANH, 4, 4, 3);
+  dpgd_grad_ws *ws = m ? dpgd_grad_ws_alloc(m, 5, 1) : NULL;
+  assert_non_null(ws);
+  dpgd_config c;
+  subset_config(&c, "span", 37, 1);
+  assert_int_equal(dpgd_run_set_leaf_span(ws, &c, N_TRAIN), DPGD_OK);
+  assert_int_equal(dpgd_grad_ws_span(ws), 5 * 6); /* 240 / 37 = 6.49 */
+  c.train_batch_size = N_TRAIN;
+  assert_int_equal(dpgd_run_set_leaf_span(ws, &c, N_TRAIN), DPGD_OK);
+  assert_int_equal(dpgd_grad_ws_span(ws), 5);
+  c.train_sampling = DPGD_SAMPLING_POISSON, c.train_sample_rate = 0.3;
+  assert_int_equal(dpgd_run_set_leaf_span(ws, &c, N_TRAIN), DPGD_OK);
+  assert_int_equal(dpgd_grad_ws_span(ws), 5 * 3); /* 1 / 0.3 = 3.33 */
+  c.train_sampling = DPGD_SAMPLING_FULL;
+  assert_int_equal(dpgd_run_set_leaf_span(ws, &c, N_TRAIN), DPGD_OK);
+  assert_int_equal(dpgd_grad_ws_span(ws), 5);
+  assert_int_equal(dpgd_run_set_leaf_span(NULL, &c, N_TRAIN), DPGD_EINVAL);
+  dpgd_error_clear();
+  dpgd_grad_ws_free(ws);
+  dpgd_model_free(m);
+}
+
 /* Cut after step 7 (checkpoint at 6), resumed: the files of the uninterrupted run "ref"
  * of test_run_accounting, which needs the sampler's stream from the checkpoint. */
 static void test_resume_bit_identical(void **state)
@@ -372,6 +400,7 @@ int main(void)
       cmocka_unit_test(test_refusals),
       cmocka_unit_test(test_run_accounting),
       cmocka_unit_test(test_all_points_is_full_batch),
+      cmocka_unit_test(test_leaf_span),
       cmocka_unit_test(test_resume_bit_identical),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);

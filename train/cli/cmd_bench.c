@@ -43,12 +43,14 @@ static void usage(FILE *f)
           "dataset and the sgemm's matrices included). Then, per batch size m <= N, the\n"
           "pass as a DP-SGD step runs it: a fresh set of m of the N images drawn without\n"
           "replacement before each pass has cap 1, the others cap 0 (skipped unless\n"
-          "--constant-time); median of %d R passes, and the cost per example against the\n"
-          "full pass's (1 = the same; above 1: slower per example):\n"
+          "--constant-time), summed in leaves of the span a sampled run of rate m/N uses;\n"
+          "median of %d R passes, and the cost per example against the full pass's (1 =\n"
+          "the same; above 1: slower per example):\n"
           "  bench batch model=M threads=T m=B s_per_pass=S ex_per_s=E per_example_vs_full=X\n"
-          "  noise_s=Z n=N\n"
+          "  noise_s=Z n=N span=L\n"
           "(noise_s: one N(0, 1) draw for each of the model's parameters, research rng:\n"
-          "the rest of a step's work besides the pass, update and accounting aside).\n\n"
+          "the rest of a step's work besides the pass, update and accounting aside; span:\n"
+          "examples per leaf of the reduction tree, chunk * floor(N / m)).\n\n"
           "  --model M    cnn, softmax or all (default all)\n"
           "  --threads N  threads (default: the OpenMP default)\n"
           "  --reps R     timed passes, median reported (default 3, 1..%d)\n"
@@ -182,15 +184,19 @@ static int bench_batches(const dpgd_model_type *type, dpgd_model *m, dpgd_grad_w
     size_t b = o->batch[k];
     double s = 0;
     if (b > ds->n) continue;
-    st = batch_seconds(m, ws, ds, b, reps, caps, in, sum, &s);
+    /* The leaf span a subset-sampled run of batch b uses (dpgd_run_set_leaf_span). */
+    size_t span = dpgd_model_leaf_span(dpgd_grad_ws_chunk(ws), (double)b / (double)ds->n);
+    st = dpgd_grad_ws_set_span(ws, span);
+    if (!st) st = batch_seconds(m, ws, ds, b, reps, caps, in, sum, &s);
     if (st) break;
     double vs_full = (s / (double)b) / (full_s / (double)ds->n);
     printf("  batch m = %zu: %.3g s per pass (median of %zu), %.0f examples/s, %.3g x the "
            "full pass's time per example; noise over %zu parameters %.3g s\n",
            b, s, reps, (double)b / s, vs_full, P, noise);
     printf("bench batch model=%s threads=%d m=%zu s_per_pass=%.9g ex_per_s=%.9g "
-           "per_example_vs_full=%.6g noise_s=%.9g n=%zu\n",
-           dpgd_model_type_name(type), o->threads, b, s, (double)b / s, vs_full, noise, ds->n);
+           "per_example_vs_full=%.6g noise_s=%.9g n=%zu span=%zu\n",
+           dpgd_model_type_name(type), o->threads, b, s, (double)b / s, vs_full, noise, ds->n,
+           span);
   }
   free(in);
   return st ? dpgd_cli_status_error(st, "timing the batches") : DPGD_EXIT_OK;

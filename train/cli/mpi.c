@@ -23,25 +23,25 @@ enum { CMD_STOP = 0, CMD_RUN = 1, CMD_STEP = 2 };
 typedef struct {
   int32_t st;
   uint32_t pad;
-  uint64_t chunk;
+  uint64_t chunk, span;
   char msg[MSG_LEN];
 } rank_status;
 
 typedef struct {
   int rank, size;
-  size_t n, P, chunk, nc, slots;
-  size_t worker_chunk;      /* rank 0: the chunk size the other ranks reported */
-  double *check;            /* rank 0, DPGD_MPI_VERIFY: (P) its own sum; else NULL */
-  size_t *bounds;           /* (size + 1) the first chunk of each rank, then nc */
-  int *node_cnt, *node_off; /* (size) doubles of each rank's node sums, and where */
-  int *ex_cnt, *ex_off;     /* (size) each rank's examples: how many, the first */
-  double *nodes;            /* rank 0: (slots, P); other ranks: (their nodes, P) */
-  rank_status *status;      /* (size) rank 0 */
-  dpgd_dataset *ds;         /* other ranks: the training set */
-  dpgd_model *m;            /* other ranks: the model, parameters from rank 0 */
-  dpgd_grad_ws *ws;         /* other ranks */
-  double *caps, *post;      /* other ranks: (n), their examples' entries used */
-  double times[MAX_TIMES];  /* rank 0: seconds of each step's sum */
+  size_t n, P, chunk, span, nc, slots; /* nc: leaves of span examples */
+  size_t worker_chunk, worker_span;    /* rank 0: what the other ranks reported */
+  double *check;                       /* rank 0, DPGD_MPI_VERIFY: (P) its own sum; else NULL */
+  size_t *bounds;                      /* (size + 1) the first chunk of each rank, then nc */
+  int *node_cnt, *node_off;            /* (size) doubles of each rank's node sums, and where */
+  int *ex_cnt, *ex_off;                /* (size) each rank's examples: how many, the first */
+  double *nodes;                       /* rank 0: (slots, P); other ranks: (their nodes, P) */
+  rank_status *status;                 /* (size) rank 0 */
+  dpgd_dataset *ds;                    /* other ranks: the training set */
+  dpgd_model *m;                       /* other ranks: the model, parameters from rank 0 */
+  dpgd_grad_ws *ws;                    /* other ranks */
+  double *caps, *post;                 /* other ranks: (n), their examples' entries used */
+  double times[MAX_TIMES];             /* rank 0: seconds of each step's sum */
   size_t n_times;
 } mpi_ctx;
 
@@ -78,15 +78,15 @@ static void free_ctx(void)
   free(ctx.post);
 }
 
-/* Which chunks, node sums and examples each rank has: rank r the chunks
- * [nc r / size, nc (r + 1) / size). The same on every rank. */
-static int layout(size_t n, size_t P, size_t chunk)
+/* Which tree leaves (span examples each), node sums and examples each rank has: rank r
+ * the leaves [nc r / size, nc (r + 1) / size). The same on every rank. */
+static int layout(size_t n, size_t P, size_t span)
 {
   int R = ctx.size;
   ctx.n = n;
   ctx.P = P;
-  ctx.chunk = chunk;
-  ctx.nc = (n + chunk - 1) / chunk;
+  ctx.span = span;
+  ctx.nc = (n + span - 1) / span;
   ctx.bounds = malloc((size_t)(R + 1) * sizeof *ctx.bounds);
   ctx.node_cnt = malloc((size_t)R * sizeof(int));
   ctx.node_off = malloc((size_t)R * sizeof(int));
@@ -99,7 +99,7 @@ static int layout(size_t n, size_t P, size_t chunk)
   for (int r = 0; r <= R; r++) ctx.bounds[r] = ctx.nc * (size_t)r / (size_t)R;
   for (int r = 0; r < R; r++) {
     size_t k = dpgd_model_tree_count(ctx.nc, ctx.bounds[r], ctx.bounds[r + 1]);
-    size_t lo = ctx.bounds[r] * chunk, hi = ctx.bounds[r + 1] * chunk;
+    size_t lo = ctx.bounds[r] * span, hi = ctx.bounds[r + 1] * span;
     if ((slots + k) * P > INT32_MAX)
       return DPGD_FAIL(DPGD_ERANGE, "the node sums (%zu x %zu) are too large for MPI", k, P);
     ctx.node_off[r] = (int)(slots * P);
@@ -155,6 +155,8 @@ static int worker_open(const dpgd_config *c, const uint64_t *shape)
   dpgd_grad_ws_set_constant_time(ctx.ws, c->train_constant_time);
   ctx.chunk = dpgd_grad_ws_chunk(ctx.ws);
   size_t n = ctx.ds->n, P = dpgd_model_n_params(ctx.m);
+  rc = dpgd_run_set_leaf_span(ctx.ws, c, n);
+  if (rc) return rc;
   if (n != shape[0] || P != shape[1])
     return DPGD_FAIL(DPGD_EINVAL, "it has n = %zu and P = %zu, rank 0 n = %llu and P = %llu", n,
                      P, (unsigned long long)shape[0], (unsigned long long)shape[1]);
@@ -165,14 +167,14 @@ static int worker_open(const dpgd_config *c, const uint64_t *shape)
   ctx.post = calloc(n, sizeof(double));
   if (!ctx.caps || !ctx.post) return DPGD_FAIL(DPGD_ENOMEM, "no memory for %zu caps", n);
   rc = dpgd_grad_ws_reserve(ctx.ws, n);
-  if (!rc) rc = layout(n, P, dpgd_grad_ws_chunk(ctx.ws));
+  if (!rc) rc = layout(n, P, dpgd_grad_ws_span(ctx.ws));
   return rc;
 }
 
 /* Reports st (and the last error) to rank 0 in the status gather. */
 static void send_status(int st)
 {
-  rank_status s = {.st = st, .chunk = ctx.chunk};
+  rank_status s = {.st = st, .chunk = ctx.chunk, .span = ctx.span};
   if (st) snprintf(s.msg, sizeof s.msg, "%s", dpgd_error_last());
   MPI_Gather(&s, (int)sizeof s, MPI_BYTE, NULL, 0, MPI_BYTE, 0, MPI_COMM_WORLD);
 }
@@ -226,7 +228,7 @@ static void send_cmd(int cmd, int code)
 /* The first rank that reported a failure, as an error naming it; else DPGD_OK. */
 static int gather_status(int st0)
 {
-  rank_status me = {.st = st0, .chunk = ctx.chunk};
+  rank_status me = {.st = st0, .chunk = ctx.chunk, .span = ctx.span};
   MPI_Gather(&me, (int)sizeof me, MPI_BYTE, ctx.status, (int)sizeof me, MPI_BYTE, 0,
              MPI_COMM_WORLD);
   if (st0) return st0;
@@ -259,12 +261,15 @@ static int rank0_sum(void *unused, dpgd_model *m, dpgd_grad_ws *ws, const dpgd_d
 {
   (void)unused;
   double t0 = now_s();
-  /* The layout needs rank 0's chunk size, which its workspace knows: set at step one. */
-  size_t chunk = dpgd_grad_ws_chunk(ws);
-  if (ctx.size > 1 && chunk != ctx.worker_chunk)
-    return DPGD_FAIL(DPGD_EINVAL, "rank 0's chunk size %zu is not the other ranks' %zu", chunk,
-                     ctx.worker_chunk);
-  int st = ctx.bounds ? DPGD_OK : layout(ds->n, ctx.P, chunk);
+  /* The layout needs rank 0's leaf span, which its workspace knows: set at step one. */
+  size_t chunk = dpgd_grad_ws_chunk(ws), span = dpgd_grad_ws_span(ws);
+  if (ctx.size > 1 && (chunk != ctx.worker_chunk || span != ctx.worker_span))
+    return DPGD_FAIL(DPGD_EINVAL,
+                     "rank 0's chunk size %zu and leaf span %zu are not the other ranks' %zu "
+                     "and %zu",
+                     chunk, span, ctx.worker_chunk, ctx.worker_span);
+  ctx.chunk = chunk;
+  int st = ctx.bounds ? DPGD_OK : layout(ds->n, ctx.P, span);
   if (st) return st;
   send_cmd(CMD_STEP, 0);
   MPI_Bcast(dpgd_model_params(m), (int)ctx.P, MPI_FLOAT, 0, MPI_COMM_WORLD);
@@ -303,9 +308,11 @@ int dpgd_mpi_attach(dpgd_run *r)
   int st = gather_status(DPGD_OK);
   if (st) return st;
   ctx.worker_chunk = ctx.size > 1 ? (size_t)ctx.status[1].chunk : 0;
+  ctx.worker_span = ctx.size > 1 ? (size_t)ctx.status[1].span : 0;
   for (int k = 2; k < ctx.size; k++)
-    if (ctx.status[k].chunk != ctx.worker_chunk)
-      return DPGD_FAIL(DPGD_EINVAL, "ranks 1 and %d disagree on the chunk size", k);
+    if (ctx.status[k].chunk != ctx.worker_chunk || ctx.status[k].span != ctx.worker_span)
+      return DPGD_FAIL(DPGD_EINVAL, "ranks 1 and %d disagree on the chunk size or leaf span",
+                       k);
   const char *v = getenv("DPGD_MPI_VERIFY");
   if (v && strcmp(v, "0") && !(ctx.check = malloc(P * sizeof(double))))
     return DPGD_FAIL(DPGD_ENOMEM, "no memory for DPGD_MPI_VERIFY");
