@@ -175,18 +175,7 @@ static double direct_eps(dpgd_acct_method meth, size_t m, size_t n, double sigma
   dpgd_accountant *a = dpgd_acct_alloc();
   assert_int_equal(dpgd_acct_add_wor_gaussian(a, m, n, sigma / 2, DPGD_ACCT_REPLACE_ONE, steps),
                    DPGD_OK);
-  if (queries) assert_int_equal(dpgd_acct_add_gaussian(a, 1 / tau, queries), DPGD_OK);
-  dpgd_acct_value v;
-  int rc = dpgd_acct_epsilon(a, meth, delta, &v);
-  dpgd_acct_free(a);
-  dpgd_error_clear();
-  return rc ? NAN : v.value;
-}
-
-static void assert_same_eps(double got, double want)
-{
-  if (isnan(want)) assert_true(isnan(got));
-  else if (got != want) fail_msg("plan eps %.17g, accountant %.17g", got, want);
+  return tt_acct_eps(a, queries, tau, meth, delta);
 }
 
 /* The plan: eps under every method is the accountant's (exact and zcdp none), with and
@@ -205,8 +194,8 @@ static void test_plan_equals_accountant(void **state)
     assert_true(p.sampling == DPGD_SAMPLING_SUBSET && p.batch_size == 256 && p.steps == 50);
     assert_true(p.sample_rate >= 256.0 / 60000 && p.sample_rate < 256.0 / 60000 * (1 + 1e-15));
     for (int m = 0; m < DPGD_ACCT_N_METHODS; m++)
-      assert_same_eps(p.eps[m], direct_eps(m, 256, 60000, 1.3, 50, c.stopping_queries, 60,
-                                           c.privacy_delta));
+      tt_assert_same_eps(p.eps[m], direct_eps(m, 256, 60000, 1.3, 50, c.stopping_queries, 60,
+                                              c.privacy_delta));
     assert_true(isnan(p.eps[DPGD_ACCT_EXACT]) && isnan(p.eps[DPGD_ACCT_ZCDP]));
     int rm = p.report_method;
     assert_true(rm >= DPGD_ACCT_RDP_CLASSIC && rm <= DPGD_ACCT_RDP_OPTIMAL);
@@ -310,7 +299,7 @@ static void test_run_accounting(void **state)
   assert_int_equal(dpgd_run_releases(r), 12);
   int rm = dpgd_run_plan(r)->report_method;
   assert_true(rm >= DPGD_ACCT_RDP_CLASSIC);
-  assert_same_eps(dpgd_run_eps_now(r), direct_eps(rm, 37, N_TRAIN, 3.7, 12, 0, 1, 1e-5));
+  tt_assert_same_eps(dpgd_run_eps_now(r), direct_eps(rm, 37, N_TRAIN, 3.7, 12, 0, 1, 1e-5));
   dpgd_run_free(r);
   size_t len;
   char *s = (char *)SLURP("ref", "summary.json", &len);

@@ -1,4 +1,5 @@
 /* ttest.c -- see ttest.h. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -117,4 +118,21 @@ void tt_sampled_config(dpgd_config *c, const char *dir, const char *run, int sam
   c->output_checkpoint_every = 0;
   c->output_progress = 0;
   snprintf(c->output_dir, sizeof c->output_dir, "%s/%s", dir, run);
+}
+
+double tt_acct_eps(dpgd_accountant *a, size_t queries, double tau, dpgd_acct_method m,
+                   double delta)
+{
+  if (queries) assert_int_equal(dpgd_acct_add_gaussian(a, 1 / tau, queries), DPGD_OK);
+  dpgd_acct_value v;
+  int rc = dpgd_acct_epsilon(a, m, delta, &v);
+  dpgd_acct_free(a);
+  dpgd_error_clear();
+  return rc ? NAN : v.value;
+}
+
+void tt_assert_same_eps(double got, double want)
+{
+  if (isnan(want)) assert_true(isnan(got));
+  else if (got != want) fail_msg("plan eps %.17g, accountant %.17g", got, want);
 }

@@ -35,5 +35,11 @@ void tt_run_cut(const dpgd_config *c, int steps);
  * test accuracy every 4 steps, one thread, no checkpoints, no progress; into dir/run. */
 void tt_sampled_config(dpgd_config *c, const char *dir, const char *run, int sampling,
                        size_t steps);
+/* Adds `queries` Gaussians of mu 1/tau to a (none when 0), then a's eps under method m at
+ * delta, straight from the accountant; NAN where the method has no answer. Frees a. */
+double tt_acct_eps(dpgd_accountant *a, size_t queries, double tau, dpgd_acct_method m,
+                   double delta);
+/* got equals want bit for bit, or both are NAN. */
+void tt_assert_same_eps(double got, double want);
 
 #endif
