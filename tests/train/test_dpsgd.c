@@ -259,14 +259,8 @@ static void test_resume_bit_identical(void **state)
   assert_int_equal(dpgd_ckpt_get(k, "rngsamp", 0, &d, &len), DPGD_OK);
   assert_true(len > 0);
   dpgd_ckpt_free(k);
-  dpgd_run *r = NULL;
-  assert_int_equal(dpgd_run_resume(&r, run), DPGD_OK);
-  assert_int_equal(dpgd_run_step_index(r), 6);
-  tt_finish_run(r);
-  dpgd_run_free(r);
-  ASSERT_SAME_FILE("ref", "cut", "model.bin");
-  ASSERT_SAME_FILE("ref", "cut", "points.csv");
-  ASSERT_SAME_FILE("ref", "cut", "metrics.csv");
+  tt_resume_through(dir, "cut", 6);
+  tt_assert_same_results(dir, "ref", "cut");
 }
 
 /* Chunks of 4 at q = 0.1: leaves of span 4 floor(1/q) = 40 examples (the checkpoint's

@@ -361,16 +361,8 @@ static void test_resume_bit_identical(void **state)
   tt_run_through(&c);
   filter_config(&c, "cut", 4, 2);
   tt_run_cut(&c, 7);
-  char run[600];
-  snprintf(run, sizeof run, "%s/cut", dir);
-  dpgd_run *r = NULL;
-  assert_int_equal(dpgd_run_resume(&r, run), DPGD_OK);
-  assert_int_equal(dpgd_run_step_index(r), 6);
-  tt_finish_run(r);
-  dpgd_run_free(r);
-  tt_assert_same_file(dir, "whole", "cut", "model.bin");
-  tt_assert_same_file(dir, "whole", "cut", "points.csv");
-  tt_assert_same_file(dir, "whole", "cut", "metrics.csv");
+  tt_resume_through(dir, "cut", 6);
+  tt_assert_same_results(dir, "whole", "cut");
 }
 
 /* Secure mode (sample and noise from the OS, a checkpoint every step) and constant time

@@ -336,9 +336,7 @@ static void test_resume_bit_identical(void **state)
   assert_true(dpgd_run_ledger(r)->spend[0] > 0);
   tt_finish_run(r);
   dpgd_run_free(r);
-  ASSERT_SAME_FILE("full", "cut", "model.bin");
-  ASSERT_SAME_FILE("full", "cut", "points.csv");
-  ASSERT_SAME_FILE("full", "cut", "metrics.csv");
+  tt_assert_same_results(dir, "full", "cut");
   /* A finished run cannot be resumed. */
   assert_int_equal(dpgd_run_resume(&r, run), DPGD_EINVAL);
   assert_non_null(strstr(dpgd_error_last(), "finished"));

@@ -116,13 +116,6 @@ static void run_split(const dpgd_config *c, int R)
   split_free(&s);
 }
 
-static void same_results(const char *a, const char *b)
-{
-  tt_assert_same_file(dir, a, b, "model.bin");
-  tt_assert_same_file(dir, a, b, "metrics.csv");
-  tt_assert_same_file(dir, a, b, "points.csv");
-}
-
 static void test_split_bytes(void **state)
 {
   (void)state;
@@ -137,7 +130,7 @@ static void test_split_bytes(void **state)
       snprintf(run, sizeof run, "split%d-%d", poisson, ranks[k]);
       make_config(&c, run, poisson);
       run_split(&c, ranks[k]);
-      same_results(ref, run);
+      tt_assert_same_results(dir, ref, run);
     }
   }
 }
@@ -177,7 +170,7 @@ static void test_split_failure(void **state)
   tt_finish_run(r);
   dpgd_run_free(r);
   split_free(&s5);
-  same_results("ref-f", "fail");
+  tt_assert_same_results(dir, "ref-f", "fail");
 }
 
 int main(void)

@@ -362,16 +362,8 @@ static void test_resume_bit_identical(void **state)
   subset_config(&c, "cut", 37, 12);
   c.output_checkpoint_every = 3;
   tt_run_cut(&c, 7);
-  char run[600];
-  snprintf(run, sizeof run, "%s/cut", dir);
-  dpgd_run *r = NULL;
-  assert_int_equal(dpgd_run_resume(&r, run), DPGD_OK);
-  assert_int_equal(dpgd_run_step_index(r), 6);
-  tt_finish_run(r);
-  dpgd_run_free(r);
-  ASSERT_SAME_FILE("ref", "cut", "model.bin");
-  ASSERT_SAME_FILE("ref", "cut", "points.csv");
-  ASSERT_SAME_FILE("ref", "cut", "metrics.csv");
+  tt_resume_through(dir, "cut", 6);
+  tt_assert_same_results(dir, "ref", "cut");
 }
 
 int main(void)

@@ -101,6 +101,24 @@ void tt_run_cut(const dpgd_config *c, int steps)
   dpgd_run_free(r);
 }
 
+void tt_resume_through(const char *dir, const char *run, size_t at_step)
+{
+  char path[1100];
+  snprintf(path, sizeof path, "%s/%s", dir, run);
+  dpgd_run *r = NULL;
+  assert_int_equal(dpgd_run_resume(&r, path), DPGD_OK);
+  assert_int_equal(dpgd_run_step_index(r), at_step);
+  tt_finish_run(r);
+  dpgd_run_free(r);
+}
+
+void tt_assert_same_results(const char *dir, const char *run_a, const char *run_b)
+{
+  tt_assert_same_file(dir, run_a, run_b, "model.bin");
+  tt_assert_same_file(dir, run_a, run_b, "points.csv");
+  tt_assert_same_file(dir, run_a, run_b, "metrics.csv");
+}
+
 void tt_sampled_config(dpgd_config *c, const char *dir, const char *run, int sampling,
                        size_t steps)
 {
