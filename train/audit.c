@@ -124,12 +124,9 @@ static int claim_and_plant(dpgd_audit *a)
   return DPGD_OK;
 }
 
-int dpgd_audit_open(dpgd_audit **out, const dpgd_config *c, const char *dir,
-                    const dpgd_audit_params *p)
+/* What the audit cannot run. */
+static int check_config(const dpgd_config *c)
 {
-  *out = NULL;
-  int rc = check_params(p);
-  if (rc) return rc;
   /* The auditor reveals the base points' sample, which leaves each canary's guarantee
    * intact only when canaries are sampled independently (Poisson): not so for subset. */
   if (c->train_sampling == DPGD_SAMPLING_SUBSET)
@@ -142,6 +139,23 @@ int dpgd_audit_open(dpgd_audit **out, const dpgd_config *c, const char *dir,
   if (c->filter_enabled && c->train_sampling == DPGD_SAMPLING_POISSON)
     return DPGD_FAIL(DPGD_EINVAL, "dpgd audit does not support %s = true with %s = poisson",
                      DPGD_CONFIG_KEY(filter_enabled), DPGD_CONFIG_KEY(train_sampling));
+  /* The audited run reads base then canaries: a held-out tail would be the canaries. */
+  if (c->data_validation)
+    return DPGD_FAIL(DPGD_EINVAL,
+                     "dpgd audit does not support %s (it evaluates on the test "
+                     "split)",
+                     DPGD_CONFIG_KEY(data_validation));
+  return DPGD_OK;
+}
+
+int dpgd_audit_open(dpgd_audit **out, const dpgd_config *c, const char *dir,
+                    const dpgd_audit_params *p)
+{
+  *out = NULL;
+  int rc = check_params(p);
+  if (rc) return rc;
+  rc = check_config(c);
+  if (rc) return rc;
   dpgd_audit *a = calloc(1, sizeof *a);
   if (!a) return DPGD_FAIL(DPGD_ENOMEM, "no memory for the audit");
   a->cfg = *c;

@@ -8,31 +8,9 @@
 
 #include "audit_internal.h"
 
-/* keep: the first examples (0 = all). */
-static int load_split(dpgd_dataset **out, const char *dir, const char *split, size_t keep,
-                      const char *key, const dpgd_config *c)
-{
-  int rc = dpgd_data_load(out, dir, split);
-  if (rc) return rc;
-  if (keep > (*out)->n)
-    return DPGD_FAIL(DPGD_EINVAL, "%s = %zu but the %s split has only %zu examples", key, keep,
-                     split, (*out)->n);
-  if (keep > 0 && keep < (*out)->n) rc = dpgd_data_truncate(*out, keep);
-  (*out)->mean = (float)c->data_mean;
-  (*out)->std = (float)c->data_std;
-  return rc;
-}
-
 int dpgd_audit_load_base(dpgd_audit *a)
 {
-  char dir[DPGD_CONFIG_PATH_MAX];
-  const dpgd_config *c = &a->cfg;
-  int rc = dpgd_data_find_dir(dir, sizeof dir, c->data_dir[0] ? c->data_dir : NULL);
-  if (!rc)
-    rc = load_split(&a->base, dir, "train", c->data_n_train, DPGD_CONFIG_KEY(data_n_train), c);
-  if (!rc)
-    rc = load_split(&a->test, dir, "test", c->data_n_test, DPGD_CONFIG_KEY(data_n_test), c);
-  return rc;
+  return dpgd_run_load_data(&a->base, &a->test, &a->cfg);
 }
 
 /* The two pixel values whose normalised values (p/255 - mean)/std lie symmetrically

@@ -31,19 +31,8 @@ enum { N_TRAIN = 240, N_TEST = 120 };
 
 static void base_config(dpgd_config *c, const char *run)
 {
-  dpgd_config_defaults(c);
-  snprintf(c->data_dir, sizeof c->data_dir, "%s", dir);
-  snprintf(c->model_type, sizeof c->model_type, "softmax");
-  c->train_steps = 12;
-  c->train_lr = 0.5;
-  c->train_seed = 2385;
-  c->train_eval_every = 4;
-  c->privacy_sigma = 3.7;
-  c->privacy_clip = 2.375; /* C^2 = 361/64: k additions of C^2 are exact */
-  c->model_threads = 1;
-  c->output_checkpoint_every = 0;
-  c->output_progress = 0;
-  snprintf(c->output_dir, sizeof c->output_dir, "%s/%s", dir, run);
+  /* C = 2.375: C^2 = 361/64, so k additions of C^2 are exact */
+  tt_sampled_config(c, dir, run, DPGD_SAMPLING_FULL, 12);
 }
 
 /* Algorithm 7 with B = k C^2 and k_max = k against Algorithm 6, same seed: the same

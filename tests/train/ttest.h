@@ -35,7 +35,7 @@ void tt_run_cut(const dpgd_config *c, int steps);
 void tt_resume_through(const char *dir, const char *run, size_t at_step);
 /* model.bin, points.csv and metrics.csv of dir/run_a and dir/run_b are identical. */
 void tt_assert_same_results(const char *dir, const char *run_a, const char *run_b);
-/* The DP-SGD tests' run: softmax on the synthetic split in dir, `sampling` for `steps`
+/* The trainer tests' run: softmax on the synthetic split in dir, `sampling` for `steps`
  * steps (its rate or batch size still to set), sigma 3.7, C 2.375, lr 0.5, seed 2385,
  * test accuracy every 4 steps, one thread, no checkpoints, no progress; into dir/run. */
 void tt_sampled_config(dpgd_config *c, const char *dir, const char *run, int sampling,
