@@ -530,7 +530,7 @@ static void test_hold_resume_and_inert(void **state)
 {
   (void)state;
   dpgd_config c;
-  filter_config(&c, "h-whole", 4, 4); /* refresh at 1, 5; resumed at 6 */
+  filter_config(&c, "h-whole", 4, 4);       /* refresh at 1, 5; resumed at 6 */
   c.filter_hold = 1.2, c.privacy_clip = 40; /* the hold binds (test_hold_run_charges) */
   tt_run_through(&c);
   filter_config(&c, "h-cut", 4, 4);
