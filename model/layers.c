@@ -183,7 +183,7 @@ void dpgd_linear_backward_input_ref(float *dx, const float *dy, const float *W, 
 void dpgd_act_forward(float *a, size_t n, dpgd_activation act)
 {
   if (act == DPGD_ACT_TANH) {
-    for (size_t i = 0; i < n; i++) a[i] = tanhf(a[i]);
+    dpgd_tanh_f32(a, n);
   } else {
     for (size_t i = 0; i < n; i++) a[i] = a[i] < 0.0f ? 0.0f : a[i]; /* NaN stays */
   }

@@ -65,4 +65,9 @@ void dpgd_maxpool2s1_backward_ref(float *dx, const float *dy, const uint8_t *arg
 /* Softmax over K logits per row, then minus the one-hot label: r = p - y (in place). */
 void dpgd_softmax_residual(float *r /* (B, K) */, const uint8_t *y /* (B) */, size_t B, int K);
 
+/* tanh of each element in place (tanh.c: in double, vectorised; within about 1 ulp of
+ * tanhf, its bits the same on every x86-64 and in the scalar _ref). */
+void dpgd_tanh_f32(float *a, size_t n);
+void dpgd_tanh_f32_ref(float *a, size_t n);
+
 #endif /* DPGD_MODEL_LAYERS_H */

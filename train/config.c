@@ -119,6 +119,10 @@ static const key_spec schema[] = {
     {KEY(filter, refresh), T_DOUBLE, "0", NULL, GT0 | ZERO_UNSET | HASH_IF_SET,
      "poisson: every point's clipped norm is computed (a full pass) every r steps, r a whole "
      "number >= 1; other steps charge the cap (train/DPSGD_FILTER.md); not set = 1"},
+    {KEY(filter, hold), T_DOUBLE, "0", NULL, GT0 | ZERO_UNSET | HASH_IF_SET,
+     "poisson with filter.refresh: between refreshes clip and charge each point at h times "
+     "its bound at the last refresh, when below its cap (train/DPSGD_FILTER.md section 3); "
+     "h >= 1; not set = charge the cap"},
 
     {KEY(privacy, sigma), T_DOUBLE, "0", NULL, GT0 | ZERO_UNSET,
      "noise multiplier (> 0): noise std sigma * clip on the clipped sum (pnsgd: the noise "
@@ -489,6 +493,9 @@ static int check_poisson_filter(const dpgd_config *c)
   if (r != 0 && (!(r >= 1 && r <= 1e9) || r != floor(r)))
     return DPGD_FAIL(DPGD_EINVAL, "%s must be a whole number of steps from 1 to 1e9 (got %g)",
                      NAME(filter_refresh), r);
+  if (c->filter_hold != 0 && !(c->filter_hold >= 1 && c->filter_hold <= 1e9))
+    return DPGD_FAIL(DPGD_EINVAL, "%s must be from 1 to 1e9 (got %g)", NAME(filter_hold),
+                     c->filter_hold);
   if (c->filter_budget != 0)
     return DPGD_FAIL(DPGD_EINVAL,
                      "%s = poisson with %s: the budget is %s (full-rate steps), not %s "
@@ -541,9 +548,10 @@ static int check_subset(const dpgd_config *c)
 static int check_sampling(const dpgd_config *c)
 {
   int rc, poisson = c->train_sampling == DPGD_SAMPLING_POISSON;
-  if (c->filter_refresh != 0 && !(poisson && c->filter_enabled))
+  if ((c->filter_refresh != 0 || c->filter_hold != 0) && !(poisson && c->filter_enabled))
     return DPGD_FAIL(DPGD_EINVAL, "%s applies to %s = poisson with %s = true only",
-                     NAME(filter_refresh), NAME(train_sampling), NAME(filter_enabled));
+                     c->filter_hold != 0 ? NAME(filter_hold) : NAME(filter_refresh),
+                     NAME(train_sampling), NAME(filter_enabled));
   if (c->train_sampling == DPGD_SAMPLING_SUBSET) return check_subset(c);
   if (c->train_batch_size != 0)
     return DPGD_FAIL(DPGD_EINVAL, "%s applies to %s = subset only", NAME(train_batch_size),

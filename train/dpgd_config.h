@@ -61,6 +61,7 @@ typedef struct dpgd_config {
   double filter_budget;  /* B_norm; 0 = from filter.k or calibration */
   double filter_k;       /* B_norm = k * clip^2 when budget is 0 */
   double filter_refresh; /* poisson: full pass every r steps (a whole number); 0 = 1 */
+  double filter_hold;    /* poisson: held bound factor between refreshes (>= 1); 0 = none */
   /* [privacy] */
   double privacy_sigma; /* noise multiplier; 0 = calibrate */
   double privacy_clip;  /* C */

@@ -57,6 +57,8 @@ typedef struct dpgd_ledger {
   dpgd_filter_sg *sg;   /* per-point RDP of the subsampled Gaussian on the grid */
   uint32_t *cap_idx;    /* (n) the step's cap, as a grid index (dpgd_ledger_caps) */
   uint32_t *charge_idx; /* (n) the step's charge: cap_idx, or lower (dpgd_ledger_refresh) */
+  double hold;          /* filter.hold: factor of the held bound; 0 = no hold */
+  uint32_t *hold_idx;   /* (n) grid index held from the last refresh; NULL = no hold */
 } dpgd_ledger;
 
 /* budget is ignored (INFINITY) when filtered is 0. NULL on bad sizes or no memory. */
@@ -75,6 +77,19 @@ dpgd_ledger *dpgd_ledger_alloc_sg(size_t n, double clip, double q, double sigma,
  * (sqrt(post) (1 + 2^-20) + slack) / C and its cap in caps (n, in/out) to match, so the
  * sampled pass stays within the charge. */
 int dpgd_ledger_refresh(dpgd_ledger *l, double *caps, const double *sqnorm_post);
+/* filter.hold (DPGD_FILTER.md section 3): from now on a refresh also holds, for every
+ * point, the grid index min(K, ceil(factor x)) of its refreshed bound x, and
+ * dpgd_ledger_hold_caps lowers an ordinary step's cap and charge to it. Every index starts
+ * at K (no hold before the first refresh). DPGD_EINVAL for another ledger or a factor
+ * that is not finite and >= 1; DPGD_ENOMEM. */
+int dpgd_ledger_set_hold(dpgd_ledger *l, double factor);
+/* An ordinary (not refresh) step of a ledger with a hold: each point's cap and charge
+ * become min(cap index, held index); caps (n, in/out) as dpgd_ledger_caps gave them.
+ * Nothing without a hold. */
+void dpgd_ledger_hold_caps(dpgd_ledger *l, double *caps);
+/* The held indices (hold_idx, n uint32 in host order) are the checkpoint section "hold";
+ * their restore: DPGD_EFORMAT, nothing changed, for a wrong length or an index above K. */
+int dpgd_ledger_hold_load(dpgd_ledger *l, const void *buf, size_t len);
 /* Filtered DP-SGD: point i's RDP spend at the order that binds it (the largest
  * spent / budget), that ratio and the order; DPGD_EINVAL for another ledger. */
 int dpgd_ledger_point_rdp(const dpgd_ledger *l, size_t i, double *spend, double *frac,
@@ -233,6 +248,7 @@ typedef struct dpgd_plan {
   double filter_k;        /* filtered poisson: budget in full-rate steps (filter.k) */
   double filter_eps;      /* filtered poisson: the filter's eps at delta (rdp_optimal); NAN */
   size_t refresh;         /* filtered poisson: a full pass every `refresh` steps */
+  double hold;            /* filtered poisson: filter.hold, 0 = none (DPSGD_FILTER.md 3) */
   dpgd_odometer odometer; /* levels of the per-point report (points.csv); poisson: none
                              (levels = 0): no per-point report is stated */
 } dpgd_plan;

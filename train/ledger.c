@@ -40,6 +40,7 @@ void dpgd_ledger_free(dpgd_ledger *l)
   dpgd_filter_sg_free(l->sg);
   free(l->cap_idx);
   free(l->charge_idx);
+  free(l->hold_idx);
   free(l);
 }
 

@@ -5,6 +5,7 @@
  * and no fast-math here (STYLE.md 11, 12). */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ledger_sg.h"
 
@@ -78,7 +79,50 @@ int dpgd_ledger_refresh(dpgd_ledger *l, double *caps, const double *sqnorm_post)
       l->charge_idx[i] = (uint32_t)c;
       caps[i] = grid_cap(l, (uint32_t)c);
     }
+    if (l->hold_idx) { /* any index is valid (DPSGD_FILTER.md 3); h x only guides it */
+      double h = ceil(l->hold * x);
+      l->hold_idx[i] = h >= K ? (uint32_t)K : (uint32_t)h;
+    }
   }
+  return DPGD_OK;
+}
+
+int dpgd_ledger_set_hold(dpgd_ledger *l, double factor)
+{
+  if (!l->sg || !(factor >= 1) || !isfinite(factor))
+    return DPGD_FAIL(DPGD_EINVAL, "hold: needs a DP-SGD filter and a finite factor >= 1");
+  uint32_t *h = malloc(l->n * sizeof *h);
+  if (!h) return DPGD_FAIL(DPGD_ENOMEM, "hold: no memory for %zu points", l->n);
+  for (size_t i = 0; i < l->n; i++) h[i] = (uint32_t)l->sg->grid;
+  free(l->hold_idx);
+  l->hold_idx = h;
+  l->hold = factor;
+  return DPGD_OK;
+}
+
+void dpgd_ledger_hold_caps(dpgd_ledger *l, double *caps)
+{
+  if (!l->hold_idx) return;
+  for (size_t i = 0; i < l->n; i++)
+    if (l->hold_idx[i] < l->charge_idx[i]) {
+      l->charge_idx[i] = l->hold_idx[i];
+      caps[i] = grid_cap(l, l->hold_idx[i]);
+    }
+}
+
+int dpgd_ledger_hold_load(dpgd_ledger *l, const void *buf, size_t len)
+{
+  if (!l->hold_idx || len != l->n * sizeof *l->hold_idx)
+    return DPGD_FAIL(DPGD_EFORMAT, "held bounds: %zu bytes for %zu points", len, l->n);
+  const unsigned char *b = buf;
+  for (size_t i = 0; i < l->n; i++) {
+    uint32_t v;
+    memcpy(&v, b + i * sizeof v, sizeof v);
+    if (v > l->sg->grid)
+      return DPGD_FAIL(DPGD_EFORMAT, "held bound of point %zu is grid index %u (above %zu)", i,
+                       (unsigned)v, l->sg->grid);
+  }
+  memcpy(l->hold_idx, buf, len);
   return DPGD_OK;
 }
 

@@ -359,6 +359,7 @@ int dpgd_plan_make(dpgd_plan *p, const dpgd_config *c, size_t n)
   p->filtered = c->filter_enabled;
   p->filter_k = c->filter_k;
   p->refresh = c->filter_refresh > 0 ? (size_t)c->filter_refresh : 1;
+  p->hold = c->filter_hold;
   p->sampling = c->train_sampling;
   p->sample_rate = p->sampling == DPGD_SAMPLING_POISSON ? c->train_sample_rate : 1;
   p->n = n;

@@ -175,6 +175,7 @@ int dpgd_run_setup(dpgd_run *r)
    * point's allowance. */
   double slack = 2 * dpgd_model_sum_error_bound(n) * (double)n * r->plan.clip * (1 + 0x1p-40);
   rc = dpgd_ledger_set_slack(r->ledger, slack);
+  if (!rc && r->plan.hold > 0) rc = dpgd_ledger_set_hold(r->ledger, r->plan.hold);
   if (rc) return rc;
   r->m.n = n;
   r->m.n_params = r->P;

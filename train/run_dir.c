@@ -185,8 +185,8 @@ static void write_sg_filter(FILE *f, const dpgd_plan *p)
 {
   fprintf(f,
           " \"filter\": {\"currency\": \"rdp\", \"full_rate_steps\": %.17g, \"refresh\": %zu, "
-          "\"grid\": %d, \"orders\": [",
-          p->filter_k, p->refresh, DPGD_FILTER_SG_GRID);
+          "\"hold\": %.17g, \"grid\": %d, \"orders\": [",
+          p->filter_k, p->refresh, p->hold, DPGD_FILTER_SG_GRID);
   for (int j = 0; j < DPGD_FILTER_SG_N_ORDERS; j++)
     fprintf(f, "%s%g", j ? ", " : "", dpgd_filter_sg_orders[j]);
   fprintf(f, "], \"eps\": ");

@@ -67,6 +67,9 @@ int dpgd_run_write_checkpoint(dpgd_run *r)
     s[n_sections++] = (dpgd_ckpt_section){"row", r->row, strlen(r->row)};
   if (r->rng_sample) /* poisson runs only */
     s[n_sections++] = (dpgd_ckpt_section){"rngsamp", rng + rl[0] + rl[1], rl[2]};
+  if (r->ledger->hold_idx) /* filter.hold runs only (DPSGD_FILTER.md section 3) */
+    s[n_sections++] =
+        (dpgd_ckpt_section){"hold", r->ledger->hold_idx, r->m.n * sizeof *r->ledger->hold_idx};
   char p[PATHLEN];
   dpgd_run_path_in(p, r, "checkpoint.bin");
   rc = dpgd_ckpt_write(p, r->config_hash, s, n_sections);
@@ -239,6 +242,23 @@ static int restore_ledger(dpgd_run *r, const dpgd_ckpt *ck, const char *p)
   return dpgd_ledger_check(r->ledger);
 }
 
+/* The held bounds of filter.hold (DPSGD_FILTER.md section 3): without them the resumed
+ * run would clip and charge otherwise than the uninterrupted one, so it is refused. */
+static int restore_hold(dpgd_run *r, const dpgd_ckpt *ck, const char *p)
+{
+  const void *d;
+  size_t len;
+  if (!r->ledger->hold_idx) return DPGD_OK;
+  int rc = dpgd_ckpt_get(ck, "hold", 0, &d, &len);
+  if (!rc) rc = dpgd_ledger_hold_load(r->ledger, d, len);
+  if (rc)
+    return DPGD_FAIL(DPGD_EFORMAT,
+                     "checkpoint %s: the held bounds of %s cannot be restored (%s); start "
+                     "the run again",
+                     p, DPGD_CONFIG_KEY(filter_hold), dpgd_error_last());
+  return DPGD_OK;
+}
+
 /* Parameters, best parameters, ledger, the RNG streams and the accountant. */
 static int restore_state(dpgd_run *r, const dpgd_ckpt *ck, const char *p)
 {
@@ -249,6 +269,7 @@ static int restore_state(dpgd_run *r, const dpgd_ckpt *ck, const char *p)
   if (!rc) rc = dpgd_ckpt_get(ck, "best", r->P * sizeof(float), &d, NULL);
   if (!rc) memcpy(r->best, d, r->P * sizeof(float));
   if (!rc) rc = restore_ledger(r, ck, p);
+  if (!rc) rc = restore_hold(r, ck, p);
   if (!rc) rc = dpgd_ckpt_get(ck, "rngstep", 0, &d, &len);
   if (!rc) rc = dpgd_rng_state_set(r->rng_step, d, len);
   if (!rc) rc = dpgd_ckpt_get(ck, "rngquery", 0, &d, &len);

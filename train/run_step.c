@@ -112,11 +112,16 @@ static int sample_batch(dpgd_run *r)
 
 /* Filtered DP-SGD at a refresh step (steps 1, 1 + r, 1 + 2r, ...: public): every point's
  * clipped norm at theta_t under its cap, the pass's sum discarded; the ledger lowers the
- * charges, and the caps of the sampled pass to match (train/DPSGD_FILTER.md section 3).
- * Nothing of this pass enters the released sum. */
+ * charges, and the caps of the sampled pass to match, and holds the bounds if
+ * filter.hold is set; an ordinary step applies the held bounds (train/DPSGD_FILTER.md
+ * section 3). Nothing of this pass enters the released sum. */
 static int refresh_pass(dpgd_run *r)
 {
-  if (!r->ledger->sg || (size_t)r->m.step % r->plan.refresh != 0) return DPGD_OK;
+  if (!r->ledger->sg) return DPGD_OK;
+  if ((size_t)r->m.step % r->plan.refresh != 0) {
+    dpgd_ledger_hold_caps(r->ledger, r->caps);
+    return DPGD_OK;
+  }
   int rc =
       dpgd_model_clipped_grad_sum(r->model, r->ws, r->train, r->caps, r->sum, NULL, r->post);
   if (!rc) rc = dpgd_ledger_refresh(r->ledger, r->caps, r->post);

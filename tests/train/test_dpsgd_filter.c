@@ -413,6 +413,140 @@ static void test_plan_and_calibration(void **state)
 }
 
 /* One line naming the keys for what is not supported. */
+/* A spend after the charge of grid index e (table row T): index 0 charges nothing. */
+static double charged(double spent, const double *T, uint32_t e)
+{
+  return e ? dpgd_filter_add_up(spent, T[e]) : spent;
+}
+
+/* The held bound at the ledger (DPSGD_FILTER.md section 3, filter.hold = h): a refresh
+ * holds min(K, ceil(h x)); at an ordinary step the cap and charge drop to it, and the
+ * held cap leaves room for h times the refreshed norm (or is the cap); random norms and
+ * factors. A load of a wrong length or of an index above K is refused, nothing changed. */
+static void test_hold_ledger(void **state)
+{
+  (void)state;
+  enum { N = 64 };
+  double C = 2.375, caps[N], post[N];
+  const double hs[] = {1, 1.5, 3};
+  uint64_t seed = 5;
+  for (int v = 0; v < 3; v++) {
+    dpgd_ledger *l = dpgd_ledger_alloc_sg(N, C, 0.05, 1.3, 40);
+    assert_non_null(l);
+    assert_int_equal(dpgd_ledger_set_slack(l, v * 1e-6), DPGD_OK);
+    assert_int_equal(dpgd_ledger_set_hold(l, hs[v]), DPGD_OK);
+    for (int i = 0; i < N; i++) post[i] = i == 0 ? 0 : C * C * urand(&seed) * urand(&seed);
+    dpgd_ledger_caps(l, caps);
+    assert_int_equal(dpgd_ledger_refresh(l, caps, post), DPGD_OK);
+    assert_int_equal(dpgd_ledger_spend(l, caps, post), DPGD_OK);
+    dpgd_ledger_caps(l, caps); /* an ordinary step */
+    uint32_t cap_idx[N];
+    memcpy(cap_idx, l->cap_idx, sizeof cap_idx);
+    double before[N][J];
+    for (int i = 0; i < N; i++)
+      for (int j = 0; j < J; j++) before[i][j] = dpgd_filter_spent(l->filter, i, j);
+    dpgd_ledger_hold_caps(l, caps);
+    size_t held = 0;
+    for (int i = 0; i < N; i++) {
+      uint32_t e = l->charge_idx[i], h = l->hold_idx[i];
+      assert_int_equal(e, cap_idx[i] < h ? cap_idx[i] : h);
+      held += h < cap_idx[i];
+      double a = e == K ? C : C * ((double)e / K);
+      assert_true(caps[i] + l->slack <= a);
+      if (e < cap_idx[i]) assert_true(caps[i] >= hs[v] * sqrt(post[i]));
+    }
+    assert_true(held > N / 4);
+    assert_int_equal(dpgd_ledger_spend(l, caps, post), DPGD_OK);
+    for (int i = 0; i < N; i++)
+      for (int j = 0; j < J; j++)
+        assert_true(dpgd_filter_spent(l->filter, i, j) ==
+                    charged(before[i][j], l->sg->eps + j * (K + 1), l->charge_idx[i]));
+    uint32_t saved[N], bad[N];
+    memcpy(saved, l->hold_idx, sizeof saved);
+    memcpy(bad, saved, sizeof bad);
+    bad[N - 1] = K + 1;
+    assert_int_equal(dpgd_ledger_hold_load(l, bad, sizeof bad), DPGD_EFORMAT);
+    assert_int_equal(dpgd_ledger_hold_load(l, saved, sizeof saved - 4), DPGD_EFORMAT);
+    assert_memory_equal(l->hold_idx, saved, sizeof saved);
+    dpgd_error_clear();
+    dpgd_ledger_free(l);
+  }
+  dpgd_ledger *l = dpgd_ledger_alloc(4, 1, 1.0, 10.0); /* not a DP-SGD filter */
+  assert_int_equal(dpgd_ledger_set_hold(l, 2), DPGD_EINVAL);
+  dpgd_ledger_free(l);
+  l = dpgd_ledger_alloc_sg(4, 1.0, 0.05, 1.3, 4);
+  assert_int_equal(dpgd_ledger_set_hold(l, 0.5), DPGD_EINVAL);
+  assert_int_equal(dpgd_ledger_set_hold(l, INFINITY), DPGD_EINVAL);
+  dpgd_error_clear();
+  dpgd_ledger_free(l);
+}
+
+/* A run with the hold, step by step (a full pass every 3 steps, a budget of 3 full-rate
+ * steps, so points halt): at every ordinary step each point's charge is its cap or its
+ * held index, whichever is lower, and its spend grew by exactly that grid point's charge
+ * (rounded up as the filter sums); the hold binds somewhere; no order goes over budget. */
+static void test_hold_run_charges(void **state)
+{
+  (void)state;
+  dpgd_config c;
+  filter_config(&c, "hold", 3, 3);
+  c.filter_hold = 1.5;
+  c.train_steps = 12;
+  c.privacy_clip = 40; /* above many points' gradient norms, so that the hold binds */
+  dpgd_run *r = tt_open_run(&c);
+  const dpgd_ledger *l = dpgd_run_ledger(r);
+  size_t n = l->n, bound = 0;
+  double *before = malloc(n * J * sizeof *before);
+  assert_non_null(before);
+  for (int t = 1; t <= 12; t++) {
+    for (size_t i = 0; i < n; i++)
+      for (size_t j = 0; j < J; j++) before[i * J + j] = dpgd_filter_spent(l->filter, i, j);
+    assert_int_equal(dpgd_run_step(r), DPGD_OK);
+    assert_int_equal(dpgd_ledger_check(l), DPGD_OK);
+    if ((t - 1) % 3 == 0) continue; /* a refresh step */
+    for (size_t i = 0; i < n; i++) {
+      uint32_t k = l->cap_idx[i], h = l->hold_idx[i], e = l->charge_idx[i];
+      assert_int_equal(e, k < h ? k : h);
+      bound += h < k;
+      for (size_t j = 0; j < J; j++)
+        assert_true(dpgd_filter_spent(l->filter, i, j) ==
+                    charged(before[i * J + j], l->sg->eps + j * (K + 1), e));
+    }
+  }
+  print_message("  held below the cap: %zu point-steps\n", bound);
+  assert_true(bound > 0);
+  free(before);
+  assert_int_equal(dpgd_run_finish(r), DPGD_OK);
+  dpgd_run_free(r);
+  size_t len;
+  char *s = (char *)tt_slurp_in(dir, "hold", "summary.json", &len);
+  assert_non_null(strstr(s, "\"refresh\": 3, \"hold\": 1.5,"));
+  free(s);
+}
+
+/* With the hold: a cut run resumes to the bytes of the uninterrupted one (the held
+ * bounds are in the checkpoint), and a factor too large to bind changes nothing. */
+static void test_hold_resume_and_inert(void **state)
+{
+  (void)state;
+  dpgd_config c;
+  filter_config(&c, "h-whole", 4, 4);       /* refresh at 1, 5; resumed at 6 */
+  c.filter_hold = 1.2, c.privacy_clip = 40; /* the hold binds (test_hold_run_charges) */
+  tt_run_through(&c);
+  filter_config(&c, "h-cut", 4, 4);
+  c.filter_hold = 1.2, c.privacy_clip = 40;
+  tt_run_cut(&c, 7);
+  tt_resume_through(dir, "h-cut", 6);
+  tt_assert_same_results(dir, "h-whole", "h-cut");
+  filter_config(&c, "h-none", 4, 5);
+  tt_run_through(&c);
+  filter_config(&c, "h-huge", 4, 5);
+  c.filter_hold = 1e9;
+  tt_run_through(&c);
+  tt_assert_same_file(dir, "h-none", "h-huge", "model.bin");
+  tt_assert_same_file(dir, "h-none", "h-huge", "metrics.csv");
+}
+
 static void test_bad_config(void **state)
 {
   (void)state;
@@ -434,6 +568,14 @@ static void test_bad_config(void **state)
     if (!strstr(dpgd_error_last(), bad[b][1]))
       fail_msg("%s: message '%s'", bad[b][0], dpgd_error_last());
   }
+  filter_config(&c, "bad", 4, 2);
+  c.filter_hold = 0.5;
+  assert_int_equal(dpgd_config_validate(&c), DPGD_EINVAL);
+  assert_non_null(strstr(dpgd_error_last(), "filter.hold must be from 1"));
+  filter_config(&c, "bad", 0, 0); /* the hold without the filter */
+  c.filter_hold = 2;
+  assert_int_equal(dpgd_config_validate(&c), DPGD_EINVAL);
+  assert_non_null(strstr(dpgd_error_last(), "filter.hold applies to"));
   filter_config(&c, "bad", 0, 3); /* refresh without the filter */
   assert_int_equal(dpgd_config_validate(&c), DPGD_EINVAL);
   assert_non_null(strstr(dpgd_error_last(), "filter.refresh applies to"));
@@ -471,6 +613,9 @@ int main(void)
       cmocka_unit_test(test_resume_bit_identical),
       cmocka_unit_test(test_secure_constant_time),
       cmocka_unit_test(test_plan_and_calibration),
+      cmocka_unit_test(test_hold_ledger),
+      cmocka_unit_test(test_hold_run_charges),
+      cmocka_unit_test(test_hold_resume_and_inert),
       cmocka_unit_test(test_bad_config),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
