@@ -63,7 +63,7 @@ typedef struct cnn_bufs {
   float *cols1, *a1, *p1, *cols2, *a2, *p2, *f, *a3, *z;
   float *dz, *da3, *da2, *df, *dp2, *dcols2, *dp1, *da1, *G, *scale;
   double *rsd, *xd; /* accumulate_linear's scratch: (B, max(HID, K)), (B, FLAT) */
-  uint8_t *arg1, *arg2;
+  int32_t *arg1, *arg2;
 } cnn_bufs;
 
 static size_t carve(cnn_bufs *b, float *base, size_t B, size_t K)
@@ -86,19 +86,19 @@ static size_t carve(cnn_bufs *b, float *base, size_t B, size_t K)
     if (base) b->field = (double *)(base + off);                                               \
     off += ((count)*2 + 15) / 16 * 16;                                                         \
   } while (0)
-#define TAKE_BYTES(field, count)                                                               \
+#define TAKE_INTS(field, count)                                                                \
   do {                                                                                         \
-    if (base) b->field = (uint8_t *)(base + off);                                              \
-    off += ((count) + 63) / 64 * 16;                                                           \
+    if (base) b->field = (int32_t *)(base + off);                                              \
+    off += ((count) + 15) / 16 * 16;                                                           \
   } while (0)
   TAKE(cols1, B * b->n1 * K1 * K1);
   TAKE(a1, B * b->n1 * C1);
   TAKE(p1, B * b->q1 * C1);
-  TAKE_BYTES(arg1, B * b->q1 * C1);
+  TAKE_INTS(arg1, B * b->q1 * C1);
   TAKE(cols2, B * b->n2 * C1 * K2 * K2);
   TAKE(a2, B * b->n2 * C2);
   TAKE(p2, B * b->q2 * C2);
-  TAKE_BYTES(arg2, B * b->q2 * C2);
+  TAKE_INTS(arg2, B * b->q2 * C2);
   TAKE(f, B * FLAT);
   TAKE(a3, B * HID);
   TAKE(z, B * K);
@@ -116,7 +116,7 @@ static size_t carve(cnn_bufs *b, float *base, size_t B, size_t K)
   TAKE_DOUBLES(xd, B * FLAT);
 #undef TAKE
 #undef TAKE_DOUBLES
-#undef TAKE_BYTES
+#undef TAKE_INTS
   return off;
 }
 
@@ -221,8 +221,7 @@ static void cnn_chunk_step(const dpgd_model *m, float *scratch, double *acc, dou
   dpgd_maxpool2s1_backward(b.da2, b.dp2, b.arg2, B, h2, h2, C2);
   dpgd_act_backward(b.da2, b.a2, B * b.n2 * C2, m->act); /* conv2's output gradient */
   dpgd_linear_backward_input(b.dcols2, b.da2, th + OW2, B * b.n2, kc2, C2);
-  memset(b.dp1, 0, B * b.q1 * C1 * sizeof(float));
-  dpgd_col2im(b.dp1, b.dcols2, &b.s2, B);
+  dpgd_col2im_set(b.dp1, b.dcols2, &b.s2, B);
   dpgd_maxpool2s1_backward(b.da1, b.dp1, b.arg1, B, h1, h1, C1);
   dpgd_act_backward(b.da1, b.a1, B * b.n1 * C1, m->act); /* conv1's output gradient */
 

@@ -19,43 +19,13 @@ conv_shape dpgd_conv_shape_make(size_t h, size_t w, size_t cin, size_t cout, siz
   return s;
 }
 
-/* One input channel (conv1): each kernel row is a contiguous run of the input row,
- * copied whole, zeros where it overhangs the padding. */
-static void im2col_1ch(float *cols, const float *x, const conv_shape *s, size_t B)
-{
-  const size_t k = s->k, kk = k * k;
-  for (size_t b = 0; b < B; b++) {
-    const float *xb = x + b * s->h * s->w;
-    for (size_t oy = 0; oy < s->oh; oy++) {
-      for (size_t ox = 0; ox < s->ow; ox++) {
-        float *row = cols + ((b * s->oh + oy) * s->ow + ox) * kk;
-        long ix0 = (long)(ox * s->stride) - (long)s->pad;
-        size_t lo = ix0 < 0 ? (size_t)-ix0 : 0;
-        size_t hi = (long)s->w - ix0 < (long)k ? (size_t)((long)s->w - ix0) : k;
-        for (size_t ky = 0; ky < k; ky++) {
-          long iy = (long)(oy * s->stride + ky) - (long)s->pad;
-          float *dst = row + ky * k;
-          if (iy < 0 || iy >= (long)s->h || lo >= hi) {
-            for (size_t kx = 0; kx < k; kx++) dst[kx] = 0.0f;
-            continue;
-          }
-          /* plain loops, not memcpy/memset: the runs are a few floats long */
-          const float *src = xb + (size_t)iy * s->w + (size_t)ix0;
-          for (size_t kx = 0; kx < lo; kx++) dst[kx] = 0.0f;
-          for (size_t kx = lo; kx < hi; kx++) dst[kx] = src[kx];
-          for (size_t kx = hi; kx < k; kx++) dst[kx] = 0.0f;
-        }
-      }
-    }
-  }
-}
-
-/* Row-oriented: per output position, per kernel offset, one bounds test, then the
- * channels of that input pixel (contiguous in channels-last input). */
+/* Images that fit patch.c's stage go there. Larger ones, row-oriented: per output
+ * position, per kernel offset, one bounds test, then the channels of that input pixel
+ * (contiguous in channels-last input). */
 void dpgd_im2col(float *cols, const float *x, const conv_shape *s, size_t B)
 {
-  if (s->cin == 1) {
-    im2col_1ch(cols, x, s, B);
+  if (dpgd_patch_staged(s)) {
+    dpgd_im2col_staged(cols, x, s, B);
     return;
   }
   const size_t kk = s->k * s->k, K = s->cin * kk;
@@ -198,41 +168,78 @@ void dpgd_act_backward(float *dy, const float *a, size_t n, dpgd_activation act)
   }
 }
 
-/* Channel runs are contiguous: the four candidates of every output pixel are compared
- * over the channel vector at once. */
-void dpgd_maxpool2s1_forward(float *y, uint8_t *arg, const float *x, size_t B, size_t h,
+/* Four lanes of floats and of their bit patterns or argmax offsets (GCC/Clang vector
+ * extensions: SSE2 on x86-64, NEON on ARM, plain code elsewhere). Selections are done
+ * on the bit patterns, so values (NaN payloads and signed zeros included) are copied
+ * exactly; the vector additions are the lane-wise IEEE additions of the scalar code. */
+typedef float v4f __attribute__((vector_size(16)));
+typedef int32_t v4i __attribute__((vector_size(16)));
+
+static inline v4f load4(const float *p)
+{
+  v4f v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+
+static inline v4i load4i(const int32_t *p)
+{
+  v4i v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+
+/* v wins over m where v > m, or v is NaN and m is not (NaN propagates, the first NaN
+ * stays); ties keep m, the earlier candidate. */
+static inline int pool_wins(float v, float m) { return v > m || (v != v && m == m); }
+
+static inline void pool_pick4(v4f *m, v4i *a, v4f v, int q)
+{
+  v4i t = (v > *m) | ((v != v) & (*m == *m));
+  *m = (v4f)(((v4i)v & t) | ((v4i)*m & ~t));
+  *a = (q & t) | (*a & ~t);
+}
+
+/* One output pixel's channels: the four candidates of each channel compared four
+ * channels at a time. */
+static void pool_pixel(float *yo, int32_t *ao, const float *x00, const float *x01,
+                       const float *x10, const float *x11, size_t c)
+{
+  size_t ch = 0;
+  for (; ch + 4 <= c; ch += 4) {
+    v4f m = load4(x00 + ch);
+    v4i a = {0, 0, 0, 0};
+    pool_pick4(&m, &a, load4(x01 + ch), 1);
+    pool_pick4(&m, &a, load4(x10 + ch), 2);
+    pool_pick4(&m, &a, load4(x11 + ch), 3);
+    memcpy(yo + ch, &m, sizeof m);
+    memcpy(ao + ch, &a, sizeof a);
+  }
+  for (; ch < c; ch++) {
+    float m = x00[ch];
+    int32_t a = 0;
+    const float v[3] = {x01[ch], x10[ch], x11[ch]};
+    for (int32_t q = 0; q < 3; q++)
+      if (pool_wins(v[q], m)) m = v[q], a = q + 1;
+    yo[ch] = m;
+    ao[ch] = a;
+  }
+}
+
+void dpgd_maxpool2s1_forward(float *y, int32_t *arg, const float *x, size_t B, size_t h,
                              size_t w, size_t c)
 {
   const size_t oh = h - 1, ow = w - 1;
   for (size_t b = 0; b < B; b++)
     for (size_t i = 0; i < oh; i++)
       for (size_t j = 0; j < ow; j++) {
-        const float *x00 = x + ((b * h + i) * w + j) * c, *x01 = x00 + c;
-        const float *x10 = x00 + w * c, *x11 = x10 + c;
-        float *yo = y + ((b * oh + i) * ow + j) * c;
-        uint8_t *ao = arg + ((b * oh + i) * ow + j) * c;
-        for (size_t ch = 0; ch < c; ch++) {
-          float m = x00[ch];
-          uint8_t a = 0;
-          if (x01[ch] > m || (x01[ch] != x01[ch] && m == m)) {
-            m = x01[ch];
-            a = 1;
-          }
-          if (x10[ch] > m || (x10[ch] != x10[ch] && m == m)) {
-            m = x10[ch];
-            a = 2;
-          }
-          if (x11[ch] > m || (x11[ch] != x11[ch] && m == m)) {
-            m = x11[ch];
-            a = 3;
-          }
-          yo[ch] = m;
-          ao[ch] = a;
-        }
+        const float *x00 = x + ((b * h + i) * w + j) * c, *x10 = x00 + w * c;
+        size_t o = ((b * oh + i) * ow + j) * c;
+        pool_pixel(y + o, arg + o, x00, x00 + c, x10, x10 + c, c);
       }
 }
 
-void dpgd_maxpool2s1_forward_ref(float *y, uint8_t *arg, const float *x, size_t B, size_t h,
+void dpgd_maxpool2s1_forward_ref(float *y, int32_t *arg, const float *x, size_t B, size_t h,
                                  size_t w, size_t c)
 {
   const size_t oh = h - 1, ow = w - 1;
@@ -251,27 +258,59 @@ void dpgd_maxpool2s1_forward_ref(float *y, uint8_t *arg, const float *x, size_t 
             }
           }
           y[o] = m;
-          arg[o] = (uint8_t)best;
+          arg[o] = best;
         }
 }
 
-void dpgd_maxpool2s1_backward(float *dx, const float *dy, const uint8_t *arg, size_t B,
+/* One input pixel's channels: d = the sum, in scan order, of dy over the (up to four)
+ * output pixels n[0..nq) whose maximum it is, i.e. whose arg equals q[.]; it starts at
+ * +0, and an output pixel whose maximum is elsewhere adds +0 (a zero bit pattern),
+ * which changes nothing: a sum that starts at +0 is never -0 in round to nearest. So d
+ * has the bits of the reference's zeroing and scattering. */
+static void pool_gather(float *d, const float *const *g, const int32_t *const *a,
+                        const int32_t *q, int nq, size_t c)
+{
+  size_t ch = 0;
+  for (; ch + 4 <= c; ch += 4) {
+    v4f dv = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int t = 0; t < nq; t++)
+      dv += (v4f)((v4i)load4(g[t] + ch) & (load4i(a[t] + ch) == q[t]));
+    memcpy(d + ch, &dv, sizeof dv);
+  }
+  for (; ch < c; ch++) {
+    float dv = 0.0f;
+    for (int t = 0; t < nq; t++) dv += a[t][ch] == q[t] ? g[t][ch] : 0.0f;
+    d[ch] = dv;
+  }
+}
+
+/* Gathered per input pixel rather than scattered per output pixel, so that every store
+ * is a whole channel run and no zeroing pass is needed; the neighbours (y-1, x-1),
+ * (y-1, x), (y, x-1), (y, x) are the output pixels' scan order. */
+void dpgd_maxpool2s1_backward(float *dx, const float *dy, const int32_t *arg, size_t B,
                               size_t h, size_t w, size_t c)
 {
   const size_t oh = h - 1, ow = w - 1;
-  memset(dx, 0, B * h * w * c * sizeof(float));
   for (size_t b = 0; b < B; b++)
-    for (size_t i = 0; i < oh; i++)
-      for (size_t j = 0; j < ow; j++) {
-        const float *g = dy + ((b * oh + i) * ow + j) * c;
-        const uint8_t *a = arg + ((b * oh + i) * ow + j) * c;
-        float *d00 = dx + ((b * h + i) * w + j) * c;
-        for (size_t ch = 0; ch < c; ch++)
-          d00[(a[ch] >> 1) * w * c + (a[ch] & 1) * c + ch] += g[ch];
+    for (size_t yy = 0; yy < h; yy++)
+      for (size_t xx = 0; xx < w; xx++) {
+        const float *g[4];
+        const int32_t *a[4];
+        int32_t q[4];
+        int nq = 0;
+        for (int t = 0; t < 4; t++) {
+          size_t i = yy + (size_t)(t >> 1) - 1, j = xx + (size_t)(t & 1) - 1; /* may wrap */
+          if (i >= oh || j >= ow) continue;
+          size_t o = ((b * oh + i) * ow + j) * c;
+          g[nq] = dy + o;
+          a[nq] = arg + o;
+          q[nq++] = 3 - t; /* the offset of (yy, xx) in that output pixel's window */
+        }
+        pool_gather(dx + ((b * h + yy) * w + xx) * c, g, a, q, nq, c);
       }
 }
 
-void dpgd_maxpool2s1_backward_ref(float *dx, const float *dy, const uint8_t *arg, size_t B,
+void dpgd_maxpool2s1_backward_ref(float *dx, const float *dy, const int32_t *arg, size_t B,
                                   size_t h, size_t w, size_t c)
 {
   const size_t oh = h - 1, ow = w - 1;
