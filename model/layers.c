@@ -9,6 +9,7 @@
 #include <cblas.h>
 
 #include "layers.h"
+#include "vec4.h"
 
 conv_shape dpgd_conv_shape_make(size_t h, size_t w, size_t cin, size_t cout, size_t k,
                                 size_t stride, size_t pad)
@@ -168,27 +169,6 @@ void dpgd_act_backward(float *dy, const float *a, size_t n, dpgd_activation act)
   }
 }
 
-/* Four lanes of floats and of their bit patterns or argmax offsets (GCC/Clang vector
- * extensions: SSE2 on x86-64, NEON on ARM, plain code elsewhere). Selections are done
- * on the bit patterns, so values (NaN payloads and signed zeros included) are copied
- * exactly; the vector additions are the lane-wise IEEE additions of the scalar code. */
-typedef float v4f __attribute__((vector_size(16)));
-typedef int32_t v4i __attribute__((vector_size(16)));
-
-static inline v4f load4(const float *p)
-{
-  v4f v;
-  memcpy(&v, p, sizeof v);
-  return v;
-}
-
-static inline v4i load4i(const int32_t *p)
-{
-  v4i v;
-  memcpy(&v, p, sizeof v);
-  return v;
-}
-
 /* v wins over m where v > m, or v is NaN and m is not (NaN propagates, the first NaN
  * stays); ties keep m, the earlier candidate. */
 static inline int pool_wins(float v, float m) { return v > m || (v != v && m == m); }
@@ -207,11 +187,11 @@ static void pool_pixel(float *yo, int32_t *ao, const float *x00, const float *x0
 {
   size_t ch = 0;
   for (; ch + 4 <= c; ch += 4) {
-    v4f m = load4(x00 + ch);
+    v4f m = v4f_load(x00 + ch);
     v4i a = {0, 0, 0, 0};
-    pool_pick4(&m, &a, load4(x01 + ch), 1);
-    pool_pick4(&m, &a, load4(x10 + ch), 2);
-    pool_pick4(&m, &a, load4(x11 + ch), 3);
+    pool_pick4(&m, &a, v4f_load(x01 + ch), 1);
+    pool_pick4(&m, &a, v4f_load(x10 + ch), 2);
+    pool_pick4(&m, &a, v4f_load(x11 + ch), 3);
     memcpy(yo + ch, &m, sizeof m);
     memcpy(ao + ch, &a, sizeof a);
   }
@@ -274,7 +254,7 @@ static void pool_gather(float *d, const float *const *g, const int32_t *const *a
   for (; ch + 4 <= c; ch += 4) {
     v4f dv = {0.0f, 0.0f, 0.0f, 0.0f};
     for (int t = 0; t < nq; t++)
-      dv += (v4f)((v4i)load4(g[t] + ch) & (load4i(a[t] + ch) == q[t]));
+      dv += (v4f)((v4i)v4f_load(g[t] + ch) & (v4i_load(a[t] + ch) == q[t]));
     memcpy(d + ch, &dv, sizeof dv);
   }
   for (; ch < c; ch++) {
