@@ -3,7 +3,8 @@
  * example, channel counts that are not a multiple of the vector width, outputs of one
  * pixel, strides above the kernel, images too large for patch.c's stage (the direct
  * fallback), and values that tell bits apart (ties, -0, NaN, infinities). These kernels
- * only copy, compare and add in the reference's order, so any difference is a bug;
+ * only copy, compare and add in the reference's order (and accumulate_rows, which adds
+ * rows four at a time, against the row-by-row loop), so any difference is a bug;
  * the one freedom is which NaN an operation on two NaNs returns (IEEE 754 leaves the
  * payload open and the compiler may swap the operands of an addition), so a NaN
  * matches any NaN. Label quick. */
@@ -18,6 +19,7 @@
 #include <cmocka.h>
 
 #include "layers.h"
+#include "model_internal.h"
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 
@@ -169,11 +171,35 @@ static void test_pool_bits(void **state)
   free(a);
 }
 
+/* accumulate_rows against adding one row after the other, bit for bit: B from 1 to 11
+ * (every remainder of the groups of four), rows of scale 0 (some NaN) in between. */
+static void test_accumulate_rows_bits(void **state)
+{
+  (void)state;
+  enum { P = 37, BMAX = 11 };
+  float G[BMAX * P], scale[BMAX];
+  for (size_t B = 1; B <= BMAX; B++) {
+    for (size_t i = 0; i < B; i++) {
+      scale[i] =
+          (next() % 3 == 0) ? 0.0f : (float)(0.1 + 0.9 * (double)(next() >> 11) / 0x1p53);
+      for (size_t p = 0; p < P; p++) G[i * P + p] = scale[i] == 0.0f && p == 3 ? NAN : draw(0);
+    }
+    double acc[P], ref[P];
+    for (size_t p = 0; p < P; p++) acc[p] = ref[p] = (double)draw(0) * 1e-3;
+    dpgd_accumulate_rows(acc, G, scale, B, P);
+    for (size_t i = 0; i < B; i++)
+      if (scale[i] != 0.0f)
+        for (size_t p = 0; p < P; p++) ref[p] += (double)scale[i] * (double)G[i * P + p];
+    if (memcmp(acc, ref, sizeof acc) != 0) fail_msg("accumulate_rows bits, B %zu", B);
+  }
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_patch_bits),
       cmocka_unit_test(test_pool_bits),
+      cmocka_unit_test(test_accumulate_rows_bits),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
