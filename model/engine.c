@@ -16,6 +16,7 @@
 #endif
 
 #include "model_internal.h"
+#include "vec4.h"
 
 #define MAX_CHUNK 65536
 #define MAX_THREADS 1024
@@ -73,7 +74,8 @@ float dpgd_clip_scale(double sq, double cap, size_t P, double *pre_out, double *
 
 /* acc[p] += f_t g_t[p] for n <= 4 rows, added in row order: the additions of n separate
  * passes, with one load and store of acc[p] instead of n. */
-static void add_rows(double *acc, const float *const *g, const double *f, size_t n, size_t P)
+static inline void add_rows(double *acc, const float *const *g, const double *f, size_t n,
+                            size_t P)
 {
   if (n == 4) {
     for (size_t p = 0; p < P; p++)
@@ -86,7 +88,8 @@ static void add_rows(double *acc, const float *const *g, const double *f, size_t
     for (size_t p = 0; p < P; p++) acc[p] += f[t] * (double)g[t][p];
 }
 
-void dpgd_accumulate_rows(double *acc, const float *G, const float *scale, size_t B, size_t P)
+DPGD_CLONES void dpgd_accumulate_rows(double *acc, const float *G, const float *scale, size_t B,
+                                      size_t P)
 {
   const float *g[4];
   double f[4];
@@ -160,7 +163,7 @@ double dpgd_model_sum_error_bound(size_t n)
   return mu / (1.0 - mu) * (1.0 + 4.0 * U_DOUBLE);
 }
 
-double dpgd_sqnorm_d(const float *v, size_t n)
+DPGD_CLONES double dpgd_sqnorm_d(const float *v, size_t n)
 {
   double s[8] = {0};
   size_t j = 0;

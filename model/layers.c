@@ -151,7 +151,7 @@ void dpgd_linear_backward_input_ref(float *dx, const float *dy, const float *W, 
     }
 }
 
-void dpgd_act_forward(float *a, size_t n, dpgd_activation act)
+DPGD_CLONES void dpgd_act_forward(float *a, size_t n, dpgd_activation act)
 {
   if (act == DPGD_ACT_TANH) {
     for (size_t i = 0; i < n; i++) a[i] = tanhf(a[i]);
@@ -160,7 +160,7 @@ void dpgd_act_forward(float *a, size_t n, dpgd_activation act)
   }
 }
 
-void dpgd_act_backward(float *dy, const float *a, size_t n, dpgd_activation act)
+DPGD_CLONES void dpgd_act_backward(float *dy, const float *a, size_t n, dpgd_activation act)
 {
   if (act == DPGD_ACT_TANH) {
     for (size_t i = 0; i < n; i++) dy[i] *= 1.0f - a[i] * a[i];
@@ -182,8 +182,8 @@ static inline void pool_pick4(v4f *m, v4i *a, v4f v, int q)
 
 /* One output pixel's channels: the four candidates of each channel compared four
  * channels at a time. */
-static void pool_pixel(float *yo, int32_t *ao, const float *x00, const float *x01,
-                       const float *x10, const float *x11, size_t c)
+static inline void pool_pixel(float *yo, int32_t *ao, const float *x00, const float *x01,
+                              const float *x10, const float *x11, size_t c)
 {
   size_t ch = 0;
   for (; ch + 4 <= c; ch += 4) {
@@ -206,8 +206,8 @@ static void pool_pixel(float *yo, int32_t *ao, const float *x00, const float *x0
   }
 }
 
-void dpgd_maxpool2s1_forward(float *y, int32_t *arg, const float *x, size_t B, size_t h,
-                             size_t w, size_t c)
+DPGD_CLONES void dpgd_maxpool2s1_forward(float *y, int32_t *arg, const float *x, size_t B,
+                                         size_t h, size_t w, size_t c)
 {
   const size_t oh = h - 1, ow = w - 1;
   for (size_t b = 0; b < B; b++)
@@ -247,8 +247,8 @@ void dpgd_maxpool2s1_forward_ref(float *y, int32_t *arg, const float *x, size_t 
  * +0, and an output pixel whose maximum is elsewhere adds +0 (a zero bit pattern),
  * which changes nothing: a sum that starts at +0 is never -0 in round to nearest. So d
  * has the bits of the reference's zeroing and scattering. */
-static void pool_gather(float *d, const float *const *g, const int32_t *const *a,
-                        const int32_t *q, int nq, size_t c)
+static inline void pool_gather(float *d, const float *const *g, const int32_t *const *a,
+                               const int32_t *q, int nq, size_t c)
 {
   size_t ch = 0;
   for (; ch + 4 <= c; ch += 4) {
@@ -267,8 +267,8 @@ static void pool_gather(float *d, const float *const *g, const int32_t *const *a
 /* Gathered per input pixel rather than scattered per output pixel, so that every store
  * is a whole channel run and no zeroing pass is needed; the neighbours (y-1, x-1),
  * (y-1, x), (y, x-1), (y, x) are the output pixels' scan order. */
-void dpgd_maxpool2s1_backward(float *dx, const float *dy, const int32_t *arg, size_t B,
-                              size_t h, size_t w, size_t c)
+DPGD_CLONES void dpgd_maxpool2s1_backward(float *dx, const float *dy, const int32_t *arg,
+                                          size_t B, size_t h, size_t w, size_t c)
 {
   const size_t oh = h - 1, ow = w - 1;
   for (size_t b = 0; b < B; b++)

@@ -22,7 +22,8 @@ int dpgd_patch_staged(const conv_shape *s)
 
 /* A (n, c) block of rows of stride sr into (c, n) of stride sc, or back: the bulk in
  * 4 x 4 transposes, the edges one float at a time. */
-static void transpose(float *dst, size_t sd, const float *src, size_t ss, size_t n, size_t c)
+static inline void transpose(float *dst, size_t sd, const float *src, size_t ss, size_t n,
+                             size_t c)
 {
   size_t i = 0;
   for (; i + 4 <= n; i += 4) {
@@ -38,7 +39,7 @@ static void transpose(float *dst, size_t sd, const float *src, size_t ss, size_t
 
 /* stage (cin, h + 2 pad, w + 2 pad) = image x (h, w, cin) channels-last, zero border:
  * row by row, each row's (w, cin) block transposed into the channels' planes. */
-static void stage_image(float *stage, const float *x, const conv_shape *s)
+static inline void stage_image(float *stage, const float *x, const conv_shape *s)
 {
   const size_t p = s->pad, hp = s->h + 2 * p, wp = s->w + 2 * p, c = s->cin;
   if (p > 0) memset(stage, 0, c * hp * wp * sizeof(float));
@@ -66,7 +67,7 @@ static inline void patch_rows(float *row, const float *stage, const conv_shape *
     }
 }
 
-void dpgd_im2col_staged(float *cols, const float *x, const conv_shape *s, size_t B)
+DPGD_CLONES void dpgd_im2col_staged(float *cols, const float *x, const conv_shape *s, size_t B)
 {
   float stage[STAGE_FLOATS];
   const size_t k = s->k, wp = s->w + 2 * s->pad, plane = (s->h + 2 * s->pad) * wp;
@@ -100,7 +101,7 @@ static inline void unpatch_rows(float *stage, const float *row, const conv_shape
 }
 
 /* The stage's interior back to dx (h, w, cin) channels-last; the padding is dropped. */
-static void unstage_image(float *dx, const float *stage, const conv_shape *s)
+static inline void unstage_image(float *dx, const float *stage, const conv_shape *s)
 {
   const size_t p = s->pad, hp = s->h + 2 * p, wp = s->w + 2 * p, c = s->cin;
   if (c == 1) {
@@ -115,7 +116,8 @@ static void unstage_image(float *dx, const float *stage, const conv_shape *s)
 /* Every pixel starts at +0 and receives its contributions in (oy, ox) order, as in
  * zeroing dx and calling dpgd_col2im: for one pixel and one output position there is at
  * most one (ky, kx), so the inner loop order does not matter. */
-void dpgd_col2im_staged(float *dx, const float *dcols, const conv_shape *s, size_t B)
+DPGD_CLONES void dpgd_col2im_staged(float *dx, const float *dcols, const conv_shape *s,
+                                    size_t B)
 {
   float stage[STAGE_FLOATS];
   const size_t k = s->k, wp = s->w + 2 * s->pad, plane = (s->h + 2 * s->pad) * wp;

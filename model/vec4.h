@@ -8,6 +8,16 @@
 #include <stdint.h>
 #include <string.h>
 
+/* The data-movement and summing kernels are built twice on x86-64 with GCC, for AVX2
+ * and for the baseline, and the loader picks one by the CPU (target_clones). AVX2
+ * without FMA: the loops only copy, compare and add lane by lane, and no product can be
+ * fused into an addition, so both versions give the same bits. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(DPGD_NO_CLONES)
+#define DPGD_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define DPGD_CLONES
+#endif
+
 typedef float v4f __attribute__((vector_size(16)));
 typedef int32_t v4i __attribute__((vector_size(16)));
 
