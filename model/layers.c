@@ -173,27 +173,30 @@ DPGD_CLONES void dpgd_act_backward(float *dy, const float *a, size_t n, dpgd_act
  * stays); ties keep m, the earlier candidate. */
 static inline int pool_wins(float v, float m) { return v > m || (v != v && m == m); }
 
-static inline void pool_pick4(v4f *m, v4i *a, v4f v, int q)
+static inline void pool_pick8(v8f *m, v8i *a, const float *p, int q)
 {
-  v4i t = (v > *m) | ((v != v) & (*m == *m));
-  *m = (v4f)(((v4i)v & t) | ((v4i)*m & ~t));
+  v8f v;
+  V8_LOAD(v, p);
+  v8i t = (v > *m) | ((v != v) & (*m == *m));
+  *m = (v8f)(((v8i)v & t) | ((v8i)*m & ~t));
   *a = (q & t) | (*a & ~t);
 }
 
-/* One output pixel's channels: the four candidates of each channel compared four
+/* One output pixel's channels: the four candidates of each channel compared eight
  * channels at a time. */
 static inline void pool_pixel(float *yo, int32_t *ao, const float *x00, const float *x01,
                               const float *x10, const float *x11, size_t c)
 {
   size_t ch = 0;
-  for (; ch + 4 <= c; ch += 4) {
-    v4f m = v4f_load(x00 + ch);
-    v4i a = {0, 0, 0, 0};
-    pool_pick4(&m, &a, v4f_load(x01 + ch), 1);
-    pool_pick4(&m, &a, v4f_load(x10 + ch), 2);
-    pool_pick4(&m, &a, v4f_load(x11 + ch), 3);
-    memcpy(yo + ch, &m, sizeof m);
-    memcpy(ao + ch, &a, sizeof a);
+  for (; ch + 8 <= c; ch += 8) {
+    v8f m;
+    V8_LOAD(m, x00 + ch);
+    v8i a = {0};
+    pool_pick8(&m, &a, x01 + ch, 1);
+    pool_pick8(&m, &a, x10 + ch, 2);
+    pool_pick8(&m, &a, x11 + ch, 3);
+    V8_STORE(yo + ch, m);
+    V8_STORE(ao + ch, a);
   }
   for (; ch < c; ch++) {
     float m = x00[ch];
@@ -251,11 +254,15 @@ static inline void pool_gather(float *d, const float *const *g, const int32_t *c
                                const int32_t *q, int nq, size_t c)
 {
   size_t ch = 0;
-  for (; ch + 4 <= c; ch += 4) {
-    v4f dv = {0.0f, 0.0f, 0.0f, 0.0f};
-    for (int t = 0; t < nq; t++)
-      dv += (v4f)((v4i)v4f_load(g[t] + ch) & (v4i_load(a[t] + ch) == q[t]));
-    memcpy(d + ch, &dv, sizeof dv);
+  for (; ch + 8 <= c; ch += 8) {
+    v8f dv = {0.0f}, gv;
+    v8i av;
+    for (int t = 0; t < nq; t++) {
+      V8_LOAD(gv, g[t] + ch);
+      V8_LOAD(av, a[t] + ch);
+      dv += (v8f)((v8i)gv & (av == q[t]));
+    }
+    V8_STORE(d + ch, dv);
   }
   for (; ch < c; ch++) {
     float dv = 0.0f;

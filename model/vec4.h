@@ -1,4 +1,4 @@
-/* vec4.h -- four-lane float and int32 vectors for the data-movement kernels (GCC and
+/* vec4.h -- four- and eight-lane float and int32 vectors for the data-movement kernels (GCC and
  * Clang vector extensions: SSE2 on x86-64, NEON on ARM, scalar code elsewhere). They
  * only copy, select bit patterns and add lane by lane, so a kernel written with them
  * gives the bits of its scalar loop. Private to model/. */
@@ -36,6 +36,14 @@ static inline v4i v4i_load(const int32_t *p)
 }
 
 static inline void v4f_store(float *p, v4f v) { memcpy(p, &v, sizeof v); }
+
+/* Eight lanes: one AVX2 register in the AVX2 clones, two SSE2 registers otherwise.
+ * Loaded and stored by macros, not functions: a 32-byte vector passed by value has
+ * another ABI with and without AVX, which GCC warns about. */
+typedef float v8f __attribute__((vector_size(32)));
+typedef int32_t v8i __attribute__((vector_size(32)));
+#define V8_LOAD(v, p) memcpy(&(v), (p), sizeof(v))
+#define V8_STORE(p, v) memcpy((p), &(v), sizeof(v))
 
 /* Rows r[0..3] (four pixels' four channels) become columns (four channels' four
  * pixels), in place. */
