@@ -18,6 +18,7 @@
 
 #include "layers.h"
 #include "model_internal.h"
+#include "vec4.h"
 
 enum {
   IMG = 28,
@@ -172,6 +173,14 @@ static void cnn_logits(const dpgd_model *m, float *scratch, float *out, const fl
   memcpy(out, b.z, B * (size_t)m->n_classes * sizeof(float));
 }
 
+/* db (cout) = the column sums of dy (n, cout), row after row. */
+DPGD_CLONES static void bias_grad(float *db, const float *dy, size_t n, size_t cout)
+{
+  for (size_t o = 0; o < cout; o++) db[o] = 0.0f;
+  for (size_t q = 0; q < n; q++)
+    for (size_t o = 0; o < cout; o++) db[o] += dy[q * cout + o];
+}
+
 /* Per-example conv weight gradient: dW (cout, K) = dY_i^T (cout, n) cols_i (n, K), and
  * the bias gradient, the column sums of dY_i. */
 static void conv_grad_example(float *dW, float *db, const float *dy /* (n, cout) */,
@@ -179,9 +188,7 @@ static void conv_grad_example(float *dW, float *db, const float *dy /* (n, cout)
 {
   cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)cout, (int)K, (int)n, 1.0f, dy,
               (int)cout, cols, (int)K, 0.0f, dW, (int)K);
-  memset(db, 0, cout * sizeof(float));
-  for (size_t q = 0; q < n; q++)
-    for (size_t o = 0; o < cout; o++) db[o] += dy[q * cout + o];
+  bias_grad(db, dy, n, cout);
 }
 
 /* Per example: the two convolutions forward (2 n K cout each), conv2's input gradient

@@ -114,10 +114,17 @@ void dpgd_col2im_ref(float *dx, const float *dcols, const conv_shape *s, size_t 
   patch_map_ref((float *)dcols, dx, s, B, 1); /* scatters only: dcols is not written */
 }
 
+/* y (rows, cout) = b in every row: a loop, not a memcpy per row (rows are short). */
+DPGD_CLONES static void fill_rows(float *y, const float *b, size_t rows, size_t cout)
+{
+  for (size_t r = 0; r < rows; r++)
+    for (size_t o = 0; o < cout; o++) y[r * cout + o] = b[o];
+}
+
 void dpgd_linear_forward(float *y, const float *x, const float *W, const float *b, size_t rows,
                          size_t K, size_t cout)
 {
-  for (size_t r = 0; r < rows; r++) memcpy(y + r * cout, b, cout * sizeof(float));
+  fill_rows(y, b, rows, cout);
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)cout, (int)K, 1.0f, x,
               (int)K, W, (int)K, 1.0f, y, (int)cout);
 }
