@@ -292,6 +292,17 @@ DPGD_CLONES void dpgd_maxpool2s1_backward(float *dx, const float *dy, const int3
         const int32_t *a[4];
         int32_t q[4];
         int nq = 0;
+        if (yy > 0 && xx > 0 && yy < oh && xx < ow) { /* interior: all four, unrolled */
+          size_t o = ((b * oh + yy - 1) * ow + xx - 1) * c;
+          const size_t off[4] = {0, c, ow * c, (ow + 1) * c};
+          for (int t = 0; t < 4; t++) {
+            g[t] = dy + o + off[t];
+            a[t] = arg + o + off[t];
+            q[t] = 3 - t;
+          }
+          pool_gather(dx + ((b * h + yy) * w + xx) * c, g, a, q, 4, c);
+          continue;
+        }
         for (int t = 0; t < 4; t++) {
           size_t i = yy + (size_t)(t >> 1) - 1, j = xx + (size_t)(t & 1) - 1; /* may wrap */
           if (i >= oh || j >= ow) continue;

@@ -62,8 +62,17 @@ static inline void patch_rows(float *row, const float *stage, const conv_shape *
     for (size_t ox = 0; ox < s->ow; ox++, row += K) {
       const float *src = stage + oy * s->stride * wp + ox * s->stride;
       for (size_t c = 0; c < s->cin; c++)
-        for (size_t ky = 0; ky < k; ky++)
-          memcpy(row + (c * k + ky) * k, src + c * plane + ky * wp, k * sizeof(float));
+        for (size_t ky = 0; ky < k; ky++) {
+          float *d = row + (c * k + ky) * k;
+          const float *r = src + c * plane + ky * wp;
+          if (k == 8) {
+            v8f v;
+            V8_LOAD(v, r);
+            V8_STORE(d, v);
+          } else {
+            memcpy(d, r, k * sizeof(float));
+          }
+        }
     }
 }
 
