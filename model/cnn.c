@@ -227,18 +227,6 @@ static double cnn_flops(const dpgd_model *m)
   return 2.0 * conv1 + 3.0 * conv2 + 3.0 * lin + norms;
 }
 
-/* Example e's clip factor from the squared norm of its conv part, sqc, and its two
- * linear layers'. */
-static float clip_example(const dpgd_model *m, const cnn_bufs *b, double sqc, size_t e,
-                          const double *caps, double *pre, double *post)
-{
-  const size_t K = (size_t)m->n_classes;
-  double sq = sqc;
-  sq += dpgd_linear_sqnorm(b->da3 + e * HID, b->f + e * FLAT, HID, FLAT);
-  sq += dpgd_linear_sqnorm(b->dz + e * K, b->a3 + e * HID, K, HID);
-  return dpgd_clip_scale(sq, caps[e], m->n_params, &pre[e], &post[e]);
-}
-
 static void cnn_chunk_step(const dpgd_model *m, float *scratch, double *acc, double *pre,
                            double *post, float *x, const uint8_t *y, const double *caps,
                            size_t B)
@@ -264,20 +252,17 @@ static void cnn_chunk_step(const dpgd_model *m, float *scratch, double *acc, dou
   dpgd_maxpool2s1_backward(b.da1, b.dp1, b.arg1, B, h1, h1, C1);
   dpgd_act_backward(b.da1, b.a1, B * b.n1 * C1, m->act); /* conv1's output gradient */
 
-  /* Per-example conv gradients, then norms over all parameters (the conv parts of two
-   * examples at a time) and clip factors. */
-  double sqc[2];
+  /* Per-example conv gradients, norms over all parameters, clip factors. */
   for (size_t i = 0; i < B; i++) {
     float *g = b.G + i * PCONV;
     conv_grad_example(g + OW1, g + OB1, b.da1 + i * b.n1 * C1, b.cols1 + i * b.n1 * kc1, b.n1,
                       kc1, C1);
     conv_grad_example(g + OW2, g + OB2, b.da2 + i * b.n2 * C2, b.cols2 + i * b.n2 * kc2, b.n2,
                       kc2, C2);
-    if (i % 2 == 0 && i + 1 < B) continue; /* its norm waits for the next example */
-    if (i % 2 == 1) dpgd_sqnorm_d2(&sqc[0], &sqc[1], g - PCONV, g, PCONV);
-    else sqc[0] = dpgd_sqnorm_d(g, PCONV);
-    for (size_t e = i - i % 2; e <= i; e++)
-      b.scale[e] = clip_example(m, &b, sqc[e % 2], e, caps, pre, post);
+    double sq = dpgd_sqnorm_d(g, PCONV);
+    sq += dpgd_linear_sqnorm(b.da3 + i * HID, b.f + i * FLAT, HID, FLAT);
+    sq += dpgd_linear_sqnorm(b.dz + i * K, b.a3 + i * HID, K, HID);
+    b.scale[i] = dpgd_clip_scale(sq, caps[i], m->n_params, &pre[i], &post[i]);
   }
   dpgd_accumulate_rows(acc, b.G, b.scale, B, PCONV);
   dpgd_accumulate_linear(acc + OW3, acc + OB3, b.rsd, b.xd, b.da3, b.f, b.scale, B, HID, FLAT);

@@ -173,24 +173,6 @@ DPGD_CLONES double dpgd_sqnorm_d(const float *v, size_t n)
   return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
 }
 
-DPGD_CLONES void dpgd_sqnorm_d2(double *su, double *sv, const float *u, const float *v,
-                                size_t n)
-{
-  double s[8] = {0}, t[8] = {0};
-  size_t j = 0;
-  for (; j + 8 <= n; j += 8)
-    for (size_t q = 0; q < 8; q++) {
-      s[q] += (double)u[j + q] * u[j + q];
-      t[q] += (double)v[j + q] * v[j + q];
-    }
-  for (; j < n; j++) {
-    s[0] += (double)u[j] * u[j];
-    t[0] += (double)v[j] * v[j];
-  }
-  *su = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
-  *sv = ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]));
-}
-
 double dpgd_linear_sqnorm(const float *r, const float *x, size_t K, size_t d)
 {
   return (dpgd_sqnorm_d(x, d) + 1.0) * dpgd_sqnorm_d(r, K);

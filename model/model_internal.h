@@ -142,12 +142,6 @@ void dpgd_accumulate_linear_ref(double *accW /* (K, d) */, double *accb /* (K) *
  * instead of one dependent chain). */
 double dpgd_sqnorm_d(const float *v /* (n) */, size_t n);
 
-/* dpgd_sqnorm_d of two vectors at once, each with the same bits as its own call (its
- * own eight partial sums in the same order); the two independent chains of additions
- * run side by side. */
-void dpgd_sqnorm_d2(double *su, double *sv, const float *u /* (n) */, const float *v /* (n) */,
-                    size_t n);
-
 /* Squared norm of one example's linear-layer gradient r x^T (+ bias r):
  * (||x||^2 + 1) ||r||^2, in double. */
 double dpgd_linear_sqnorm(const float *r /* (K) */, const float *x /* (d) */, size_t K,

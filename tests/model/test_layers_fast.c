@@ -4,7 +4,7 @@
  * pixel, strides above the kernel, images too large for patch.c's stage (the direct
  * fallback), and values that tell bits apart (ties, -0, NaN, infinities). These kernels
  * only copy, compare and add in the reference's order (and accumulate_rows, which adds
- * rows four at a time, against the row-by-row loop; sqnorm_d2 against sqnorm_d), so any difference is a bug;
+ * rows four at a time, against the row-by-row loop), so any difference is a bug;
  * the one freedom is which NaN an operation on two NaNs returns (IEEE 754 leaves the
  * payload open and the compiler may swap the operands of an addition), so a NaN
  * matches any NaN. Label quick. */
@@ -194,36 +194,12 @@ static void test_accumulate_rows_bits(void **state)
   }
 }
 
-/* sqnorm_d2 of two vectors against two sqnorm_d calls, bit for bit, for lengths around
- * the eight partial sums (0 to 41) and the CNN's conv part (9264). */
-static void test_sqnorm_d2_bits(void **state)
-{
-  (void)state;
-  enum { N = 9264 };
-  float *u = vec(N, 0), *v = vec(N, 0);
-  for (size_t n = 0; n <= 41; n++) {
-    double su, sv;
-    dpgd_sqnorm_d2(&su, &sv, u, v, n);
-    double ru = dpgd_sqnorm_d(u, n), rv = dpgd_sqnorm_d(v, n);
-    if (memcmp(&su, &ru, sizeof su) != 0 || memcmp(&sv, &rv, sizeof sv) != 0)
-      fail_msg("sqnorm_d2 bits, n %zu", n);
-  }
-  double su, sv, ru = dpgd_sqnorm_d(u + 1, N - 1), rv = dpgd_sqnorm_d(v, N);
-  dpgd_sqnorm_d2(&su, &sv, u + 1, v, N - 1); /* unaligned u */
-  assert_memory_equal(&su, &ru, sizeof su);
-  dpgd_sqnorm_d2(&su, &sv, u, v, N);
-  assert_memory_equal(&sv, &rv, sizeof sv);
-  free(u);
-  free(v);
-}
-
 int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_patch_bits),
       cmocka_unit_test(test_pool_bits),
       cmocka_unit_test(test_accumulate_rows_bits),
-      cmocka_unit_test(test_sqnorm_d2_bits),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
