@@ -16,6 +16,7 @@
 #endif
 
 #include "model_internal.h"
+#include "vec4.h"
 
 #define MAX_CHUNK 65536
 #define MAX_THREADS 1024
@@ -71,15 +72,39 @@ float dpgd_clip_scale(double sq, double cap, size_t P, double *pre_out, double *
   return f;
 }
 
-void dpgd_accumulate_rows(double *acc, const float *G, const float *scale, size_t B, size_t P)
+/* acc[p] += f_t g_t[p] for n <= 4 rows, added in row order: the additions of n separate
+ * passes, with one load and store of acc[p] instead of n. */
+static inline void add_rows(double *acc, const float *const *g, const double *f, size_t n,
+                            size_t P)
 {
+  if (n == 4) {
+    for (size_t p = 0; p < P; p++)
+      acc[p] = (((acc[p] + f[0] * (double)g[0][p]) + f[1] * (double)g[1][p]) +
+                f[2] * (double)g[2][p]) +
+               f[3] * (double)g[3][p];
+    return;
+  }
+  for (size_t t = 0; t < n; t++)
+    for (size_t p = 0; p < P; p++) acc[p] += f[t] * (double)g[t][p];
+}
+
+DPGD_CLONES void dpgd_accumulate_rows(double *acc, const float *G, const float *scale, size_t B,
+                                      size_t P)
+{
+  const float *g[4];
+  double f[4];
+  size_t n = 0;
   for (size_t i = 0; i < B; i++) {
     if (scale[i] == 0.0f) continue; /* 0 * NaN would be NaN */
     /* float * float is exact in double: the only rounding is the addition. */
-    const double f = scale[i];
-    const float *g = G + i * P;
-    for (size_t p = 0; p < P; p++) acc[p] += f * (double)g[p];
+    g[n] = G + i * P;
+    f[n++] = scale[i];
+    if (n == 4) {
+      add_rows(acc, g, f, n, P);
+      n = 0;
+    }
   }
+  add_rows(acc, g, f, n, P);
 }
 
 /* Rows with scale 0 become zero rows of rs and xd (their r or x may be NaN); the
@@ -138,7 +163,7 @@ double dpgd_model_sum_error_bound(size_t n)
   return mu / (1.0 - mu) * (1.0 + 4.0 * U_DOUBLE);
 }
 
-double dpgd_sqnorm_d(const float *v, size_t n)
+DPGD_CLONES double dpgd_sqnorm_d(const float *v, size_t n)
 {
   double s[8] = {0};
   size_t j = 0;

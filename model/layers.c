@@ -9,6 +9,7 @@
 #include <cblas.h>
 
 #include "layers.h"
+#include "vec4.h"
 
 conv_shape dpgd_conv_shape_make(size_t h, size_t w, size_t cin, size_t cout, size_t k,
                                 size_t stride, size_t pad)
@@ -19,43 +20,13 @@ conv_shape dpgd_conv_shape_make(size_t h, size_t w, size_t cin, size_t cout, siz
   return s;
 }
 
-/* One input channel (conv1): each kernel row is a contiguous run of the input row,
- * copied whole, zeros where it overhangs the padding. */
-static void im2col_1ch(float *cols, const float *x, const conv_shape *s, size_t B)
-{
-  const size_t k = s->k, kk = k * k;
-  for (size_t b = 0; b < B; b++) {
-    const float *xb = x + b * s->h * s->w;
-    for (size_t oy = 0; oy < s->oh; oy++) {
-      for (size_t ox = 0; ox < s->ow; ox++) {
-        float *row = cols + ((b * s->oh + oy) * s->ow + ox) * kk;
-        long ix0 = (long)(ox * s->stride) - (long)s->pad;
-        size_t lo = ix0 < 0 ? (size_t)-ix0 : 0;
-        size_t hi = (long)s->w - ix0 < (long)k ? (size_t)((long)s->w - ix0) : k;
-        for (size_t ky = 0; ky < k; ky++) {
-          long iy = (long)(oy * s->stride + ky) - (long)s->pad;
-          float *dst = row + ky * k;
-          if (iy < 0 || iy >= (long)s->h || lo >= hi) {
-            for (size_t kx = 0; kx < k; kx++) dst[kx] = 0.0f;
-            continue;
-          }
-          /* plain loops, not memcpy/memset: the runs are a few floats long */
-          const float *src = xb + (size_t)iy * s->w + (size_t)ix0;
-          for (size_t kx = 0; kx < lo; kx++) dst[kx] = 0.0f;
-          for (size_t kx = lo; kx < hi; kx++) dst[kx] = src[kx];
-          for (size_t kx = hi; kx < k; kx++) dst[kx] = 0.0f;
-        }
-      }
-    }
-  }
-}
-
-/* Row-oriented: per output position, per kernel offset, one bounds test, then the
- * channels of that input pixel (contiguous in channels-last input). */
+/* Images that fit patch.c's stage go there. Larger ones, row-oriented: per output
+ * position, per kernel offset, one bounds test, then the channels of that input pixel
+ * (contiguous in channels-last input). */
 void dpgd_im2col(float *cols, const float *x, const conv_shape *s, size_t B)
 {
-  if (s->cin == 1) {
-    im2col_1ch(cols, x, s, B);
+  if (dpgd_patch_staged(s)) {
+    dpgd_im2col_staged(cols, x, s, B);
     return;
   }
   const size_t kk = s->k * s->k, K = s->cin * kk;
@@ -143,10 +114,17 @@ void dpgd_col2im_ref(float *dx, const float *dcols, const conv_shape *s, size_t 
   patch_map_ref((float *)dcols, dx, s, B, 1); /* scatters only: dcols is not written */
 }
 
+/* y (rows, cout) = b in every row: a loop, not a memcpy per row (rows are short). */
+DPGD_CLONES static void fill_rows(float *y, const float *b, size_t rows, size_t cout)
+{
+  for (size_t r = 0; r < rows; r++)
+    for (size_t o = 0; o < cout; o++) y[r * cout + o] = b[o];
+}
+
 void dpgd_linear_forward(float *y, const float *x, const float *W, const float *b, size_t rows,
                          size_t K, size_t cout)
 {
-  for (size_t r = 0; r < rows; r++) memcpy(y + r * cout, b, cout * sizeof(float));
+  fill_rows(y, b, rows, cout);
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)cout, (int)K, 1.0f, x,
               (int)K, W, (int)K, 1.0f, y, (int)cout);
 }
@@ -180,7 +158,7 @@ void dpgd_linear_backward_input_ref(float *dx, const float *dy, const float *W, 
     }
 }
 
-void dpgd_act_forward(float *a, size_t n, dpgd_activation act)
+DPGD_CLONES void dpgd_act_forward(float *a, size_t n, dpgd_activation act)
 {
   if (act == DPGD_ACT_TANH) {
     dpgd_tanh_f32(a, n);
@@ -189,7 +167,7 @@ void dpgd_act_forward(float *a, size_t n, dpgd_activation act)
   }
 }
 
-void dpgd_act_backward(float *dy, const float *a, size_t n, dpgd_activation act)
+DPGD_CLONES void dpgd_act_backward(float *dy, const float *a, size_t n, dpgd_activation act)
 {
   if (act == DPGD_ACT_TANH) {
     for (size_t i = 0; i < n; i++) dy[i] *= 1.0f - a[i] * a[i];
@@ -198,41 +176,60 @@ void dpgd_act_backward(float *dy, const float *a, size_t n, dpgd_activation act)
   }
 }
 
-/* Channel runs are contiguous: the four candidates of every output pixel are compared
- * over the channel vector at once. */
-void dpgd_maxpool2s1_forward(float *y, uint8_t *arg, const float *x, size_t B, size_t h,
-                             size_t w, size_t c)
+/* v wins over m where v > m, or v is NaN and m is not (NaN propagates, the first NaN
+ * stays); ties keep m, the earlier candidate. */
+static inline int pool_wins(float v, float m) { return v > m || (v != v && m == m); }
+
+static inline void pool_pick8(v8f *m, v8i *a, const float *p, int q)
+{
+  v8f v;
+  V8_LOAD(v, p);
+  v8i t = (v > *m) | ((v != v) & (*m == *m));
+  *m = (v8f)(((v8i)v & t) | ((v8i)*m & ~t));
+  *a = (q & t) | (*a & ~t);
+}
+
+/* One output pixel's channels: the four candidates of each channel compared eight
+ * channels at a time. */
+static inline void pool_pixel(float *yo, int32_t *ao, const float *x00, const float *x01,
+                              const float *x10, const float *x11, size_t c)
+{
+  size_t ch = 0;
+  for (; ch + 8 <= c; ch += 8) {
+    v8f m;
+    V8_LOAD(m, x00 + ch);
+    v8i a = {0};
+    pool_pick8(&m, &a, x01 + ch, 1);
+    pool_pick8(&m, &a, x10 + ch, 2);
+    pool_pick8(&m, &a, x11 + ch, 3);
+    V8_STORE(yo + ch, m);
+    V8_STORE(ao + ch, a);
+  }
+  for (; ch < c; ch++) {
+    float m = x00[ch];
+    int32_t a = 0;
+    const float v[3] = {x01[ch], x10[ch], x11[ch]};
+    for (int32_t q = 0; q < 3; q++)
+      if (pool_wins(v[q], m)) m = v[q], a = q + 1;
+    yo[ch] = m;
+    ao[ch] = a;
+  }
+}
+
+DPGD_CLONES void dpgd_maxpool2s1_forward(float *y, int32_t *arg, const float *x, size_t B,
+                                         size_t h, size_t w, size_t c)
 {
   const size_t oh = h - 1, ow = w - 1;
   for (size_t b = 0; b < B; b++)
     for (size_t i = 0; i < oh; i++)
       for (size_t j = 0; j < ow; j++) {
-        const float *x00 = x + ((b * h + i) * w + j) * c, *x01 = x00 + c;
-        const float *x10 = x00 + w * c, *x11 = x10 + c;
-        float *yo = y + ((b * oh + i) * ow + j) * c;
-        uint8_t *ao = arg + ((b * oh + i) * ow + j) * c;
-        for (size_t ch = 0; ch < c; ch++) {
-          float m = x00[ch];
-          uint8_t a = 0;
-          if (x01[ch] > m || (x01[ch] != x01[ch] && m == m)) {
-            m = x01[ch];
-            a = 1;
-          }
-          if (x10[ch] > m || (x10[ch] != x10[ch] && m == m)) {
-            m = x10[ch];
-            a = 2;
-          }
-          if (x11[ch] > m || (x11[ch] != x11[ch] && m == m)) {
-            m = x11[ch];
-            a = 3;
-          }
-          yo[ch] = m;
-          ao[ch] = a;
-        }
+        const float *x00 = x + ((b * h + i) * w + j) * c, *x10 = x00 + w * c;
+        size_t o = ((b * oh + i) * ow + j) * c;
+        pool_pixel(y + o, arg + o, x00, x00 + c, x10, x10 + c, c);
       }
 }
 
-void dpgd_maxpool2s1_forward_ref(float *y, uint8_t *arg, const float *x, size_t B, size_t h,
+void dpgd_maxpool2s1_forward_ref(float *y, int32_t *arg, const float *x, size_t B, size_t h,
                                  size_t w, size_t c)
 {
   const size_t oh = h - 1, ow = w - 1;
@@ -251,27 +248,74 @@ void dpgd_maxpool2s1_forward_ref(float *y, uint8_t *arg, const float *x, size_t 
             }
           }
           y[o] = m;
-          arg[o] = (uint8_t)best;
+          arg[o] = best;
         }
 }
 
-void dpgd_maxpool2s1_backward(float *dx, const float *dy, const uint8_t *arg, size_t B,
-                              size_t h, size_t w, size_t c)
+/* One input pixel's channels: d = the sum, in scan order, of dy over the (up to four)
+ * output pixels n[0..nq) whose maximum it is, i.e. whose arg equals q[.]; it starts at
+ * +0, and an output pixel whose maximum is elsewhere adds +0 (a zero bit pattern),
+ * which changes nothing: a sum that starts at +0 is never -0 in round to nearest. So d
+ * has the bits of the reference's zeroing and scattering. */
+static inline void pool_gather(float *d, const float *const *g, const int32_t *const *a,
+                               const int32_t *q, int nq, size_t c)
+{
+  size_t ch = 0;
+  for (; ch + 8 <= c; ch += 8) {
+    v8f dv = {0.0f}, gv;
+    v8i av;
+    for (int t = 0; t < nq; t++) {
+      V8_LOAD(gv, g[t] + ch);
+      V8_LOAD(av, a[t] + ch);
+      dv += (v8f)((v8i)gv & (av == q[t]));
+    }
+    V8_STORE(d + ch, dv);
+  }
+  for (; ch < c; ch++) {
+    float dv = 0.0f;
+    for (int t = 0; t < nq; t++) dv += a[t][ch] == q[t] ? g[t][ch] : 0.0f;
+    d[ch] = dv;
+  }
+}
+
+/* Gathered per input pixel rather than scattered per output pixel, so that every store
+ * is a whole channel run and no zeroing pass is needed; the neighbours (y-1, x-1),
+ * (y-1, x), (y, x-1), (y, x) are the output pixels' scan order. */
+DPGD_CLONES void dpgd_maxpool2s1_backward(float *dx, const float *dy, const int32_t *arg,
+                                          size_t B, size_t h, size_t w, size_t c)
 {
   const size_t oh = h - 1, ow = w - 1;
-  memset(dx, 0, B * h * w * c * sizeof(float));
   for (size_t b = 0; b < B; b++)
-    for (size_t i = 0; i < oh; i++)
-      for (size_t j = 0; j < ow; j++) {
-        const float *g = dy + ((b * oh + i) * ow + j) * c;
-        const uint8_t *a = arg + ((b * oh + i) * ow + j) * c;
-        float *d00 = dx + ((b * h + i) * w + j) * c;
-        for (size_t ch = 0; ch < c; ch++)
-          d00[(a[ch] >> 1) * w * c + (a[ch] & 1) * c + ch] += g[ch];
+    for (size_t yy = 0; yy < h; yy++)
+      for (size_t xx = 0; xx < w; xx++) {
+        const float *g[4];
+        const int32_t *a[4];
+        int32_t q[4];
+        int nq = 0;
+        if (yy > 0 && xx > 0 && yy < oh && xx < ow) { /* interior: all four, unrolled */
+          size_t o = ((b * oh + yy - 1) * ow + xx - 1) * c;
+          const size_t off[4] = {0, c, ow * c, (ow + 1) * c};
+          for (int t = 0; t < 4; t++) {
+            g[t] = dy + o + off[t];
+            a[t] = arg + o + off[t];
+            q[t] = 3 - t;
+          }
+          pool_gather(dx + ((b * h + yy) * w + xx) * c, g, a, q, 4, c);
+          continue;
+        }
+        for (int t = 0; t < 4; t++) {
+          size_t i = yy + (size_t)(t >> 1) - 1, j = xx + (size_t)(t & 1) - 1; /* may wrap */
+          if (i >= oh || j >= ow) continue;
+          size_t o = ((b * oh + i) * ow + j) * c;
+          g[nq] = dy + o;
+          a[nq] = arg + o;
+          q[nq++] = 3 - t; /* the offset of (yy, xx) in that output pixel's window */
+        }
+        pool_gather(dx + ((b * h + yy) * w + xx) * c, g, a, q, nq, c);
       }
 }
 
-void dpgd_maxpool2s1_backward_ref(float *dx, const float *dy, const uint8_t *arg, size_t B,
+void dpgd_maxpool2s1_backward_ref(float *dx, const float *dy, const int32_t *arg, size_t B,
                                   size_t h, size_t w, size_t c)
 {
   const size_t oh = h - 1, ow = w - 1;

@@ -32,6 +32,19 @@ void dpgd_col2im(float *dx, const float *dcols /* (B * oh * ow, cin * k * k) */,
                  const conv_shape *s, size_t B);
 void dpgd_col2im_ref(float *dx, const float *dcols, const conv_shape *s, size_t B);
 
+/* dx (B, h, w, cin) = scatter of dcols (overwrites dx): bit-identical to zeroing dx
+ * and calling dpgd_col2im. */
+void dpgd_col2im_set(float *dx, const float *dcols /* (B * oh * ow, cin * k * k) */,
+                     const conv_shape *s, size_t B);
+
+/* patch.c: im2col and col2im_set through a zero-padded channels-first stage of one image
+ * on the stack, for the shapes dpgd_patch_staged accepts (cin (h + 2 pad) (w + 2 pad) up
+ * to 8192 floats); dpgd_im2col and dpgd_col2im_set use them there, and they are exposed
+ * so the tests can compare them with the _ref kernels bit for bit. */
+int dpgd_patch_staged(const conv_shape *s);
+void dpgd_im2col_staged(float *cols, const float *x, const conv_shape *s, size_t B);
+void dpgd_col2im_staged(float *dx, const float *dcols, const conv_shape *s, size_t B);
+
 /* y (rows, cout) = cols (rows, K) W^T + b, W (cout, K): a convolution after im2col, or a
  * linear layer (rows = B). */
 void dpgd_linear_forward(float *y, const float *x, const float *W, const float *b, size_t rows,
@@ -52,14 +65,14 @@ void dpgd_act_backward(float *dy, const float *a, size_t n, dpgd_activation act)
 
 /* Max pooling, kernel 2, stride 1, channels-last: y (B, h-1, w-1, c); arg (same shape)
  * the offset 0..3 (dy * 2 + dx) of the maximum, first in scan order on ties (PyTorch). */
-void dpgd_maxpool2s1_forward(float *y, uint8_t *arg, const float *x, size_t B, size_t h,
+void dpgd_maxpool2s1_forward(float *y, int32_t *arg, const float *x, size_t B, size_t h,
                              size_t w, size_t c);
-void dpgd_maxpool2s1_forward_ref(float *y, uint8_t *arg, const float *x, size_t B, size_t h,
+void dpgd_maxpool2s1_forward_ref(float *y, int32_t *arg, const float *x, size_t B, size_t h,
                                  size_t w, size_t c);
 /* dx (B, h, w, c) = scatter of dy to the maxima (overwrites dx). */
-void dpgd_maxpool2s1_backward(float *dx, const float *dy, const uint8_t *arg, size_t B,
+void dpgd_maxpool2s1_backward(float *dx, const float *dy, const int32_t *arg, size_t B,
                               size_t h, size_t w, size_t c);
-void dpgd_maxpool2s1_backward_ref(float *dx, const float *dy, const uint8_t *arg, size_t B,
+void dpgd_maxpool2s1_backward_ref(float *dx, const float *dy, const int32_t *arg, size_t B,
                                   size_t h, size_t w, size_t c);
 
 /* Softmax over K logits per row, then minus the one-hot label: r = p - y (in place). */

@@ -14,6 +14,7 @@
 #endif
 
 #include "model_internal.h"
+#include "vec4.h"
 
 #define MAX_THREADS 1024
 
@@ -48,6 +49,12 @@ typedef struct {
   int constant_time;
 } reduce_job;
 
+/* out[p] += tmp[p]: one addition per element, so the AVX2 clone has the same bits. */
+DPGD_CLONES static void add_into(double *out, const double *tmp, size_t P)
+{
+  for (size_t p = 0; p < P; p++) out[p] += tmp[p];
+}
+
 /* The sum of node (lo, level) into out: a leaf is its span's clipped sum from zero; any
  * other node its left child's sum plus its right child's (summed into w->tmp[level-1],
  * which the right child's own recursion leaves alone: it uses lower levels only). */
@@ -65,7 +72,7 @@ static void node_sum(const reduce_job *j, chunk_ws *w, size_t lo, unsigned level
   if (mid >= j->nc) return; /* no right child */
   double *tmp = w->tmp + (size_t)(level - 1) * j->P;
   node_sum(j, w, mid, level - 1, tmp);
-  for (size_t p = 0; p < j->P; p++) out[p] += tmp[p];
+  add_into(out, tmp, j->P);
 }
 
 /* Thread t of nt: its share of [c0, c1), and the slot of its first node. */

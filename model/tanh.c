@@ -23,12 +23,7 @@
 #include <math.h>
 
 #include "layers.h"
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(DPGD_NO_CLONES)
-#define TANH_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define TANH_CLONES
-#endif
+#include "vec4.h"
 
 static inline float tanh_one(float xf)
 {
@@ -54,7 +49,7 @@ static inline float tanh_one(float xf)
   return (float)copysign(-em1 / (2 + em1), x);
 }
 
-TANH_CLONES void dpgd_tanh_f32(float *a, size_t n)
+DPGD_CLONES void dpgd_tanh_f32(float *a, size_t n)
 {
   for (size_t i = 0; i < n; i++) a[i] = tanh_one(a[i]);
 }

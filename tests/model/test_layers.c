@@ -140,10 +140,10 @@ static void test_maxpool(void **state)
       x[40] = NAN;
     }
     float *y = malloc(no * sizeof *y), *yr = malloc(no * sizeof *yr);
-    uint8_t *a = malloc(no), *ar = malloc(no);
+    int32_t *a = malloc(no * sizeof *a), *ar = malloc(no * sizeof *ar);
     dpgd_maxpool2s1_forward(y, a, x, B, h, w, c);
     dpgd_maxpool2s1_forward_ref(yr, ar, x, B, h, w, c);
-    assert_memory_equal(a, ar, no);
+    assert_memory_equal(a, ar, no * sizeof *a);
     for (size_t i = 0; i < no; i++) {
       if (isnan(yr[i])) {
         assert_true(isnan(y[i])); /* NaN propagates, as in PyTorch */

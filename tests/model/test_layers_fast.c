@@ -1,0 +1,205 @@
+/* test_layers_fast.c -- the CNN's data-movement kernels (im2col, col2im, max pooling
+ * forward and backward) against their _ref twins BIT FOR BIT, on odd shapes: one
+ * example, channel counts that are not a multiple of the vector width, outputs of one
+ * pixel, strides above the kernel, images too large for patch.c's stage (the direct
+ * fallback), and values that tell bits apart (ties, -0, NaN, infinities). These kernels
+ * only copy, compare and add in the reference's order (and accumulate_rows, which adds
+ * rows four at a time, against the row-by-row loop), so any difference is a bug;
+ * the one freedom is which NaN an operation on two NaNs returns (IEEE 754 leaves the
+ * payload open and the compiler may swap the operands of an addition), so a NaN
+ * matches any NaN. Label quick. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "layers.h"
+#include "model_internal.h"
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+
+static uint64_t next(void)
+{
+  rng_state ^= rng_state << 13;
+  rng_state ^= rng_state >> 7;
+  rng_state ^= rng_state << 17;
+  return rng_state;
+}
+
+/* Uniform in [-2.385, 2.385), with about one value in eight a special one: +-0, a small
+ * integer (ties in max pooling), +-inf or NaN when `special` is set. */
+static float draw(int special)
+{
+  uint64_t r = next();
+  float v = (float)((double)(r >> 11) / 9007199254740992.0 * 4.77 - 2.385);
+  if (!special || (r & 7) != 0) return v;
+  switch ((r >> 3) % 6) {
+  case 0: return 0.0f;
+  case 1: return -0.0f;
+  case 2: return (float)((r >> 8) % 3);
+  case 3: return INFINITY;
+  case 4: return -INFINITY;
+  default: return NAN;
+  }
+}
+
+/* Identical bit patterns, or both NaN. */
+static int same_bits(const float *a, const float *b, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    if (memcmp(&a[i], &b[i], sizeof a[i]) != 0 && !(isnan(a[i]) && isnan(b[i]))) return 0;
+  return 1;
+}
+
+static float *vec(size_t n, int special)
+{
+  float *v = malloc((n ? n : 1) * sizeof *v);
+  assert_non_null(v);
+  for (size_t i = 0; i < n; i++) v[i] = draw(special);
+  return v;
+}
+
+static const struct geom {
+  size_t h, w, cin, k, stride, pad, B;
+} geoms[] = {
+    {28, 28, 1, 8, 2, 3, 3},  /* conv1 */
+    {13, 13, 16, 4, 2, 0, 1}, /* conv2, one example */
+    {13, 13, 16, 4, 2, 0, 5}, /* conv2, odd B */
+    {7, 5, 3, 3, 2, 1, 3},    /* non-square, odd channels */
+    {4, 4, 5, 4, 1, 0, 2},    /* one output pixel */
+    {9, 6, 2, 2, 3, 2, 1},    /* stride above the kernel: pixels no patch reads */
+    {5, 7, 1, 1, 1, 0, 2},    /* 1x1 kernel */
+    {6, 6, 7, 5, 1, 4, 1},    /* padding near the kernel size */
+    {100, 90, 1, 8, 2, 3, 1}, /* too large for the stage: the direct loops */
+    {30, 30, 10, 4, 2, 1, 2}, /* too large for the stage, several channels */
+};
+
+static void test_patch_bits(void **state)
+{
+  (void)state;
+  for (size_t g = 0; g < sizeof geoms / sizeof geoms[0]; g++) {
+    const struct geom *q = &geoms[g];
+    conv_shape s = dpgd_conv_shape_make(q->h, q->w, q->cin, 1, q->k, q->stride, q->pad);
+    int staged = dpgd_patch_staged(&s);
+    assert_int_equal(staged, s.cin * (s.h + 2 * s.pad) * (s.w + 2 * s.pad) <= 8192);
+    size_t nx = q->B * q->h * q->w * q->cin, nc = q->B * s.oh * s.ow * q->cin * q->k * q->k;
+    float *x = vec(nx, 1), *c = vec(nc, 0), *cr = vec(nc, 0);
+    dpgd_im2col(c, x, &s, q->B);
+    dpgd_im2col_ref(cr, x, &s, q->B);
+    assert_memory_equal(c, cr, nc * sizeof *c);
+    if (staged) {
+      float *cs = vec(nc, 0);
+      dpgd_im2col_staged(cs, x, &s, q->B);
+      assert_memory_equal(cs, cr, nc * sizeof *c);
+      free(cs);
+    }
+    /* col2im_set against zeroing and the reference scatter; dcols with -0, NaN, inf. */
+    float *dc = vec(nc, 1), *dx = vec(nx, 1), *dxr = calloc(nx ? nx : 1, sizeof *dxr);
+    dpgd_col2im_set(dx, dc, &s, q->B);
+    dpgd_col2im_ref(dxr, dc, &s, q->B);
+    if (!same_bits(dx, dxr, nx)) fail_msg("geometry %zu: col2im_set bits", g);
+    if (staged) {
+      float *dxs = vec(nx, 1);
+      dpgd_col2im_staged(dxs, dc, &s, q->B);
+      if (!same_bits(dxs, dxr, nx)) fail_msg("geometry %zu: staged bits", g);
+      free(dxs);
+    }
+    free(x);
+    free(c);
+    free(cr);
+    free(dc);
+    free(dx);
+    free(dxr);
+  }
+}
+
+/* Forward: y and arg bit for bit; backward: dx bit for bit, from the reference's arg. */
+static void check_pool(size_t B, size_t h, size_t w, size_t c, int special)
+{
+  const size_t n = B * h * w * c, no = B * (h - 1) * (w - 1) * c;
+  float *x = vec(n, special), *y = vec(no, 0), *yr = vec(no, 0);
+  int32_t *a = malloc((no ? no : 1) * sizeof *a), *ar = malloc((no ? no : 1) * sizeof *ar);
+  assert_non_null(a);
+  assert_non_null(ar);
+  dpgd_maxpool2s1_forward(y, a, x, B, h, w, c);
+  dpgd_maxpool2s1_forward_ref(yr, ar, x, B, h, w, c);
+  if (!same_bits(y, yr, no) || memcmp(a, ar, no * sizeof *a) != 0)
+    fail_msg("pool forward bits, B %zu h %zu w %zu c %zu", B, h, w, c);
+  float *dy = vec(no, special), *dx = vec(n, 1), *dxr = vec(n, 1);
+  dpgd_maxpool2s1_backward(dx, dy, ar, B, h, w, c);
+  dpgd_maxpool2s1_backward_ref(dxr, dy, ar, B, h, w, c);
+  if (!same_bits(dx, dxr, n))
+    fail_msg("pool backward bits, B %zu h %zu w %zu c %zu", B, h, w, c);
+  free(x);
+  free(y);
+  free(yr);
+  free(a);
+  free(ar);
+  free(dy);
+  free(dx);
+  free(dxr);
+}
+
+static void test_pool_bits(void **state)
+{
+  (void)state;
+  const size_t shapes[][4] = {
+      {2, 14, 14, 16}, /* pool1 */
+      {3, 5, 5, 32},   /* pool2 */
+      {1, 2, 2, 1},    /* one output pixel, one channel */
+      {1, 2, 7, 5},    /* one output row, channels not a multiple of 4 */
+      {3, 6, 2, 7},    /* one output column */
+      {2, 5, 4, 3},    {1, 3, 3, 17},
+  };
+  for (size_t t = 0; t < sizeof shapes / sizeof shapes[0]; t++)
+    for (int special = 0; special < 2; special++)
+      check_pool(shapes[t][0], shapes[t][1], shapes[t][2], shapes[t][3], special);
+  /* All equal (ties everywhere, the first candidate wins), and all -0 against +0. */
+  const size_t B = 2, h = 4, w = 5, c = 6, n = B * h * w * c, no = B * (h - 1) * (w - 1) * c;
+  float *x = malloc(n * sizeof *x), *y = malloc(no * sizeof *y);
+  int32_t *a = malloc(no * sizeof *a);
+  for (size_t i = 0; i < n; i++) x[i] = (i / c) % 2 ? -0.0f : 0.0f;
+  dpgd_maxpool2s1_forward(y, a, x, B, h, w, c);
+  for (size_t i = 0; i < no; i++) assert_int_equal(a[i], 0);
+  free(x);
+  free(y);
+  free(a);
+}
+
+/* accumulate_rows against adding one row after the other, bit for bit: B from 1 to 11
+ * (every remainder of the groups of four), rows of scale 0 (some NaN) in between. */
+static void test_accumulate_rows_bits(void **state)
+{
+  (void)state;
+  enum { P = 37, BMAX = 11 };
+  float G[BMAX * P], scale[BMAX];
+  for (size_t B = 1; B <= BMAX; B++) {
+    for (size_t i = 0; i < B; i++) {
+      scale[i] =
+          (next() % 3 == 0) ? 0.0f : (float)(0.1 + 0.9 * (double)(next() >> 11) / 0x1p53);
+      for (size_t p = 0; p < P; p++) G[i * P + p] = scale[i] == 0.0f && p == 3 ? NAN : draw(0);
+    }
+    double acc[P], ref[P];
+    for (size_t p = 0; p < P; p++) acc[p] = ref[p] = (double)draw(0) * 1e-3;
+    dpgd_accumulate_rows(acc, G, scale, B, P);
+    for (size_t i = 0; i < B; i++)
+      if (scale[i] != 0.0f)
+        for (size_t p = 0; p < P; p++) ref[p] += (double)scale[i] * (double)G[i * P + p];
+    if (memcmp(acc, ref, sizeof acc) != 0) fail_msg("accumulate_rows bits, B %zu", B);
+  }
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_patch_bits),
+      cmocka_unit_test(test_pool_bits),
+      cmocka_unit_test(test_accumulate_rows_bits),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
