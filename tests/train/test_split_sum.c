@@ -76,24 +76,18 @@ static void split_free(split *s)
   memset(s, 0, sizeof *s);
 }
 
-/* Softmax, Algorithm 7 with stopping queries (poisson: DP-SGD), chunk 16, 2 threads. */
+/* Softmax, Algorithm 7 with stopping queries (poisson: DP-SGD), chunk 16, 2 threads: the
+ * trainer tests' run (tt_sampled_config) with its own noise, clip and checkpoints. */
 static void make_config(dpgd_config *c, const char *run, int poisson)
 {
-  dpgd_config_defaults(c);
-  snprintf(c->data_dir, sizeof c->data_dir, "%s", dir);
-  snprintf(c->model_type, sizeof c->model_type, "softmax");
+  tt_sampled_config(c, dir, run, poisson ? DPGD_SAMPLING_POISSON : DPGD_SAMPLING_FULL, 10);
   c->model_chunk = 16;
   c->model_threads = 2;
-  c->train_steps = 10;
-  c->train_lr = 0.5;
-  c->train_seed = 2385;
   c->train_eval_every = 3;
   c->privacy_sigma = 2.375;
   c->privacy_clip = 1.5;
   c->output_checkpoint_every = 4;
-  c->output_progress = 0;
   if (poisson) {
-    c->train_sampling = DPGD_SAMPLING_POISSON;
     c->train_sample_rate = 0.3;
   } else {
     c->filter_enabled = 1;
@@ -102,7 +96,6 @@ static void make_config(dpgd_config *c, const char *run, int poisson)
     c->stopping_every = 4;
     c->stopping_tau_frac = 0.05;
   }
-  snprintf(c->output_dir, sizeof c->output_dir, "%s/%s", dir, run);
 }
 
 static void run_split(const dpgd_config *c, int R)
