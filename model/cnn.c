@@ -6,15 +6,14 @@
  * (32,16,4,4), conv2.b, fc1.w (32,512), fc1.b, fc2.w (K,32), fc2.b.
  * Per chunk: batched forward (im2col + one sgemm per layer, channels-last activations),
  * batched backward to activations, then per-example weight gradients of the two convs
- * (one small sgemm each per example) into a (B, 9264) buffer. The two linear layers'
+ * (wgrad.c: a register-tiled FMA kernel, or one small sgemm each per example) into a
+ * (B, 9264) buffer. The two linear layers'
  * per-example gradients are rank one: their norms come from ||dy||^2 (||x||^2 + 1) and
  * their clipped sum is one dgemm of scaled output gradients (accumulate_linear), so
  * 16,746 of the 26,010 gradient entries per example are never written. Clipped sums
  * are accumulated in double (SENSITIVITY.md). */
 #include <math.h>
 #include <string.h>
-
-#include <cblas.h>
 
 #include "layers.h"
 #include "model_internal.h"
@@ -206,8 +205,7 @@ DPGD_CLONES static void bias_grad(float *db, const float *dy, size_t n, size_t c
 static void conv_grad_example(float *dW, float *db, const float *dy /* (n, cout) */,
                               const float *cols /* (n, K) */, size_t n, size_t K, size_t cout)
 {
-  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)cout, (int)K, (int)n, 1.0f, dy,
-              (int)cout, cols, (int)K, 0.0f, dW, (int)K);
+  dpgd_conv_wgrad(dW, dy, cols, n, K, cout);
   bias_grad(db, dy, n, cout);
 }
 

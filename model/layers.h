@@ -58,6 +58,17 @@ void dpgd_linear_backward_input(float *dx, const float *dy, const float *W, size
 void dpgd_linear_backward_input_ref(float *dx, const float *dy, const float *W, size_t rows,
                                     size_t K, size_t cout);
 
+/* wgrad.c: one example's convolution weight gradient, dW (cout, K) = dy^T (cout, n) cols
+ * (n, K) (overwrites dW). With AVX2 and FMA (x86-64) and K % 8 == 0, cout % 4 == 0, every
+ * element is the chain acc = fma(dy[t][o], cols[t][k], acc), t = 0..n-1 from 0, bit for
+ * bit dpgd_conv_wgrad_ref; otherwise one sgemm. dpgd_conv_wgrad_kernel names the path
+ * ("fma" or "sgemm") for a run's replay identity. */
+void dpgd_conv_wgrad(float *dW, const float *dy, const float *cols, size_t n, size_t K,
+                     size_t cout);
+void dpgd_conv_wgrad_ref(float *dW, const float *dy, const float *cols, size_t n, size_t K,
+                         size_t cout);
+const char *dpgd_conv_wgrad_kernel(void);
+
 /* In place activation; backward multiplies dy by the derivative, computed from the
  * activation's output a (relu: a > 0; tanh: 1 - a^2). */
 void dpgd_act_forward(float *a, size_t n, dpgd_activation act);

@@ -194,12 +194,62 @@ static void test_accumulate_rows_bits(void **state)
   }
 }
 
+/* The per-example convolution weight gradient (wgrad.c): on every shape, within the
+ * classical bound of an inner product of length n evaluated in any order with one
+ * rounding per step, |dW - exact| <= gamma_n sum_t |dy[t][o] cols[t][k]| (float unit
+ * roundoff, exact value in double: the products are exact there and the sum's own
+ * error is far below the bound); and where the FMA kernel runs, bit for bit its fmaf
+ * reference (same chain, same order). The shapes cover every tile combination (K of
+ * 8 to 256, the 24-wide tiles from K = 128) and the shapes it leaves to sgemm (K not a
+ * multiple of 8, cout not a multiple of 4). */
+static void test_wgrad(void **state)
+{
+  (void)state;
+  static const size_t shapes[][3] = {
+      {196, 64, 16}, {25, 256, 32}, {1, 8, 4},   {7, 24, 4}, {13, 40, 8}, {5, 48, 12},
+      {9, 200, 8},   {2, 136, 4},   {3, 152, 4}, {4, 12, 6}, {6, 64, 5},  {11, 7, 3},
+  };
+  const int fma = strcmp(dpgd_conv_wgrad_kernel(), "fma") == 0;
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+    const size_t n = shapes[s][0], K = shapes[s][1], cout = shapes[s][2];
+    const int fast_shape = K % 8 == 0 && cout % 4 == 0;
+    float *dy = vec(n * cout, 0), *cols = vec(n * K, 0);
+    float *dW = vec(cout * K, 0), *ref = vec(cout * K, 0);
+    dpgd_conv_wgrad(dW, dy, cols, n, K, cout);
+    dpgd_conv_wgrad_ref(ref, dy, cols, n, K, cout);
+    if (fma && fast_shape && !same_bits(dW, ref, cout * K))
+      fail_msg("wgrad: the FMA kernel differs from its reference, shape %zu %zu %zu", n, K,
+               cout);
+    const double u = 0x1p-24, gamma = (double)n * u / (1.0 - (double)n * u);
+    for (size_t o = 0; o < cout; o++)
+      for (size_t k = 0; k < K; k++) {
+        double exact = 0.0, mag = 0.0;
+        for (size_t t = 0; t < n; t++) {
+          double p = (double)dy[t * cout + o] * (double)cols[t * K + k];
+          exact += p;
+          mag += fabs(p);
+        }
+        double bound = gamma * mag * (1.0 + 1e-9);
+        if (fabs((double)dW[o * K + k] - exact) > bound ||
+            fabs((double)ref[o * K + k] - exact) > bound)
+          fail_msg("wgrad: element (%zu, %zu) of shape %zu %zu %zu off by more than "
+                   "gamma_n sum |p|: %.9g, %.9g against %.17g (bound %.3g)",
+                   o, k, n, K, cout, dW[o * K + k], ref[o * K + k], exact, bound);
+      }
+    free(dy);
+    free(cols);
+    free(dW);
+    free(ref);
+  }
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_patch_bits),
       cmocka_unit_test(test_pool_bits),
       cmocka_unit_test(test_accumulate_rows_bits),
+      cmocka_unit_test(test_wgrad),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
