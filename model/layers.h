@@ -58,16 +58,26 @@ void dpgd_linear_backward_input(float *dx, const float *dy, const float *W, size
 void dpgd_linear_backward_input_ref(float *dx, const float *dy, const float *W, size_t rows,
                                     size_t K, size_t cout);
 
-/* wgrad.c: one example's convolution weight gradient, dW (cout, K) = dy^T (cout, n) cols
- * (n, K) (overwrites dW). With AVX2 and FMA (x86-64) and K % 8 == 0, cout % 4 == 0, every
- * element is the chain acc = fma(dy[t][o], cols[t][k], acc), t = 0..n-1 from 0, bit for
- * bit dpgd_conv_wgrad_ref; otherwise one sgemm. dpgd_conv_wgrad_kernel names the path
- * ("fma" or "sgemm") for a run's replay identity. */
+/* gemm_fma.c: C (m, n; row stride ldc) = init + A B, A(i, t) = a[i ars + t ats], B (T, n;
+ * row stride ldb), init a row of n added to every row (NULL: 0). With AVX2 and FMA
+ * (x86-64) and n % 8 == 0 it computes every element as the chain acc = init[j], then acc
+ * = fma(A(i, t), B(t, j), acc) for t = 0..T-1, bit for bit dpgd_gemm_fma_ref, and
+ * returns 1; otherwise it returns 0 and writes nothing (the caller uses sgemm). The
+ * tiling (rows x 8-column vectors per register tile) only changes speed.
+ * dpgd_gemm_fma_kernel names the path ("fma" or "sgemm") for a run's replay identity. */
+typedef enum { DPGD_TILE_4X2, DPGD_TILE_4X3, DPGD_TILE_6X2 } dpgd_gemm_tile;
+int dpgd_gemm_fma(dpgd_gemm_tile tiling, float *c, size_t ldc, const float *a, size_t ars,
+                  size_t ats, const float *b, size_t ldb, const float *init, size_t m, size_t n,
+                  size_t T);
+void dpgd_gemm_fma_ref(float *c, size_t ldc, const float *a, size_t ars, size_t ats,
+                       const float *b, size_t ldb, const float *init, size_t m, size_t n,
+                       size_t T);
+const char *dpgd_gemm_fma_kernel(void);
+
+/* One example's convolution weight gradient, dW (cout, K) = dy^T (cout, n) cols (n, K)
+ * (overwrites dW): dpgd_gemm_fma, or one sgemm. */
 void dpgd_conv_wgrad(float *dW, const float *dy, const float *cols, size_t n, size_t K,
                      size_t cout);
-void dpgd_conv_wgrad_ref(float *dW, const float *dy, const float *cols, size_t n, size_t K,
-                         size_t cout);
-const char *dpgd_conv_wgrad_kernel(void);
 
 /* In place activation; backward multiplies dy by the derivative, computed from the
  * activation's output a (relu: a > 0; tanh: 1 - a^2). */

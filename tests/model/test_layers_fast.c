@@ -194,52 +194,80 @@ static void test_accumulate_rows_bits(void **state)
   }
 }
 
-/* The per-example convolution weight gradient (wgrad.c): on every shape, within the
- * classical bound of an inner product of length n evaluated in any order with one
- * rounding per step, |dW - exact| <= gamma_n sum_t |dy[t][o] cols[t][k]| (float unit
- * roundoff, exact value in double: the products are exact there and the sum's own
- * error is far below the bound); and where the FMA kernel runs, bit for bit its fmaf
- * reference (same chain, same order). The shapes cover every tile combination (K of
- * 8 to 256, the 24-wide tiles from K = 128) and the shapes it leaves to sgemm (K not a
- * multiple of 8, cout not a multiple of 4). */
-static void test_wgrad(void **state)
+/* gemm_fma.c's small matrix product, C = init + A B with A read through strides: on
+ * every shape, within the classical bound of an inner product of length T evaluated in
+ * any order with one rounding per step, |C - exact| <= gamma_T (|init| + sum_t |A B|)
+ * (float unit roundoff; the exact value in double, where the products are exact and
+ * the sum's own error is far below the bound); where the FMA kernel runs, bit for bit
+ * its fmaf reference (same chain, same order) for every tiling. The shapes are the
+ * CNN's three uses (A transposed for the weight gradient, a bias row forward) and
+ * remainders of every kind: rows not a multiple of the tile's (single-row tiles), widths
+ * that end in a 16- or 8-column block, one row, T = 1; and widths that are not a
+ * multiple of 8, which the kernel leaves to sgemm (returns 0, writes nothing).
+ * dpgd_conv_wgrad (kernel or sgemm) is held to the same bound. */
+static void test_gemm_fma(void **state)
 {
   (void)state;
-  static const size_t shapes[][3] = {
-      {196, 64, 16}, {25, 256, 32}, {1, 8, 4},   {7, 24, 4}, {13, 40, 8}, {5, 48, 12},
-      {9, 200, 8},   {2, 136, 4},   {3, 152, 4}, {4, 12, 6}, {6, 64, 5},  {11, 7, 3},
+  static const struct {
+    size_t m, n, T;
+    int at, bias; /* A stored transposed (T, m); a bias row */
+  } shapes[] = {
+      {16, 64, 196, 1, 0},  {32, 256, 25, 1, 0}, {3136, 16, 64, 0, 1}, {400, 32, 256, 0, 1},
+      {400, 256, 32, 0, 0}, {1, 8, 1, 0, 0},     {7, 24, 5, 1, 1},     {13, 40, 9, 0, 1},
+      {5, 48, 3, 1, 0},     {9, 200, 7, 0, 0},   {2, 136, 4, 1, 1},    {11, 152, 2, 0, 0},
+      {6, 12, 3, 0, 0},     {5, 7, 4, 1, 1},
   };
-  const int fma = strcmp(dpgd_conv_wgrad_kernel(), "fma") == 0;
+  const int fma = strcmp(dpgd_gemm_fma_kernel(), "fma") == 0;
   for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-    const size_t n = shapes[s][0], K = shapes[s][1], cout = shapes[s][2];
-    const int fast_shape = K % 8 == 0 && cout % 4 == 0;
-    float *dy = vec(n * cout, 0), *cols = vec(n * K, 0);
-    float *dW = vec(cout * K, 0), *ref = vec(cout * K, 0);
-    dpgd_conv_wgrad(dW, dy, cols, n, K, cout);
-    dpgd_conv_wgrad_ref(ref, dy, cols, n, K, cout);
-    if (fma && fast_shape && !same_bits(dW, ref, cout * K))
-      fail_msg("wgrad: the FMA kernel differs from its reference, shape %zu %zu %zu", n, K,
-               cout);
-    const double u = 0x1p-24, gamma = (double)n * u / (1.0 - (double)n * u);
-    for (size_t o = 0; o < cout; o++)
-      for (size_t k = 0; k < K; k++) {
-        double exact = 0.0, mag = 0.0;
-        for (size_t t = 0; t < n; t++) {
-          double p = (double)dy[t * cout + o] * (double)cols[t * K + k];
+    const size_t m = shapes[s].m, n = shapes[s].n, T = shapes[s].T;
+    const size_t ars = shapes[s].at ? 1 : T, ats = shapes[s].at ? m : 1, ldc = n + 3;
+    float *a = vec(m * T, 0), *b = vec(T * n, 0), *init = shapes[s].bias ? vec(n, 0) : NULL;
+    float *c = vec(m * ldc, 0), *ref = vec(m * ldc, 0), *before = vec(m * ldc, 0);
+    memcpy(before, c, m * ldc * sizeof *c);
+    memcpy(ref, c, m * ldc * sizeof *c);
+    for (dpgd_gemm_tile tiling = DPGD_TILE_4X2; tiling <= DPGD_TILE_6X2; tiling++) {
+      int done = dpgd_gemm_fma(tiling, c, ldc, a, ars, ats, b, n, init, m, n, T);
+      if (done != (fma && n % 8 == 0))
+        fail_msg("gemm_fma: returned %d for width %zu on a %s CPU", done, n,
+                 fma ? "FMA" : "non-FMA");
+      if (!done) {
+        if (!same_bits(c, before, m * ldc)) fail_msg("gemm_fma: declined but wrote C");
+        continue;
+      }
+      dpgd_gemm_fma_ref(ref, ldc, a, ars, ats, b, n, init, m, n, T);
+      if (!same_bits(c, ref, m * ldc)) /* the padding columns too: left alone by both */
+        fail_msg("gemm_fma: tiling %d differs from its reference, shape %zu %zu %zu",
+                 (int)tiling, m, n, T);
+    }
+    if (!fma || n % 8) dpgd_gemm_fma_ref(c, ldc, a, ars, ats, b, n, init, m, n, T);
+    /* The weight-gradient form through dpgd_conv_wgrad: dW (m, n) = dy^T cols, dy (T, m). */
+    float *dW = shapes[s].at ? vec(m * n, 0) : NULL;
+    if (dW) dpgd_conv_wgrad(dW, a, b, T, n, m);
+    const double u = 0x1p-24, gamma = (double)T * u / (1.0 - (double)T * u);
+    for (size_t i = 0; i < m; i++)
+      for (size_t j = 0; j < n; j++) {
+        double exact = init ? init[j] : 0.0, mag = fabs(exact);
+        for (size_t t = 0; t < T; t++) {
+          double p = (double)a[i * ars + t * ats] * (double)b[t * n + j];
           exact += p;
           mag += fabs(p);
         }
         double bound = gamma * mag * (1.0 + 1e-9);
-        if (fabs((double)dW[o * K + k] - exact) > bound ||
-            fabs((double)ref[o * K + k] - exact) > bound)
-          fail_msg("wgrad: element (%zu, %zu) of shape %zu %zu %zu off by more than "
-                   "gamma_n sum |p|: %.9g, %.9g against %.17g (bound %.3g)",
-                   o, k, n, K, cout, dW[o * K + k], ref[o * K + k], exact, bound);
+        if (fabs((double)c[i * ldc + j] - exact) > bound)
+          fail_msg("gemm_fma: element (%zu, %zu) of shape %zu %zu %zu: %.9g against %.17g "
+                   "(bound %.3g)",
+                   i, j, m, n, T, c[i * ldc + j], exact, bound);
+        if (dW && !init && fabs((double)dW[i * n + j] - exact) > bound)
+          fail_msg("conv_wgrad: element (%zu, %zu) of shape %zu %zu %zu: %.9g against %.17g", i,
+                   j, m, n, T, dW[i * n + j], exact);
       }
-    free(dy);
-    free(cols);
-    free(dW);
+    free(a);
+    free(b);
+    free(init);
+    free(c);
     free(ref);
+    free(before);
+    free(dW);
   }
 }
 
@@ -249,7 +277,7 @@ int main(void)
       cmocka_unit_test(test_patch_bits),
       cmocka_unit_test(test_pool_bits),
       cmocka_unit_test(test_accumulate_rows_bits),
-      cmocka_unit_test(test_wgrad),
+      cmocka_unit_test(test_gemm_fma),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
