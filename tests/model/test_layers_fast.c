@@ -7,7 +7,8 @@
  * rows four at a time, against the row-by-row loop), so any difference is a bug;
  * the one freedom is which NaN an operation on two NaNs returns (IEEE 754 leaves the
  * payload open and the compiler may swap the operands of an addition), so a NaN
- * matches any NaN. Label quick. */
+ * matches any NaN. Also gemm_fma.c's tiled product against its fmaf chain, bit for bit,
+ * and against the exact product within the rounding bound. Label quick. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
