@@ -104,12 +104,6 @@ tile(const int R, const int W, float *c, size_t ldc, const float *a, size_t ars,
     i += r;                                                                                    \
   }
 
-static FMA_TARGET void sweep_4x2(float *c, size_t ldc, const float *a, size_t ars, size_t ats,
-                                 const float *b, size_t ldb, const float *init, size_t m,
-                                 size_t n, size_t T)
-{
-  SWEEP(4, 2)
-}
 static FMA_TARGET void sweep_4x3(float *c, size_t ldc, const float *a, size_t ars, size_t ats,
                                  const float *b, size_t ldb, const float *init, size_t m,
                                  size_t n, size_t T)
@@ -146,7 +140,6 @@ int dpgd_gemm_fma(dpgd_gemm_tile tiling, float *c, size_t ldc, const float *a, s
 #ifdef GEMM_X86
   if (n % 8 == 0 && have_fma()) {
     switch (tiling) {
-    case DPGD_TILE_4X2: sweep_4x2(c, ldc, a, ars, ats, b, ldb, init, m, n, T); return 1;
     case DPGD_TILE_4X3: sweep_4x3(c, ldc, a, ars, ats, b, ldb, init, m, n, T); return 1;
     case DPGD_TILE_6X2: sweep_6x2(c, ldc, a, ars, ats, b, ldb, init, m, n, T); return 1;
     }

@@ -65,7 +65,7 @@ void dpgd_linear_backward_input_ref(float *dx, const float *dy, const float *W, 
  * returns 1; otherwise it returns 0 and writes nothing (the caller uses sgemm). The
  * tiling (rows x 8-column vectors per register tile) only changes speed.
  * dpgd_gemm_fma_kernel names the path ("fma" or "sgemm") for a run's replay identity. */
-typedef enum { DPGD_TILE_4X2, DPGD_TILE_4X3, DPGD_TILE_6X2 } dpgd_gemm_tile;
+typedef enum { DPGD_TILE_4X3, DPGD_TILE_6X2 } dpgd_gemm_tile;
 int dpgd_gemm_fma(dpgd_gemm_tile tiling, float *c, size_t ldc, const float *a, size_t ars,
                   size_t ats, const float *b, size_t ldb, const float *init, size_t m, size_t n,
                   size_t T);

@@ -226,7 +226,7 @@ static void test_gemm_fma(void **state)
     float *c = vec(m * ldc, 0), *ref = vec(m * ldc, 0), *before = vec(m * ldc, 0);
     memcpy(before, c, m * ldc * sizeof *c);
     memcpy(ref, c, m * ldc * sizeof *c);
-    for (dpgd_gemm_tile tiling = DPGD_TILE_4X2; tiling <= DPGD_TILE_6X2; tiling++) {
+    for (dpgd_gemm_tile tiling = DPGD_TILE_4X3; tiling <= DPGD_TILE_6X2; tiling++) {
       int done = dpgd_gemm_fma(tiling, c, ldc, a, ars, ats, b, n, init, m, n, T);
       if (done != (fma && n % 8 == 0))
         fail_msg("gemm_fma: returned %d for width %zu on a %s CPU", done, n,
