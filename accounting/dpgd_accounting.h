@@ -209,7 +209,8 @@ int dpgd_filter_report(const dpgd_filter *f, size_t i, const dpgd_odometer *o, d
 int dpgd_filter_epsilon(const dpgd_filter *f, dpgd_acct_method m, double unit, double delta,
                         double *eps);
 
-/* Versioned, checksummed byte string (magic "DPGDFILT"); *buf from malloc. Corrupt,
+/* Versioned, checksummed byte string (magic "DPGDFILT"); *buf is allocated
+ * by the library (free it with dpgd_free). Corrupt,
  * truncated, foreign or inconsistent input gives DPGD_EFORMAT. */
 int dpgd_filter_serialize(const dpgd_filter *f, void **buf, size_t *len);
 int dpgd_filter_deserialize(dpgd_filter **out, const void *buf, size_t len);
@@ -328,7 +329,7 @@ int dpgd_acct_delta(const dpgd_accountant *a, dpgd_acct_method m, double eps,
 const char *dpgd_acct_exact_note(void);
 
 /* Serialisation for checkpoints: a versioned, checksummed byte string.
- * dpgd_acct_serialize allocates *buf (free with free()). */
+ * dpgd_acct_serialize allocates *buf (free it with dpgd_free). */
 int dpgd_acct_serialize(const dpgd_accountant *a, void **buf, size_t *len);
 int dpgd_acct_deserialize(dpgd_accountant **out, const void *buf, size_t len);
 

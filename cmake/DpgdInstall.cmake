@@ -50,10 +50,11 @@ set_target_properties(dpgd_static PROPERTIES
   OUTPUT_NAME dpgd EXPORT_NAME dpgd_static LINKER_LANGUAGE C
   ARCHIVE_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/lib)
 target_link_libraries(dpgd_shared PRIVATE ${_dpgd_deps})
+# The version script (made below from the public headers) exports exactly the functions
+# they declare: the helpers the library folders share between their files stay local.
 target_link_options(dpgd_shared PRIVATE
-                    LINKER:--version-script=${CMAKE_CURRENT_LIST_DIR}/libdpgd.map)
-set_property(TARGET dpgd_shared APPEND PROPERTY LINK_DEPENDS
-             ${CMAKE_CURRENT_LIST_DIR}/libdpgd.map)
+                    LINKER:--version-script=${CMAKE_BINARY_DIR}/libdpgd.map)
+set_property(TARGET dpgd_shared APPEND PROPERTY LINK_DEPENDS ${CMAKE_BINARY_DIR}/libdpgd.map)
 # A dependency missing from the list above fails the build here, not in a user's link.
 # (Sanitizer runtimes are resolved by the executable, so not with them.)
 if(NOT DPGD_SANITIZE AND NOT DPGD_FUZZ)
@@ -88,7 +89,20 @@ foreach(h IN LISTS DPGD_PUBLIC_HEADERS)
   endforeach()
   list(APPEND _dpgd_headers ${_path})
   string(APPEND DPGD_UMBRELLA_INCLUDES "#include \"${h}\"\n")
+  # Every dpgd_ name followed by "(" is a function the header declares (types and
+  # macros are upper case or not followed by a parenthesis).
+  file(READ ${_path} _text)
+  string(REGEX MATCHALL "dpgd_[a-z0-9_]+[ \t\n]*\\(" _decls "${_text}")
+  foreach(d IN LISTS _decls)
+    string(REGEX REPLACE "[ \t\n]*\\($" "" d "${d}")
+    list(APPEND _dpgd_api ${d})
+  endforeach()
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${_path})
 endforeach()
+list(REMOVE_DUPLICATES _dpgd_api)
+list(SORT _dpgd_api)
+list(JOIN _dpgd_api ";\n    " _dpgd_api_text)
+configure_file(${CMAKE_CURRENT_LIST_DIR}/libdpgd.map.in ${CMAKE_BINARY_DIR}/libdpgd.map @ONLY)
 configure_file(${CMAKE_CURRENT_LIST_DIR}/dpgd.h.in ${CMAKE_BINARY_DIR}/include/dpgd/dpgd.h
                @ONLY)
 install(FILES ${CMAKE_BINARY_DIR}/include/dpgd/dpgd.h ${_dpgd_headers}
@@ -136,11 +150,13 @@ endforeach()
 # The prefix is the one given at install time (cmake --install --prefix P), so the file
 # is configured twice: here with everything else, then by the install step.
 set(DPGD_PC_PREFIX "@DPGD_PC_PREFIX@")
-configure_file(${CMAKE_CURRENT_LIST_DIR}/dpgd.pc.in ${CMAKE_BINARY_DIR}/dpgd.pc.in @ONLY)
-install(CODE "
-  set(DPGD_PC_PREFIX \"\${CMAKE_INSTALL_PREFIX}\")
-  configure_file(\"${CMAKE_BINARY_DIR}/dpgd.pc.in\" \"${CMAKE_BINARY_DIR}/dpgd.pc\" @ONLY)")
-install(FILES ${CMAKE_BINARY_DIR}/dpgd.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+foreach(pc IN ITEMS dpgd dpgd-static)
+  configure_file(${CMAKE_CURRENT_LIST_DIR}/${pc}.pc.in ${CMAKE_BINARY_DIR}/${pc}.pc.in @ONLY)
+  install(CODE "
+    set(DPGD_PC_PREFIX \"\${CMAKE_INSTALL_PREFIX}\")
+    configure_file(\"${CMAKE_BINARY_DIR}/${pc}.pc.in\" \"${CMAKE_BINARY_DIR}/${pc}.pc\" @ONLY)")
+  install(FILES ${CMAKE_BINARY_DIR}/${pc}.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+endforeach()
 
 # ---- Man page: the text of `dpgd --help` and of every `dpgd CMD --help`, in roff ------------
 if(NOT CMAKE_CROSSCOMPILING)

@@ -32,6 +32,15 @@ int dpgd_path_is_dir(const char *path);
  * *buf is NULL and *len 0. */
 int dpgd_file_slurp(char **buf, size_t *len, const char *path);
 
+/* ===== Memory ======================================================================= */
+
+/* Frees a buffer that libdpgd allocated and handed to its caller (dpgd_acct_serialize,
+ * dpgd_filter_serialize, dpgd_ledger_save, ...). Callers whose allocator may differ from
+ * the library's (a program linked with jemalloc or tcmalloc, a language binding, a
+ * sanitizer runtime) must free such buffers with this, not with their own free().
+ * dpgd_free(NULL) is a no-op. */
+void dpgd_free(void *p);
+
 /* ===== Checksums ==================================================================== */
 
 /* CRC-32 (IEEE 802.3, reflected polynomial 0xEDB88320): the zlib and PNG checksum. */

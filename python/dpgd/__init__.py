@@ -26,9 +26,20 @@ _LAZY = {"Filter": "filter", "PrivateSum": "training", "train": "training"}
 def __getattr__(name):
     if name in _LAZY:
         import importlib
+        try:
+            import numpy  # noqa: F401  (the array-taking parts need it)
+        except ImportError:
+            raise ImportError("dpgd.%s needs numpy: pip install numpy (Debian: apt-get "
+                              "install python3-numpy); the accountant works without it"
+                              % name) from None
         mod = importlib.import_module("." + _LAZY[name], __name__)
         return getattr(mod, name)
     raise AttributeError("module 'dpgd' has no attribute %r" % (name,))
+
+
+def __dir__():
+    """Every public name, the lazily loaded ones (Filter, PrivateSum, train) included."""
+    return sorted(set(globals()) | set(__all__))
 
 __all__ = ["Error", "METHODS", "Accountant", "AccountResult", "CalibrationResult",
            "MethodResult", "Gaussian", "Laplace", "RandomizedResponse", "Discrete",

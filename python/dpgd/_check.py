@@ -60,3 +60,21 @@ def array(name, a, dtype, shape):
         want = "(" + ", ".join("*" if s is None else str(s) for s in shape) + ")"
         raise Error("%s has shape %s, want %s" % (name, arr.shape, want))
     return np.ascontiguousarray(arr, dtype=dtype)
+
+
+def reals(name, a):
+    """A ctypes array of doubles from a sequence of real numbers, without numpy (a numpy
+    array is a sequence too). Non-real entries and nested sequences are refused."""
+    import ctypes
+    try:
+        items = list(a)
+    except TypeError:
+        raise Error("%s must be a sequence of real numbers (got %r)" % (name, a))
+    out = (ctypes.c_double * len(items))()
+    for i, v in enumerate(items):
+        if hasattr(v, "item") and not hasattr(v, "__len__"):
+            v = v.item()  # a numpy scalar
+        if isinstance(v, bool) or not isinstance(v, numbers.Real):
+            raise Error("%s[%d] must be a real number (got %r)" % (name, i, v))
+        out[i] = float(v)
+    return out

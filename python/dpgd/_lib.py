@@ -1,8 +1,11 @@
 """Loading libdpgd and declaring the C functions the package calls (ctypes).
 
 The library is looked up, in order, at the path in the environment variable DPGD_LIB,
-in the build tree beside this package (build/lib/libdpgd.so of the repository that
-holds python/dpgd), and by the system's library search (an installed libdpgd.so.0).
+inside this package (a wheel from `pip install .` carries dpgd/libdpgd.so.0), in the
+prefix this package was installed into by `cmake --install` (PREFIX/lib/libdpgd.so.0
+beside PREFIX/lib/python3.X/site-packages/dpgd), in the build tree beside this package
+(build/lib/libdpgd.so of the repository that holds python/dpgd), and by the system's
+library search (an installed libdpgd.so.0).
 Every number the package returns comes from these C functions; nothing of the
 accountant, the filter or the trainer is implemented again in Python.
 """
@@ -32,7 +35,12 @@ def _candidates():
     if env:
         return [env]
     here = os.path.dirname(os.path.abspath(__file__))
-    out = [os.path.normpath(os.path.join(here, "..", "..", "build", "lib", "libdpgd.so"))]
+    out = [os.path.join(here, "libdpgd.so.0")]
+    site = os.path.dirname(here)
+    if os.path.basename(site) in ("site-packages", "dist-packages"):
+        # PREFIX/lib/python3.X/site-packages/dpgd -> PREFIX/lib/libdpgd.so.0
+        out.append(os.path.normpath(os.path.join(site, "..", "..", "libdpgd.so.0")))
+    out.append(os.path.normpath(os.path.join(here, "..", "..", "build", "lib", "libdpgd.so")))
     found = ctypes.util.find_library("dpgd")
     if found:
         out.append(found)
@@ -108,6 +116,7 @@ _PROTOS = {
     # accountant
     "dpgd_acct_method_name": (_S, [_I]),
     "dpgd_acct_alloc": (_P, []),
+    "dpgd_free": (None, [ctypes.c_void_p]),
     "dpgd_acct_free": (None, [_P]),
     "dpgd_acct_add_gaussian": (_I, [_P, _D, _U64]),
     "dpgd_acct_add_laplace": (_I, [_P, _D, _U64]),
@@ -173,11 +182,10 @@ for _name, (_res, _args) in _PROTOS.items():
     _f.restype = _res
     _f.argtypes = _args
 
-# free() of the C library, for the buffers dpgd_*_serialize allocates.
-_libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-c_free = _libc.free
-c_free.argtypes = [ctypes.c_void_p]
-c_free.restype = None
+# The buffers dpgd_*_serialize allocates are freed by the library's own allocator
+# (dpgd_free), never by this process's free(): under a preloaded allocator (jemalloc)
+# or a sanitizer runtime the two differ.
+c_free = lib.dpgd_free
 
 
 def last_error(status):

@@ -105,17 +105,17 @@ class Discrete(Mechanism):
 
     def __init__(self, p, q, count=1):
         super().__init__(count)
-        import numpy as np
-        self.p = _check.array("p", p, np.float64, (None,))
-        self.q = _check.array("q", q, np.float64, (None,))
+        # Plain sequences or numpy arrays: the accountant needs no numpy.
+        self.p = _check.reals("p", p)
+        self.q = _check.reals("q", q)
         if len(self.p) != len(self.q):
             raise Error("Discrete: p has %d outcomes but q has %d" % (len(self.p), len(self.q)))
         if len(self.p) == 0:
             raise Error("Discrete: p and q need at least one outcome")
 
     def _add(self, acct):
-        call(lib.dpgd_acct_add_discrete, acct, self.p.ctypes.data_as(c_double_p),
-             self.q.ctypes.data_as(c_double_p), len(self.p), self.count)
+        call(lib.dpgd_acct_add_discrete, acct, ctypes.cast(self.p, c_double_p),
+             ctypes.cast(self.q, c_double_p), len(self.p), self.count)
 
 
 class Subsampled(Mechanism):

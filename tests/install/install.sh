@@ -25,7 +25,7 @@ INC=$P/include/dpgd
 # ---- What is installed -----------------------------------------------------------------
 checks=$((checks + 1))
 for f in "$P/bin/dpgd" "$INC/dpgd.h" "$LIB/libdpgd.so.$VERSION" "$LIB/libdpgd.a" \
-         "$LIB/cmake/dpgd/dpgdConfig.cmake" "$LIB/cmake/dpgd/dpgdConfigVersion.cmake" \
+         "$LIB/pkgconfig/dpgd-static.pc" "$LIB/cmake/dpgd/dpgdConfig.cmake" "$LIB/cmake/dpgd/dpgdConfigVersion.cmake" \
          "$P/share/doc/dpgd/LICENSE" "$P/share/doc/dpgd/CHANGELOG.md"; do
   [ -s "$f" ] || fail "not installed: ${f#"$P"/}"
 done
@@ -47,6 +47,14 @@ done
 checks=$((checks + 1))
 other=$(nm -D --defined-only "$LIB/libdpgd.so" | awk '$3 !~ /^dpgd_/ { print $3 }' | head -5)
 [ -z "$other" ] || fail "libdpgd.so exports symbols outside dpgd_: $other"
+
+# Every exported function is declared in an installed public header: nothing internal
+# is reachable from outside (the version script is made from the headers).
+for sym in $(nm -D --defined-only "$LIB/libdpgd.so" | awk '{ print $3 }'); do
+  checks=$((checks + 1))
+  grep -qE "(^|[^a-z0-9_])$sym[[:space:]]*\(" "$INC"/*.h ||
+    fail "libdpgd.so exports $sym, which no installed header declares"
+done
 
 # ---- One version everywhere -----------------------------------------------------------------
 export PKG_CONFIG_PATH=$LIB/pkgconfig
@@ -93,21 +101,21 @@ run_outside() {
   [ -s "$TMP/run-$1/summary.json" ] || fail "$1: no summary.json in the run directory"
 }
 
-# pkg-config, shared: the program needs libdpgd.so.0 from the prefix.
+# pkg-config, shared, with the documentation's own line (nothing added but the rpath the
+# prefix needs): the program needs libdpgd.so.0 from the prefix.
 # shellcheck disable=SC2046,SC2086
 expect_ok "pkg-config shared: build" $CC $CFLAGS -o "$TMP/outside-pc" "$TMP/src/outside.c" \
-  $(pkg-config --cflags --libs dpgd) -lm -Wl,-rpath,"$LIB"
+  $(pkg-config --cflags --libs dpgd) -Wl,-rpath,"$LIB"
 checks=$((checks + 1))
 ldd "$TMP/outside-pc" | grep -q "libdpgd.so.0 => $LIB/libdpgd.so.0" ||
   fail "pkg-config shared: libdpgd.so.0 is not the installed one: $(ldd "$TMP/outside-pc" | grep dpgd)"
 run_outside pc-shared "$TMP/outside-pc"
 
-# pkg-config, static libdpgd (its dependencies stay shared): Libs.private and
-# Requires.private must name everything libdpgd.a needs.
-libs=$(pkg-config --static --libs dpgd | sed 's/-ldpgd/-Wl,-Bstatic -ldpgd -Wl,-Bdynamic/')
+# pkg-config, static libdpgd (its dependencies stay shared), the documentation's line:
+# the dpgd-static module must name everything libdpgd.a needs.
 # shellcheck disable=SC2046,SC2086
 expect_ok "pkg-config static: build" $CC $CFLAGS -o "$TMP/outside-pc-static" \
-  "$TMP/src/outside.c" $(pkg-config --cflags dpgd) $libs -lm
+  "$TMP/src/outside.c" $(pkg-config --cflags --libs dpgd-static)
 checks=$((checks + 1))
 ! readelf -d "$TMP/outside-pc-static" | grep -q 'libdpgd' || fail "pkg-config static: links libdpgd.so"
 checks=$((checks + 1))
