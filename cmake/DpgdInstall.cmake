@@ -170,5 +170,27 @@ if(NOT CMAKE_CROSSCOMPILING)
   install(FILES ${CMAKE_BINARY_DIR}/dpgd.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
 endif()
 
+# ---- The Python package, into the prefix's site-packages ---------------------------------
+# PREFIX/lib/python3.X/site-packages/dpgd (the posix_prefix scheme's purelib, relative to
+# the prefix); dpgd/_lib.py finds PREFIX/lib/libdpgd.so.0 from there. Users add that
+# folder to PYTHONPATH when the prefix is not one the interpreter searches.
+option(DPGD_PYTHON_INSTALL "cmake --install also installs the Python package" ON)
+if(DPGD_PYTHON_INSTALL)
+  find_package(Python3 COMPONENTS Interpreter)
+  if(Python3_FOUND)
+    execute_process(COMMAND ${Python3_EXECUTABLE} -c
+      "import sysconfig; print(sysconfig.get_path('purelib', 'posix_prefix', vars={'base': '', 'platbase': ''}).lstrip('/'))"
+      OUTPUT_VARIABLE _site OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE _rc)
+  endif()
+  if(Python3_FOUND AND _rc EQUAL 0 AND _site)
+    set(DPGD_PYTHON_SITEDIR ${_site} CACHE STRING
+        "Where cmake --install puts the Python package dpgd, relative to the prefix")
+    install(DIRECTORY ${CMAKE_SOURCE_DIR}/python/dpgd DESTINATION ${DPGD_PYTHON_SITEDIR}
+            FILES_MATCHING PATTERN "*.py" PATTERN "__pycache__" EXCLUDE)
+  else()
+    message(STATUS "dpgd: no python3: cmake --install leaves the Python package out")
+  endif()
+endif()
+
 install(FILES ${CMAKE_SOURCE_DIR}/LICENSE ${CMAKE_SOURCE_DIR}/CHANGELOG.md
         DESTINATION ${CMAKE_INSTALL_DOCDIR})

@@ -56,6 +56,25 @@ for sym in $(nm -D --defined-only "$LIB/libdpgd.so" | awk '{ print $3 }'); do
     fail "libdpgd.so exports $sym, which no installed header declares"
 done
 
+# ---- The Python package in the prefix's site-packages, finding the prefix's library ---------
+SITE=$(find "$P" -path '*/site-packages/dpgd/__init__.py' | head -1)
+checks=$((checks + 1))
+if [ -z "$SITE" ]; then
+  fail "not installed: lib/python3.X/site-packages/dpgd"
+else
+  case ${DPGD_SANITIZE:-OFF} in
+    ON | TRUE | 1) echo "note: sanitizer build, the installed Python package is not imported" ;;
+    *)
+      expect_ok "python: import installed dpgd" env -u DPGD_LIB \
+        PYTHONPATH="$(dirname "$(dirname "$SITE")")" python3 -c 'import dpgd
+print(dpgd.library_path)
+print(dpgd.account([dpgd.Gaussian(sigma=170, count=112)], delta=1e-5).exact.value)'
+      expect_out "python: the prefix's library" "^$LIB/libdpgd.so.0\$"
+      expect_out "python: account" "^0\.20"
+      ;;
+  esac
+fi
+
 # ---- One version everywhere -----------------------------------------------------------------
 export PKG_CONFIG_PATH=$LIB/pkgconfig
 expect_ok "dpgd --version" "$P/bin/dpgd" --version
