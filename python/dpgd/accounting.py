@@ -388,8 +388,8 @@ class AccountResult:
 
     def __str__(self):
         what = "delta" if self.given == "epsilon" else "eps"
-        lines = ["releases     %d in %d entries%s" % (
-            self.releases, self.entries,
+        lines = ["releases     %d in %d %s%s" % (
+            self.releases, self.entries, "entry" if self.entries == 1 else "entries",
             "" if self.gdp_mu is None else " (Gaussian only: mu = %.10g)" % self.gdp_mu),
             "%-12s %.10g" % (self.given, self.x)]
         if self.relation:

@@ -31,7 +31,7 @@ PYEOF
 
 # Table, 420 Gaussian steps at sigma 100 (mu = sqrt(420)/100).
 expect_ok gauss "$DPGD" account --gaussian sigma=100,count=420 --delta 1e-5
-expect_out gauss-head '^releases +420 in 1 entries \(Gaussian only: mu = 0\.20493901'
+expect_out gauss-head '^releases +420 in 1 entry \(Gaussian only: mu = 0\.20493901'
 py gauss-values '
 mu = math.sqrt(420) / 100
 e = float(row("exact")[1]); ref = gdp_eps(mu, 1e-5)
@@ -219,4 +219,18 @@ expect_fail cal-zero-steps '--steps must be >= 1' $C --epsilon 1 --steps 0
 expect_fail cal-bad-steps "--steps: 'ten' is not a non-negative integer" $C --epsilon 1 --steps ten
 expect_fail cal-budget-laplace 'no requested method could calibrate' \
   $C --epsilon 1 --sigma 2 --clip 1 --laplace b=1 --method exact
+
+# Messages a new user meets: an unknown option at the end of the line is unknown (not
+# "needs a value"), a space instead of a comma in a mechanism says so, one entry is
+# "1 entry".
+expect_fail unknown-last "unknown option '--bogus'" $A --gaussian sigma=2 --delta 1e-5 --bogus
+expect_fail cal-unknown-last "unknown option '--frob'" $C --epsilon 1 --steps 3 --frob
+expect_fail space-arg "'count=3' is not an option: a mechanism's keys are separated by commas" \
+  $A --gaussian sigma=2 count=3 --delta 1e-5
+expect_fail space-in-spec "keys are separated by commas, not spaces" \
+  $A --gaussian "sigma=2 count=3" --delta 1e-5
+expect_ok space-after-comma $A --gaussian "sigma=2, count=3" --delta 1e-5
+expect_out space-after-comma "^releases +3 in 1 entry "
+expect_ok two-entries $A --gaussian sigma=2,count=3 --laplace b=4 --delta 1e-5
+expect_out two-entries "^releases +4 in 2 entries"
 finish

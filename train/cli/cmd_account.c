@@ -90,6 +90,13 @@ static int parse_kv(const char *flag, char *spec, kv *kvs, size_t n)
       return 1;
     }
     *eq = '\0';
+    while (*tok == ' ') tok++; /* "sigma=1, count=2": a space after the comma is fine */
+    if (strchr(eq + 1, ' ') && strchr(eq + 1, '=')) {
+      dpgd_cli_error("%s: '%s=%s': keys are separated by commas, not spaces "
+                     "(sigma=1,count=2)",
+                     flag, tok, eq + 1);
+      return 1;
+    }
     size_t i = 0;
     while (i < n && strcmp(kvs[i].key, tok)) i++;
     if (i == n) {
@@ -332,9 +339,21 @@ typedef struct {
   unsigned methods;
 } options;
 
-/* Flag value: argv[i + 1] or an error naming the flag. */
+/* Flag value: argv[i + 1] or an error naming the flag (an unknown flag is named as
+ * unknown, also at the end of the line). */
 static const char *value_of(const options *o, int argc, char **argv, int i)
 {
+  static const char *const known[] = {"--epsilon", "--delta",  "--sigma",
+                                      "--clip",    "--steps", "--method"};
+  size_t k = 0, n = sizeof known / sizeof known[0];
+  while (k < n && strcmp(argv[i], known[k])) k++;
+  if (k == n && argv[i][0] != '-' && strchr(argv[i], '='))
+    dpgd_cli_usage_error(o->cmd,
+                         "'%s' is not an option: a mechanism's keys are separated by commas, "
+                         "not spaces (--gaussian sigma=1,count=2)",
+                         argv[i]);
+  else if (k == n) dpgd_cli_usage_error(o->cmd, "unknown option '%s'", argv[i]);
+  if (k == n) return NULL;
   if (i + 1 >= argc) {
     dpgd_cli_usage_error(o->cmd, "%s needs a value", argv[i]);
     return NULL;
@@ -568,8 +587,9 @@ int dpgd_cmd_account(int argc, char **argv)
              o.have_eps ? "epsilon" : "delta", o.have_eps ? o.eps : o.delta);
     print_relations(head, sizeof head);
   } else {
-    printf("releases     %llu in %zu entries", (unsigned long long)dpgd_acct_n_releases(o.acc),
-           dpgd_acct_n_entries(o.acc));
+    size_t ne = dpgd_acct_n_entries(o.acc);
+    printf("releases     %llu in %zu %s", (unsigned long long)dpgd_acct_n_releases(o.acc), ne,
+           ne == 1 ? "entry" : "entries");
     if (!isnan(mu)) printf(" (Gaussian only: mu = %.10g)", mu);
     printf("\n");
     print_relations(NULL, 0);
