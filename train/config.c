@@ -28,7 +28,8 @@ enum {
   /* Left out of the hash while at its default (0, or the first name), so that a config
    * that does not use the key hashes as it would without it and the checkpoints of such
    * runs stay resumable across versions that know the key. */
-  HASH_IF_SET = 1 << 6
+  HASH_IF_SET = 1 << 6,
+  ZERO_OK = 1 << 7 /* with ZERO_UNSET: 0 may also be written, meaning "not given" */
 };
 
 typedef struct {
@@ -96,8 +97,9 @@ static const key_spec schema[] = {
     {KEY(train, batch_size), T_SIZE, "0", NULL, HASH_IF_SET,
      "subset: m points per step, 1 <= m <= n, sampled without replacement; the noisy sum "
      "is divided by m (public); accounted by an RDP bound (accounting/SAMPLING.md)"},
-    {KEY(train, epochs), T_DOUBLE, "0", NULL, GT0 | ZERO_UNSET | HASH_IF_SET,
-     "poisson: train.steps = ceil(epochs / sample_rate) when train.steps is not given"},
+    {KEY(train, epochs), T_DOUBLE, "0", NULL, GT0 | ZERO_UNSET | ZERO_OK | HASH_IF_SET,
+     "poisson: train.steps = ceil(epochs / sample_rate) when train.steps is not given "
+     "(0: not given); --set train.steps=S replaces a file's epochs, and the reverse"},
     {KEY(train, lr), T_DOUBLE, "0.1", NULL, GT0, "learning rate (> 0)"},
     {KEY(train, lr_schedule), T_ENUM, "constant", schedule_names, 0, "constant | cosine"},
     {KEY(train, seed), T_U64, "1", NULL, 0,
@@ -237,7 +239,7 @@ static int parse_double(char *field, const key_spec *k, const char *text, char *
     snprintf(why, whylen, "must be finite (got %s)", text);
     return DPGD_EINVAL;
   }
-  if ((k->flags & GT0) && !(v > 0)) {
+  if ((k->flags & GT0) && !(v > 0) && !((k->flags & ZERO_OK) && v == 0)) {
     snprintf(why, whylen, "must be > 0 (got %s)", text);
     return DPGD_EINVAL;
   }
@@ -457,6 +459,11 @@ int dpgd_config_set(dpgd_config *c, const char *assignment)
   if (!k) return DPGD_FAIL(DPGD_EINVAL, "unknown key %s.%s in override", section, key);
   if (parse_value(c, k, eq + 1, why, sizeof why))
     return DPGD_FAIL(DPGD_EINVAL, "%s: %s", k->name, why);
+  /* A run's length is steps or epochs: an override of one replaces the other. */
+  if (k->offset == offsetof(dpgd_config, train_steps) && c->train_steps > 0)
+    c->train_epochs = 0;
+  if (k->offset == offsetof(dpgd_config, train_epochs) && c->train_epochs > 0)
+    c->train_steps = 0;
   return DPGD_OK;
 }
 

@@ -343,7 +343,7 @@ typedef struct {
  * unknown, also at the end of the line). */
 static const char *value_of(const options *o, int argc, char **argv, int i)
 {
-  static const char *const known[] = {"--epsilon", "--delta",  "--sigma",
+  static const char *const known[] = {"--epsilon", "--delta", "--sigma",
                                       "--clip",    "--steps", "--method"};
   size_t k = 0, n = sizeof known / sizeof known[0];
   while (k < n && strcmp(argv[i], known[k])) k++;
