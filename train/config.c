@@ -483,6 +483,13 @@ static int check_ranges_again(const dpgd_config *c)
   if (!(c->privacy_sigma >= 0) || !isfinite(c->privacy_sigma))
     return DPGD_FAIL(DPGD_EINVAL, "%s must be > 0 (got %g)", NAME(privacy_sigma),
                      c->privacy_sigma);
+  /* A step is a 1/sigma-GDP release: its mu^2 = 1/sigma^2 must be a normal double for
+   * the accountant and the filter's odometer, so sigma within [1e-150, 1e150]. */
+  if (c->privacy_sigma != 0 && !(c->privacy_sigma >= 1e-150 && c->privacy_sigma <= 1e150))
+    return DPGD_FAIL(DPGD_EINVAL,
+                     "%s must lie in [1e-150, 1e150] (got %g): a step's mu^2 = 1/sigma^2 "
+                     "would underflow or overflow",
+                     NAME(privacy_sigma), c->privacy_sigma);
   if (!(c->train_lr > 0) || !isfinite(c->train_lr))
     return DPGD_FAIL(DPGD_EINVAL, "%s must be > 0 (got %g)", NAME(train_lr), c->train_lr);
   if (!(c->data_std > 0) || !isfinite(c->data_std))

@@ -251,6 +251,8 @@ static void test_cross_key_rules(void **state)
        "train.sample_rate and train.epochs apply to train.sampling = poisson"},
       {{"train.steps=10", "train.epochs=3", "privacy.sigma=1", NULL},
        "apply to train.sampling = poisson"},
+      {{"privacy.sigma=1e160", NULL}, "privacy.sigma must lie in [1e-150, 1e150]"},
+      {{"privacy.sigma=3e-151", NULL}, "privacy.sigma must lie in [1e-150, 1e150]"},
       {{"train.sampling=poisson", "train.sample_rate=0.1", "privacy.sigma=1", NULL},
        "train.steps must be > 0"},
   };
