@@ -96,15 +96,49 @@ int dpgd_run_load_data(dpgd_dataset **train, dpgd_dataset **test, const dpgd_con
   if (!rc && c->data_validation) return split_validation(*train, test, c->data_validation);
   if (!rc && test)
     rc = load_split(test, dir, "test", c->data_n_test, DPGD_CONFIG_KEY(data_n_test), c);
+  /* The model is evaluated on the test split after training: a split it cannot take is
+   * an error now, before any step is released. */
+  if (!rc && test &&
+      ((*test)->rows != (*train)->rows || (*test)->cols != (*train)->cols ||
+       (*test)->n_classes > (*train)->n_classes))
+    rc = DPGD_FAIL(DPGD_EFORMAT,
+                   "the test split in %s has %zux%zu images and %d classes, the training "
+                   "split %zux%zu and %d: they must match",
+                   dir, (*test)->rows, (*test)->cols, (*test)->n_classes, (*train)->rows,
+                   (*train)->cols, (*train)->n_classes);
+  return rc;
+}
+
+/* What the run would allocate before its first step (model, per-example workspace for
+ * model.chunk and model.threads, reserved for n), allocated and freed: a dry run finds
+ * what a run would fail on. */
+static int dry_alloc(const dpgd_config *c, const dpgd_dataset *train)
+{
+  const dpgd_model_type *t = dpgd_model_type_find(c->model_type);
+  if (!t)
+    return DPGD_FAIL(DPGD_EINVAL, "%s '%s' is not built", DPGD_CONFIG_KEY(model_type),
+                     c->model_type);
+  dpgd_model *m = dpgd_model_alloc(t, (dpgd_activation)c->model_activation, train->rows,
+                                   train->cols, train->n_classes);
+  dpgd_grad_ws *ws = m ? dpgd_grad_ws_alloc(m, c->model_chunk, c->model_threads) : NULL;
+  int rc = ws ? dpgd_run_set_leaf_span(ws, c, train->n) : DPGD_OK;
+  if (!rc && ws) rc = dpgd_grad_ws_reserve(ws, train->n);
+  if (!rc && !ws)
+    rc = DPGD_FAIL(DPGD_ENOMEM, "no memory for the training state (n = %zu, %s = %zu)",
+                   train->n, DPGD_CONFIG_KEY(model_chunk), c->model_chunk);
+  dpgd_grad_ws_free(ws);
+  dpgd_model_free(m);
   return rc;
 }
 
 int dpgd_run_dry(dpgd_plan *p, const dpgd_config *c)
 {
-  dpgd_dataset *train = NULL;
-  int rc = dpgd_run_load_data(&train, NULL, c);
+  dpgd_dataset *train = NULL, *test = NULL;
+  int rc = dpgd_run_load_data(&train, &test, c);
   if (!rc) rc = dpgd_plan_make(p, c, train->n);
+  if (!rc) rc = dry_alloc(c, train);
   dpgd_data_free(train);
+  dpgd_data_free(test);
   return rc;
 }
 
