@@ -118,11 +118,15 @@ static int holds_dataset(const char *dir)
 
 static int choose(char *buf, size_t buflen, const char *dir, const char *from)
 {
+  /* Fashion-MNIST's usual place is the one Debian's package makes: say how to get it. */
+  static const char fashion[] = "/usr/share/datasets/fashion-mnist";
+  size_t lf = sizeof fashion - 1;
+  const char *hint = !strncmp(dir, fashion, lf) && (dir[lf] == '\0' || dir[lf] == '/')
+                         ? " (apt-get install dataset-fashion-mnist installs it there)"
+                         : "";
   if (!dpgd_path_is_dir(dir))
-    return DPGD_FAIL(DPGD_EIO,
-                     "data directory %s (%s) does not exist or is not a "
-                     "directory",
-                     dir, from);
+    return DPGD_FAIL(DPGD_EIO, "data directory %s (%s) does not exist or is not a directory%s",
+                     dir, from, hint);
   int w = snprintf(buf, buflen, "%s", dir);
   if (w < 0 || (size_t)w >= buflen)
     return DPGD_FAIL(DPGD_EINVAL, "data directory path too long: %s", dir);

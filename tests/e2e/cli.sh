@@ -14,4 +14,9 @@ expect_out help 'train'
 expect_fail unknown-command "unknown command 'frobnicate'" "$DPGD" frobnicate
 expect_fail no-command 'no command given' "$DPGD"
 
+# A missing Fashion-MNIST folder names the Debian package that installs it.
+expect_fail fashion-missing 'does not exist or is not a directory \(apt-get install dataset-fashion-mnist' \
+  "$DPGD" train --config "$DPGD_SOURCE_DIR/configs/fashion-softmax.ini" \
+  --set data.dir=/usr/share/datasets/fashion-mnist/not-here --dry-run
+
 finish
