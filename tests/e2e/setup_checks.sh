@@ -46,4 +46,11 @@ checks=$((checks + 1))
 [ ! -e "$TMP/run2/metrics.csv" ] || fail "a step was released before the workspace was allocated"
 # The same settings with a chunk that fits dry-run fine.
 expect_ok "normal dry run" "$DPGD" train "${SET[@]}" --set data.dir="$MNIST" --dry-run
+
+# A filtered DP-SGD dry run prints two guarantees and says which one holds.
+expect_ok "filtered DP-SGD dry run" "$DPGD" train \
+  --config "$DPGD_SOURCE_DIR/configs/dpsgd/mnist-cnn-eps1-filtered.ini" --set data.dir="$MNIST" \
+  --dry-run
+expect_out "filtered DP-SGD dry run" "^guarantee +the filter's eps above, .*both hold, the smaller is the run's guarantee"
+expect_out "filtered DP-SGD dry run" "^  zcdp +n/a \(not offered for subsampled Gaussians"
 finish

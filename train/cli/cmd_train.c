@@ -86,6 +86,13 @@ static void print_guarantee(const dpgd_plan *p)
            p->steps, p->batch_size, p->n, dpgd_round_digits(p->sigma, 6, 1),
            p->queries ? " and the queries" : "", p->delta,
            dpgd_acct_method_name((dpgd_acct_method)p->report_method));
+  else if (p->sampling == DPGD_SAMPLING_POISSON && p->filtered)
+    printf("guarantee   the filter's eps above, and also the composition of %zu "
+           "Poisson-subsampled Gaussians (q = %.6g, sigma = %.6g)%s as if every point were "
+           "charged every step: both hold, the smaller is the run's guarantee; delta = %g; "
+           "eps of the composition by method:\n",
+           p->steps, p->sample_rate, dpgd_round_digits(p->sigma, 6, 1),
+           p->queries ? " and the queries" : "", p->delta);
   else if (p->sampling == DPGD_SAMPLING_POISSON)
     printf("guarantee   %zu Poisson-subsampled Gaussians (q = %.6g, sigma = %.6g)%s, delta = "
            "%g; eps by method:\n",
@@ -145,6 +152,10 @@ static void print_plan(const dpgd_plan *p, const dpgd_config *c)
     else if (p->sampling == DPGD_SAMPLING_SUBSET && m <= DPGD_ACCT_ZCDP)
       printf("  %-12s n/a (no dominating pair is known for subset sampling under replace-one "
              "neighbours; the rdp_* rows are upper bounds)\n",
+             name);
+    else if (p->sampling == DPGD_SAMPLING_POISSON && m == DPGD_ACCT_ZCDP)
+      printf("  %-12s n/a (not offered for subsampled Gaussians: the rdp_* rows carry the "
+             "amplification by sampling)\n",
              name);
     else
       printf("  %-12s n/a (%s)\n", name,
