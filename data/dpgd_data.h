@@ -90,6 +90,12 @@ int dpgd_data_png_read_sparse(dpgd_dataset **out, size_t **index /* (n) */,
 int dpgd_data_png_read_files(dpgd_dataset **out, const char *const *paths /* (n) */, size_t n,
                              int n_classes);
 
+/* Writes example i of ds as an 8-bit grayscale PNG at path (through path.tmp and a
+ * rename), the format dpgd_data_png_read_files reads: images to classify, made from an
+ * IDX dataset (`dpgd data png`). DPGD_EINVAL for an example that does not exist,
+ * DPGD_EIO naming the file when it cannot be written. */
+int dpgd_data_png_write(const char *path, const dpgd_dataset *ds, size_t i);
+
 /* ---- Dataset directories ------------------------------------------------------ */
 
 enum { DPGD_DATA_IDX = 1, DPGD_DATA_PNG = 2 };

@@ -53,4 +53,21 @@ expect_ok "filtered DP-SGD dry run" "$DPGD" train \
   --dry-run
 expect_out "filtered DP-SGD dry run" "^guarantee +the filter's eps above, .*both hold, the smaller is the run's guarantee"
 expect_out "filtered DP-SGD dry run" "^  zcdp +n/a \(not offered for subsampled Gaussians"
+
+# dpgd data png makes images for dpgd predict from the IDX data: written, labelled, read
+# back by predict with the same pixels (a model trained on MNIST classifies them).
+expect_ok "data png" "$DPGD" data png "$MNIST" --first 5 --count 3 --out "$TMP/digits"
+expect_out "data png" "^$TMP/digits/test-5\.png  label [0-9]\$"
+expect_out "data png" "^$TMP/digits/test-7\.png  label [0-9]\$"
+checks=$((checks + 1))
+[ "$(ls "$TMP/digits" | wc -l)" -eq 3 ] || fail "data png: not 3 files: $(ls "$TMP/digits")"
+expect_ok "train for predict" "$DPGD" train "${SET[@]}" --set data.dir="$MNIST" --quiet \
+  --out "$TMP/run3"
+expect_ok "predict the PNGs" "$DPGD" predict --model "$TMP/run3/model.bin" "$TMP"/digits/*.png
+expect_out "predict the PNGs" "test-6\.png: class [0-9]  p 0:"
+expect_fail "data png: bad split" "--split must be train or test" \
+  "$DPGD" data png "$MNIST" --split valid --out "$TMP/d2"
+expect_fail "data png: past the end" "do not exist: the test split has 10000" \
+  "$DPGD" data png "$MNIST" --first 9999 --count 2 --out "$TMP/d2"
+expect_fail "data png: no out" "needs --out FOLDER" "$DPGD" data png "$MNIST"
 finish

@@ -12,7 +12,10 @@
 static void usage(FILE *f)
 {
   fprintf(f,
-          "usage: dpgd data info [--sparse] [--classes K] DIR|FILE\n\n"
+          "usage: dpgd data info [--sparse] [--classes K] DIR|FILE\n"
+          "       dpgd data png DIR [--split train|test] [--first I] [--count N] --out "
+          "FOLDER\n\n"
+          "data png writes examples as PNG files for 'dpgd predict' (dpgd data png --help).\n\n"
           "Prints the number of examples, image size, class histogram and pixel mean/std\n"
           "(of p/255, over all pixels) of a dataset.\n\n"
           "  DIR    a dataset directory: both splits, train and test, each either the IDX\n"
@@ -127,8 +130,9 @@ int dpgd_cmd_data(int argc, char **argv)
     usage(stdout);
     return DPGD_EXIT_OK;
   }
+  if (!strcmp(argv[1], "png")) return dpgd_cmd_data_png(argc, argv);
   if (strcmp(argv[1], "info") != 0)
-    return dpgd_cli_usage_error("data", "unknown data command '%s'", argv[1]);
+    return dpgd_cli_usage_error("data", "unknown data command '%s' (info, png)", argv[1]);
   if (dpgd_cli_wants_help(argc - 1, argv + 1)) {
     usage(stdout);
     return DPGD_EXIT_OK;

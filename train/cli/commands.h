@@ -15,12 +15,13 @@ dpgd_cmd_fn dpgd_cmd_calibrate; /* cmd_account.c */
 /* cmd_account_iter.c: 'dpgd account --iteration', chosen when argv has that flag. */
 dpgd_cmd_fn dpgd_cmd_account_iteration;
 int dpgd_cmd_account_wants_iteration(int argc, char **argv);
-dpgd_cmd_fn dpgd_cmd_queries; /* cmd_queries.c */
-dpgd_cmd_fn dpgd_cmd_plot;    /* cmd_plot.c */
-dpgd_cmd_fn dpgd_cmd_sweep;   /* cmd_plot.c    */
-dpgd_cmd_fn dpgd_cmd_data;    /* cmd_data.c */
-dpgd_cmd_fn dpgd_cmd_bench;   /* cmd_bench.c */
-dpgd_cmd_fn dpgd_cmd_audit;   /* cmd_audit.c */
+dpgd_cmd_fn dpgd_cmd_queries;  /* cmd_queries.c */
+dpgd_cmd_fn dpgd_cmd_plot;     /* cmd_plot.c */
+dpgd_cmd_fn dpgd_cmd_sweep;    /* cmd_plot.c    */
+dpgd_cmd_fn dpgd_cmd_data;     /* cmd_data.c */
+dpgd_cmd_fn dpgd_cmd_data_png; /* cmd_data_png.c: 'dpgd data png' */
+dpgd_cmd_fn dpgd_cmd_bench;    /* cmd_bench.c */
+dpgd_cmd_fn dpgd_cmd_audit;    /* cmd_audit.c */
 /* 'dpgd audit' with the noise of the run scaled by noise_scale (< 1: a planted bug).
  * Only the test-only program tests/train/audit_planted.c passes anything but 1: the
  * dpgd binary has no way to plant it. */
