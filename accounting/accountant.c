@@ -1,5 +1,6 @@
 /* accountant.c -- the accountant object: a symbolic list of (mechanism, count) entries
- * (MATH.md section 3), with input validation and merging of consecutive equal entries. */
+ * (docs/MATH.md "Mechanisms"), with input validation and merging of consecutive equal
+ * entries. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -140,7 +140,7 @@ struct dpgd_accountant {
 #define ACCT_PLD_BLOCK 64
 #define ACCT_PLD_N_LAMBDA 40
 
-/* ---- gdp.c: the Gaussian curve (MATH.md section 2) ---- */
+/* ---- gdp.c: the Gaussian curve (docs/MATH.md "The Gaussian curve") ---- */
 /* log delta(eps) of mu-GDP (-inf if 0) with a bound on the absolute error of the log;
  * and delta itself already rounded up by its error bound (*err gets what was added). */
 double dpgd_acct_gdp_log_delta_e(double mu, double eps, double *err);
@@ -166,7 +166,7 @@ double dpgd_acct_gauss_mu2(const dpgd_accountant *a); /* sum count mu^2 of Gauss
 /* Adds the entry as is (merging with the last one when equal); used by deserialise. */
 int dpgd_acct_push(dpgd_accountant *a, const acct_entry *en);
 
-/* ---- rdp.c: RDP curves and conversions (MATH.md section 4) ---- */
+/* ---- rdp.c: RDP curves and conversions (docs/MATH.md "RDP and zCDP") ---- */
 /* Composed RDP eps_hat(alpha); +inf if not finite; alpha > 1. */
 double dpgd_acct_rdp_curve(const dpgd_accountant *a, double alpha);
 int dpgd_acct_rdp_epsilon(const dpgd_accountant *a, dpgd_acct_method m, double delta,
@@ -178,7 +178,7 @@ double dpgd_acct_rdp_conv_classic(double alpha, double zeta, double delta);
 double dpgd_acct_rdp_conv_balle(double alpha, double zeta, double delta);
 int dpgd_acct_rdp_conv_optimal(double alpha, double zeta, double delta, double *eps);
 
-/* ---- cf.c: characteristic-function accounting (MATH.md section 3) ---- */
+/* ---- cf.c: characteristic-function accounting (docs/MATH.md "Exact accounting") ---- */
 /* log M(s) of the whole composition in direction dir (0: as given / remove pair,
  * 1: the reversed pair / add pair), at complex s. */
 double complex dpgd_acct_log_mgf(const dpgd_accountant *a, int dir, double complex s);

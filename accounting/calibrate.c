@@ -1,4 +1,4 @@
-/* calibrate.c -- noise and budget calibration (MATH.md section 5): bracket and solve
+/* calibrate.c -- noise and budget calibration (docs/MATH.md "Calibration"): bracket and solve
  * with GSL's Brent on a monotone eps(delta), then verify the rounded answer against the
  * target and step it in the private direction (sigma up, B_norm down) until it holds. */
 #include <math.h>

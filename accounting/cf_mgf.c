@@ -1,7 +1,8 @@
 /* cf_mgf.c -- the moment functions M(s) = E[e^{s L}] of every mechanism in the
- * characteristic-function accountant (MATH.md section 3): the subsampled Gaussian's as a
- * 1-D integral over the output, Laplace, randomized response and discrete pairs as atoms
- * or closed forms, and their composition (dpgd_acct_log_mgf). Overview: cf_internal.h. */
+ * characteristic-function accountant (docs/MATH.md "Mechanisms"): the subsampled
+ * Gaussian's as a 1-D integral over the output, Laplace, randomized response and discrete
+ * pairs as atoms or closed forms, and their composition (dpgd_acct_log_mgf). Overview:
+ * cf_internal.h. */
 #include <float.h>
 #include <math.h>
 #include <pthread.h>

@@ -1,10 +1,11 @@
-/* dpgd_accounting.h -- the accountant library (MATH.md sections 2-5).
+/* dpgd_accounting.h -- the accountant library (formulas, sources, tests: docs/MATH.md).
  * Depends on GSL and nothing else of ours but dpgd_error.h.
  *
  * An accountant keeps a composition symbolically as a list of (mechanism, count) and
  * answers eps(delta) / delta(eps) on demand under each method:
  *   exact       characteristic-function accounting (closed form for pure-Gaussian
- *               compositions, MATH.md section 2; inversion formula B, A as fallback);
+ *               compositions, docs/MATH.md "The Gaussian curve"; inversion formula B,
+ *               A as fallback, docs/MATH.md "Exact accounting");
  *               where those fail for Gaussian and subsampled-Gaussian compositions, a
  *               privacy-loss distribution with proven bounds (accounting/PLD.md);
  *   zcdp        rho-zCDP with rho = sum of Gaussian mu^2/2 (Gaussian-only);
@@ -62,7 +63,7 @@ typedef struct {
   double err; /* bound on the numerical error that was added to value (>= 0) */
 } dpgd_acct_value;
 
-/* ---- The Gaussian curve (MATH.md section 2), mu-GDP ---- */
+/* ---- The Gaussian curve (docs/MATH.md "The Gaussian curve"), mu-GDP ---- */
 /* delta(eps) for mu-GDP, log-space second term; rounded up by a few ulps. */
 double dpgd_gdp_delta(double mu, double eps);
 /* Smallest eps >= 0 with delta(eps) <= delta (rounded up). */
@@ -72,7 +73,7 @@ int dpgd_gdp_mu(double eps, double delta, double *mu);
 /* Trade-off curve beta(alpha) = Phi(Phi^{-1}(1 - alpha) - mu). */
 double dpgd_gdp_tradeoff(double mu, double alpha);
 
-/* ---- Per-point odometer of an individual filter (MATH.md section 1) ----
+/* ---- Per-point odometer of an individual filter (docs/MATH.md "Per-point odometer") ----
  * Levels m = 1..levels of level_mu2 (= Delta, GDP mu^2 units) each; a point whose total
  * mu^2 is at most m Delta (and above (m - 1) Delta) is at level m and is reported as
  * sqrt(m Delta)-GDP at delta_m, where the levels share delta: delta_top for the top
@@ -112,7 +113,8 @@ int dpgd_odometer_level(const dpgd_odometer *o, double mu2, size_t *level);
 int dpgd_odometer_report(const dpgd_odometer *o, double mu2, size_t *level, double *mu,
                          double *eps);
 
-/* ---- Individual privacy filter (MATH.md section 1; seed 003, Feldman & Zrnic) ----
+/* ---- Individual privacy filter (docs/MATH.md "The individual filter") ----
+ * Feldman & Zrnic's Algorithms 3 and 7.
  * n points, each with its own privacy loss in one currency, charged by adaptive Gaussian
  * releases; a point whose budget is spent is dropped (cap 0). Currencies:
  *   GDP   one budget B of sum mu^2 (a Gaussian of sensitivity x, noise std sigma costs
@@ -218,9 +220,9 @@ int dpgd_filter_deserialize(dpgd_filter **out, const void *buf, size_t len);
 /* ---- Individual RDP filter under Poisson subsampling (train/DPSGD_FILTER.md) ----
  * The RDP of order a (integer >= 2) of the Poisson-subsampled Gaussian (rate q, noise
  * multiplier sigma) for a point of sensitivity x (in units of the clip norm):
- * eps_a(q, sigma / x) of MATH.md section 4, evaluated as log1p of a sum of non-negative
- * terms and rounded up (relative 2^-30 and one ulp); non-decreasing in x. A table holds
- * it on the grid x_k = k / grid, k = 0..grid, for a set of orders: a point whose
+ * eps_a(q, sigma / x) of docs/MATH.md "RDP curves", evaluated as log1p of a sum of
+ * non-negative terms and rounded up (relative 2^-30 and one ulp); non-decreasing in x. A table
+ * holds it on the grid x_k = k / grid, k = 0..grid, for a set of orders: a point whose
  * sensitivity is at most x is charged the entry at ceil(grid x). An RDP filter with the
  * table's orders then takes the caps and charges of all its points at once. */
 #define DPGD_FILTER_SG_GRID 1000
@@ -333,7 +335,7 @@ const char *dpgd_acct_exact_note(void);
 int dpgd_acct_serialize(const dpgd_accountant *a, void **buf, size_t *len);
 int dpgd_acct_deserialize(dpgd_accountant **out, const void *buf, size_t len);
 
-/* ---- Calibration (MATH.md section 5), rounded in the private direction ---- */
+/* ---- Calibration (docs/MATH.md "Calibration"), rounded in the private direction ---- */
 /* Smallest noise multiplier sigma such that `steps` Gaussian releases of sensitivity 1
  * and noise std sigma (mu = 1/sigma each), composed with the releases in `extra`
  * (may be NULL: e.g. stopping queries), give eps(delta) <= eps under method m. */

@@ -1,5 +1,5 @@
-/* filter.c -- the individual privacy filter (MATH.md section 1; seed 003, Feldman &
- * Zrnic, Algorithms 3 and 7): per-point spends in one currency, the cap a point may
+/* filter.c -- the individual privacy filter (docs/MATH.md "The individual filter";
+ * Feldman & Zrnic, Algorithms 3 and 7): per-point spends in one currency, the cap a point may
  * still spend, and charges that never let any order of a point exceed its budget. The
  * comparisons are exact (no fast-math, STYLE.md 12): the invariant spent <= budget holds
  * in floating point, not approximately, and the costs and sums round up, so that the

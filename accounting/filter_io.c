@@ -60,9 +60,9 @@ int dpgd_filter_epsilon(const dpgd_filter *f, dpgd_acct_method m, double unit, d
   }
   if (f->cur == DPGD_FILTER_ZCDP && m == DPGD_ACCT_EXACT)
     return DPGD_FAIL(DPGD_EINVAL, "filter epsilon: a zCDP filter has no exact GDP curve");
-  /* GDP: mu = sqrt(B) / unit (MATH.md section 1, evaluated as written there so that the
-   * trainer's mu = sqrt(B_norm) / (sigma C) is reproduced bit for bit; the accountant
-   * pads eps for the numerical error); zCDP: rho = B / unit^2 is the curve of mu^2 =
+  /* GDP: mu = sqrt(B) / unit (docs/MATH.md "The individual filter", evaluated as written
+   * there so that the trainer's mu = sqrt(B_norm) / (sigma C) is reproduced bit for bit; the
+   * accountant pads eps for the numerical error); zCDP: rho = B / unit^2 is the curve of mu^2 =
    * 2 rho, mu = sqrt(2 B) / unit. */
   double mu = sqrt(f->budget[0] / f->coef[0]) / unit;
   dpgd_accountant *a = dpgd_acct_alloc();

@@ -1,6 +1,6 @@
-/* gdp.c -- the Gaussian curve of mu-GDP (MATH.md section 2): delta(eps) in log space,
- * eps(delta) and mu(eps, delta) by GSL's Brent root bracketing, and the trade-off curve.
- * This is the ground truth for every pure-Gaussian composition. */
+/* gdp.c -- the Gaussian curve of mu-GDP (docs/MATH.md "The Gaussian curve"): delta(eps)
+ * in log space, eps(delta) and mu(eps, delta) by GSL's Brent root bracketing, and the
+ * trade-off curve. This is the ground truth for every pure-Gaussian composition. */
 #include <float.h>
 #include <math.h>
 #include <pthread.h>

@@ -1,5 +1,5 @@
-/* odometer.c -- the per-point privacy report of an individual filter (MATH.md section 1,
- * "Per-point privacy report"): a point's realised spend is turned into a guarantee that
+/* odometer.c -- the per-point privacy report of an individual filter (docs/MATH.md
+ * "Per-point odometer"): a point's realised spend is turned into a guarantee that
  * stays valid although the spend, and hence the level it reaches, depends on the data.
  *
  * Levels m = 1..L of Delta each (GDP mu^2 units). For a level m fixed in advance, the

@@ -10,8 +10,8 @@
 static double qtail(double z) { return 0.5 * erfc(z / M_SQRT2); }
 
 /* P(L > l) and P(L <= l) of one release in direction dir (0: remove pair, 1: add pair),
- * each from a normal tail so that both keep their relative accuracy (MATH.md section 3:
- * the loss of the subsampled Gaussian is monotone in the output o). */
+ * each from a normal tail so that both keep their relative accuracy (docs/MATH.md
+ * "Exact accounting": the loss of the subsampled Gaussian is monotone in the output o). */
 void dpgd_pld_loss_tails(const acct_entry *en, int dir, double l, double *S, double *F)
 {
   if (en->kind == ACCT_GAUSSIAN) { /* L ~ N(mu^2/2, mu^2) under P in both directions */

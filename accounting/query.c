@@ -1,7 +1,7 @@
 /* query.c -- dpgd_acct_epsilon / dpgd_acct_delta: argument checks and dispatch to the
- * methods. Pure-Gaussian compositions use the closed form of MATH.md section 2 with
- * mu = sqrt(sum mu_j^2); zCDP (Gaussian-only) uses rho = mu^2/2 and the classic
- * conversion eps = rho + 2 sqrt(rho log(1/delta)) (MATH.md section 4). */
+ * methods. Pure-Gaussian compositions use the closed form of docs/MATH.md "The Gaussian
+ * curve" with mu = sqrt(sum mu_j^2); zCDP (Gaussian-only) uses rho = mu^2/2 and the classic
+ * conversion eps = rho + 2 sqrt(rho log(1/delta)) (docs/MATH.md "zCDP"). */
 #include <float.h>
 #include <math.h>
 

@@ -1,6 +1,6 @@
-/* rdp.c -- Renyi DP (MATH.md section 4): the composed RDP curve of every mechanism on an
- * order grid, and the three RDP-to-(eps, delta) conversions (classic; Balle et al. 2020;
- * Asoodeh et al. 2021 optimal, by bisection in eps over GSL's Brent minimiser in p).
+/* rdp.c -- Renyi DP (docs/MATH.md "RDP and zCDP"): the composed RDP curve of every
+ * mechanism on an order grid, and the three RDP-to-(eps, delta) conversions (classic; Balle et
+ * al. 2020; Asoodeh et al. 2021 optimal, by bisection in eps over GSL's Brent minimiser in p).
  * Each conversion is minimised over the grid and then refined with GSL's Brent
  * minimiser in the order; the subsampled Gaussian is evaluated at integer orders only
  * (Mironov, Talwar & Zhang 2019), using eps_hat(a) <= eps_hat(ceil a) (Renyi
@@ -29,7 +29,7 @@ static double logsumexp2(double x, double y)
   return m + log(exp(x - m) + exp(y - m));
 }
 
-/* eps_hat(a) of one mechanism (MATH.md section 4), max over both directions. */
+/* eps_hat(a) of one mechanism (docs/MATH.md "RDP curves"), max over both directions. */
 static double rdp_entry(const acct_entry *en, double a)
 {
   switch (en->kind) {
@@ -160,7 +160,7 @@ static double zeta_star(double a, double eps, double delta)
 
 /* Smallest eps with zeta*(a, eps, delta) >= zeta (bisection, upper end kept). A margin
  * of 1e-12 (1 + zeta) on zeta covers the minimiser's one-sided error. Never above the
- * Balle et al. value or the closed-form bound of MATH.md section 4. */
+ * Balle et al. value or the closed-form bound of docs/MATH.md "Conversions". */
 int dpgd_acct_rdp_conv_optimal(double alpha, double zeta, double delta, double *eps)
 {
   if (!isfinite(zeta)) {

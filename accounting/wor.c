@@ -116,7 +116,7 @@ static double lse2(double x, double y)
   return m + log1p(exp(-fabs(x - y)));
 }
 
-/* The base mechanism's RDP at order j (MATH.md section 4; +inf for j = INFINITY: the
+/* The base mechanism's RDP at order j (docs/MATH.md "RDP curves"; +inf for j = INFINITY: the
  * Gaussian has no pure-DP bound, the Laplace's is a0). */
 static double base_rdp(const acct_entry *en, double j)
 {

@@ -100,7 +100,8 @@ unsigned dpgd_tree_levels(size_t nc);
  * DPGD_TREE_MAX_NODES entries); returns their number. */
 size_t dpgd_tree_cover(dpgd_tree_node *out, size_t nc, size_t c0, size_t c1);
 
-/* The clipping rule (MATH.md section 1; proof in SENSITIVITY.md): given an example's
+/* The clipping rule (docs/MATH.md "Floating point: sensitivity and noise"; proof in
+ * SENSITIVITY.md): given an example's
  * squared gradient norm sq, computed in double from float entries by sqnorm_d /
  * dpgd_linear_sqnorm (each term of it through at most P + 8 roundings, P the model's
  * parameter count), and its cap, the float factor f its gradient g is multiplied by and

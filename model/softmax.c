@@ -1,6 +1,6 @@
 /* softmax.c -- softmax regression (d -> K, weights (K, d) then bias (K), PyTorch's
  * nn.Linear layout). Its per-example gradient is rank one, (p - y) x^T and (p - y) for
- * the bias, so ||g||^2 = (||x||^2 + 1) ||p - y||^2 (DESIGN.md "Performance model"):
+ * the bias, so ||g||^2 = (||x||^2 + 1) ||p - y||^2 (model/SENSITIVITY.md section 2):
  * norms cost O(d + K), and the clipped sum is ONE dgemm per chunk, X^T times the
  * residuals scaled by each example's clip factor -- no per-example outer product. */
 #include <math.h>

@@ -105,7 +105,7 @@ static int write_split(const char *dir, const char *prefix, const dpgd_dataset *
 }
 
 /* <dir>/audit_data: the base training set followed by ALL M canaries (n = n_base + M is
- * public; an excluded canary is a null point of the run, MATH.md section 1
+ * public; an excluded canary is a null point of the run, docs/MATH.md
  * "Neighbours"), and the base test set. The config is pointed at it. */
 int dpgd_audit_write_data(dpgd_audit *a, const char *dir)
 {

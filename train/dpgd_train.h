@@ -1,8 +1,8 @@
-/* dpgd_train.h -- private full-batch gradient descent (MATH.md section 1; Feldman &
- * Zrnic, Algorithms 6 and 7) and DP-SGD with Poisson sampling: the per-point ledger and
- * clip caps, the noise streams, the checkpoint container, the run-directory writers
- * (train/RUN_FORMAT.md) and the training state that ties them to a model (model/) and
- * the accountant (accounting/).
+/* dpgd_train.h -- private full-batch gradient descent (docs/MATH.md "Private gradient
+ * descent"; Feldman & Zrnic, Algorithms 6 and 7) and DP-SGD with Poisson sampling: the
+ * per-point ledger and clip caps, the noise streams, the checkpoint container, the
+ * run-directory writers (train/RUN_FORMAT.md) and the training state that ties them to a model
+ * (model/) and the accountant (accounting/).
  *
  * Reading order: ledger -> rng -> checkpoint container -> run (dpgd_run_*), which a
  * caller drives INITIALIZE / ITERATE / TEST style (STYLE.md 13): dpgd_run_open, then
@@ -20,7 +20,7 @@
 #include "dpgd_core.h"
 #include "dpgd_model.h"
 
-/* ===== The per-point ledger (MATH.md section 1) =====================================
+/* ===== The per-point ledger (docs/MATH.md "Private gradient descent") ===============
  * spend[i] = s(i), the sum of the squared post-clip norms of point i's gradients, in
  * double. Algorithm 6: cap = C. Algorithm 7: cap = min(C, sqrt(max(0, B - s(i)))),
  * adjusted down by ulps so that s(i) + cap^2 <= B holds in floating point too: the
@@ -31,7 +31,7 @@
  * holds for k steps whenever k additions of C^2 are exact in double (C^2 with a short
  * binary significand, e.g. C = 10, 15, 2.375; true of every paper setting).
  *
- * Floating point (MATH.md "Neighbours, and sensitivity in floating point"): the engine
+ * Floating point (docs/MATH.md "Floating point: sensitivity and noise"): the engine
  * keeps each contributed vector within its cap, but the rounding of the sum moves the
  * released value by up to `slack` more when one point changes (model/SENSITIVITY.md).
  * The allowance a(i) (C, or Algorithm 7's cap) is therefore split: the engine clips to
@@ -77,7 +77,7 @@ dpgd_ledger *dpgd_ledger_alloc_sg(size_t n, double clip, double q, double sigma,
  * (sqrt(post) (1 + 2^-20) + slack) / C and its cap in caps (n, in/out) to match, so the
  * sampled pass stays within the charge. */
 int dpgd_ledger_refresh(dpgd_ledger *l, double *caps, const double *sqnorm_post);
-/* filter.hold (DPGD_FILTER.md section 3): from now on a refresh also holds, for every
+/* filter.hold (DPSGD_FILTER.md section 3): from now on a refresh also holds, for every
  * point, the grid index min(K, ceil(factor x)) of its refreshed bound x, and
  * dpgd_ledger_hold_caps lowers an ordinary step's cap and charge to it. Every index starts
  * at K (no hold before the first refresh). DPGD_EINVAL for another ledger or a factor
@@ -262,9 +262,10 @@ int dpgd_plan_make(dpgd_plan *p, const dpgd_config *c, size_t n);
  * train.batch_size / n; full batch: 1, which keeps span = chunk). */
 int dpgd_run_set_leaf_span(dpgd_grad_ws *ws, const dpgd_config *c, size_t n);
 
-/* Public GDP parameter of the training releases after t steps (MATH.md section 1):
+/* Public GDP parameter of the training releases after t steps (docs/MATH.md "Private
+ * gradient descent"):
  * sqrt(min(B, t C^2))/(sigma C) filtered, sqrt(t)/sigma plain; NAN for poisson, whose
- * steps are Poisson-subsampled Gaussians (MATH.md section 3), not Gaussians. */
+ * steps are Poisson-subsampled Gaussians (docs/MATH.md "Subsampling"), not Gaussians. */
 double dpgd_plan_mu_train(const dpgd_plan *p, size_t t);
 /* Number of stopping queries made after steps 1..t. */
 size_t dpgd_plan_queries_by(const dpgd_plan *p, size_t t);

@@ -1,8 +1,9 @@
-/* ledger.c -- the per-point privacy ledger of Algorithm 7 (MATH.md section 1): the
+/* ledger.c -- the per-point privacy ledger of Algorithm 7 (docs/MATH.md "Private gradient
+ * descent"): the
  * trainer's use of the accountant's individual GDP filter (dpgd_filter_*, which owns the
  * clip caps from the remaining budget, the spend update and the invariant s(i) <=
  * B_norm), plus what is the trainer's own: the summation slack and the charge of a
- * step, and each point's total for the odometer of MATH.md "Per-point privacy report".
+ * step, and each point's total for the odometer of docs/MATH.md "Per-point odometer".
  * No OpenMP here (STYLE.md 11) and no fast-math: the comparisons are exact. */
 #include <math.h>
 #include <stdlib.h>

@@ -1,4 +1,5 @@
-/* plan.c -- what a config means before the first step (MATH.md sections 1, 3 and 5):
+/* plan.c -- what a config means before the first step (docs/MATH.md "Private gradient
+ * descent", "Subsampling", "Calibration"):
  * noise calibration (for Poisson sampling: on the subsampled Gaussian's composition),
  * the filter budget, derived step count, the stopping-query schedule, and the guarantee
  * of the whole planned run under every accounting method. Also the public running
@@ -41,10 +42,11 @@ int dpgd_plan_query_due(const dpgd_plan *p, size_t t)
  * first floor(B/C^2) steps of Algorithm 7 are Gaussians with mu = 1/sigma (clipped
  * sensitivity C, noise sigma C). The filter bounds the rest of Algorithm 7 by the
  * remaining sum of mu^2, (B - floor(B/C^2) C^2)/(sigma C)^2, added at step
- * floor(B/C^2) + 1 (MATH.md section 1: fully adaptive GDP composition under a filter);
+ * floor(B/C^2) + 1 (docs/MATH.md "Private gradient descent": fully adaptive GDP
+ * composition under a filter);
  * later steps add nothing. The composition after t steps is mu_train(t). Poisson
  * sampling: every step is a Poisson-subsampled Gaussian, rate q, noise multiplier sigma
- * (MATH.md section 3), the mechanism the sampler of the step runs; subset sampling: a
+ * (docs/MATH.md "Subsampling"), the mechanism the sampler of the step runs; subset sampling: a
  * without-replacement Gaussian under replace-one neighbours (accounting/SAMPLING.md). */
 int dpgd_plan_add_step(dpgd_accountant *a, const dpgd_plan *p, size_t t)
 {
@@ -179,7 +181,7 @@ static int subsampled_eps(const dpgd_plan *p, dpgd_acct_method m, double sigma, 
 /* The smallest sigma (to DPGD_PLAN_SIGMA_RTOL, rounded up) whose `steps` subsampled
  * releases and `extra` give eps(delta) <= eps under method m: a bracket by doubling and
  * halving from sigma = 1, then bisection in log sigma; the upper end, where eps was seen
- * to hold, is the answer (MATH.md section 5: round sigma up). */
+ * to hold, is the answer (docs/MATH.md "Calibration": round sigma up). */
 #define DPGD_PLAN_SIGMA_RTOL 1e-7
 static int calibrate_subsampled(dpgd_plan *p, const dpgd_config *c, uint64_t steps,
                                 const dpgd_accountant *extra)

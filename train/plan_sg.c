@@ -38,7 +38,7 @@ static double sg_eps_or_inf(const dpgd_plan *p, double k, double sigma)
   return e;
 }
 
-/* The smallest sigma (to 1e-7 relative, rounded up: MATH.md section 5) whose filter
+/* The smallest sigma (to 1e-7 relative, rounded up: docs/MATH.md "Calibration") whose filter
  * guarantee is <= eps: bracket by doubling and halving from 1, then bisection in log
  * sigma; the upper end, where eps was seen to hold, is the answer. */
 int dpgd_plan_sg_calibrate(dpgd_plan *p, double k, double eps)

@@ -1,4 +1,5 @@
-/* run.c -- one training run (MATH.md section 1; Feldman & Zrnic, Algorithms 6 and 7):
+/* run.c -- one training run (docs/MATH.md "Private gradient descent"; Feldman & Zrnic,
+ * Algorithms 6 and 7):
  * data loading, set-up and dpgd_run_open, dry runs, and read access. The loop is driven
  * by the caller (dpgd_run_step, run_step.c); the run directory is run_dir.c's, the
  * checkpoints and --resume run_resume.c's. */

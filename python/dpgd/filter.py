@@ -155,7 +155,7 @@ class Filter:
         return out.value
 
     def report(self, delta, max_step_mu2, unit=1.0):
-        """The per-point odometer report (MATH.md "Per-point privacy report"): each
+        """The per-point odometer report (docs/MATH.md "Per-point odometer"): each
         point's (level, mu_i, eps_i) at delta, with the levels of an odometer whose
         top level is the whole budget (GDP currency, finite budget) and whose largest
         one-step charge is max_step_mu2 (in GDP mu^2 units). Returns a dict of arrays

@@ -1,7 +1,7 @@
 /* test_accounting.c -- the Gaussian curve, the accountant object, zCDP, serialisation and
  * calibration, against oracles computed independently here: long-double erfc, direct
  * numerical integration of the privacy-loss distribution, the trade-off curve, a grid
- * minimisation of the zCDP conversion (MATH.md sections 2, 4, 5). */
+ * minimisation of the zCDP conversion (docs/MATH.md: Gaussian curve, zCDP, calibration). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -25,7 +25,7 @@ static long double gdp_delta_ld(long double mu, long double eps)
   return t1 - t2;
 }
 
-/* delta(eps) = E[(1 - e^{eps - L})_+], L ~ N(mu^2/2, mu^2) (MATH.md section 3), by
+/* delta(eps) = E[(1 - e^{eps - L})_+], L ~ N(mu^2/2, mu^2) (docs/MATH.md "Mechanisms"), by
  * GSL's QAGIU over L in (eps, inf): an oracle that shares no code with the library. */
 typedef struct {
   double mu, eps;

@@ -1,5 +1,6 @@
 /* test_acct_cf.c -- exact (characteristic-function) accounting of the non-Gaussian
- * mechanisms against the oracles of MATH.md section 3: the Gaussian closed form, the
+ * mechanisms against the oracles of docs/MATH.md "Exact accounting": the Gaussian closed
+ * form, the
  * single-Laplace closed form, the k-fold RR binomial sum, direct enumeration of discrete
  * pairs, the single subsampled release's output integral (GSL QAGI here); formula A
  * against formula B; delta decreasing and convex; RDP above exact; extreme inputs. */
@@ -32,7 +33,7 @@ static dpgd_accountant *acct_new(void)
   return a;
 }
 
-/* M(0) = M(-1) = 1 for every mechanism and direction (MATH.md section 3). */
+/* M(0) = M(-1) = 1 for every mechanism and direction (docs/MATH.md "Mechanisms"). */
 static void test_mgf_unit(void **state)
 {
   (void)state;
@@ -73,7 +74,8 @@ static void test_laplace_oracle(void **state)
 }
 
 /* Independent oracle for n Laplace releases (a = 1/b) composed with k RR releases
- * (eps0), from MATH.md's Laplace M(s): one Laplace release's loss under P has atoms 1/2 at
+ * (eps0), from the Laplace M(s) of docs/MATH.md: one Laplace release's loss under P has
+ * atoms 1/2 at
  * a and e^{-a}/2 at -a and density e^{(l - a)/2}/4 on (-a, a), i.e. P_L = e^{l/2} nu with
  * nu = e^{-a/2}/2 (delta_a + delta_{-a} + 1_{(-a,a)}/2) symmetric, so the n-fold loss is
  * e^{l/2} nu^{*n}: atoms at (2i - (n - j)) a convolved with j boxes 1_{(-a,a)} (the

@@ -1,6 +1,6 @@
 /* test_acct_pld.c -- the privacy-loss-distribution path of the exact method (pld*.c,
- * accounting/PLD.md) against things it did not compute: the Gaussian curve (MATH.md
- * section 2), the characteristic-function path where that one converges, a direct
+ * accounting/PLD.md) against things it did not compute: the Gaussian curve (docs/MATH.md
+ * "The Gaussian curve"), the characteristic-function path where that one converges, a direct
  * (O(n^2)) convolution of the same pmf, and the brackets of the independent numpy script
  * tests/accounting/pld_bracket.py (numbers quoted below; ctest does not need numpy). */
 #include <math.h>

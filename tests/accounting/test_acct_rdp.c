@@ -1,6 +1,6 @@
 /* test_acct_rdp.c -- RDP curves against direct numerical integration of the Renyi
  * divergence (GSL QAGI) and exact sums, and the conversions' ordering: classic >= Balle
- * >= optimal >= exact for Gaussian mechanisms (MATH.md section 4). */
+ * >= optimal >= exact for Gaussian mechanisms (docs/MATH.md "Conversions"). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -157,7 +157,8 @@ static void test_rdp_conversion_order(void **state)
 }
 
 /* The optimal conversion at one order: its eps satisfies zeta* >= zeta, is below the
- * closed-form bound of MATH.md section 4, and for a delta >= 1 uses zeta + log(1-delta). */
+ * closed-form bound of docs/MATH.md "Conversions", and for a delta >= 1 uses
+ * zeta + log(1-delta). */
 static void test_rdp_optimal_single_order(void **state)
 {
   (void)state;

@@ -1,7 +1,7 @@
-/* test_filter.c -- the individual privacy filter (MATH.md section 1; seed 003): closed
+/* test_filter.c -- the individual privacy filter (docs/MATH.md "The individual filter"): closed
  * forms of the costs and caps per currency, every boundary of the filter (STYLE.md 16),
  * the checkpoint format, and a property test: random adaptive Gaussian charges capped by
- * the filter never let a point exceed its budget, and the run's guarantee is MATH.md's
+ * the filter never let a point exceed its budget, and the run's guarantee is docs/MATH.md's
  * mu = sqrt(B_norm) / (sigma C) in the trainer's units. */
 #include <math.h>
 #include <setjmp.h>
@@ -313,7 +313,7 @@ static void test_serialize_invariant(void **state)
 
 /* Random adaptive sequences: the analyst asks for a random sensitivity, the filter caps
  * it, a random fraction of the cap is charged; no point ever exceeds its budget and the
- * run's guarantee is MATH.md's. */
+ * run's guarantee is docs/MATH.md's. */
 static void test_property(void **state)
 {
   (void)state;
@@ -346,7 +346,7 @@ static void test_property(void **state)
     dpgd_acct_free(a);
     assert_true(eps == v.value);
     assert_true(fabs(eps - ref) <= ref * 1e-9);
-    if (trial == 0) assert_true(eps > 0.2032 && eps <= 0.2034); /* MATH.md's example */
+    if (trial == 0) assert_true(eps > 0.2032 && eps <= 0.2034); /* docs/MATH.md's example */
     dpgd_filter_free(f);
   }
 }

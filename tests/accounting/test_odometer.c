@@ -1,5 +1,5 @@
-/* test_odometer.c -- the per-point odometer (MATH.md section 1, "Per-point privacy
- * report"): levels, the delta split, boundaries, and a Monte-Carlo check of the
+/* test_odometer.c -- the per-point odometer (docs/MATH.md "Per-point odometer"): levels,
+ * the delta split, boundaries, and a Monte-Carlo check of the
  * two-level counter-example: reporting eps_GDP(sqrt(m) mu, delta) at the level m a point
  * happened to reach has an effective delta well above delta; the odometer's report at
  * (sqrt(m Delta), delta_m) stays within delta. */
@@ -117,7 +117,7 @@ static double normal(void) { return sqrt(-2 * log(uniform01())) * cos(2 * M_PI *
 static double npdf(double x) { return exp(-0.5 * x * x) / sqrt(2 * M_PI); }
 
 /* E[(1 - e^{x - L})_+] for L ~ N(mu^2/2, mu^2) (privacy loss of mu-GDP under P), for
- * any real x: the Gaussian curve of MATH.md section 2 extended below eps = 0. */
+ * any real x: the Gaussian curve of docs/MATH.md extended below eps = 0. */
 static double gdp_excess(double mu, double x)
 {
   double a = 0.5 * erfc((x / mu - mu / 2) / sqrt(2.0));

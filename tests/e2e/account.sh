@@ -1,6 +1,6 @@
 # account.sh -- 'dpgd account' and 'dpgd calibrate' end to end: tables and JSON are
-# parsed and checked against the Gaussian closed form of MATH.md section 2 and the zCDP
-# conversion of section 4, recomputed here in Python (independent of the C code);
+# parsed and checked against the Gaussian closed form of docs/MATH.md "The Gaussian curve"
+# and its zCDP conversion, recomputed here in Python (independent of the C code);
 # every bad input must give a one-line error naming it and a non-zero exit.
 . "$(dirname "$0")/lib.sh"
 
@@ -83,7 +83,8 @@ j = json.loads(out); m = j["methods"]
 assert set(m) == {"zcdp", "rdp_balle"} and m["zcdp"]["eps"] is None and "Gaussian-only" in m["zcdp"]["na"]
 assert m["rdp_balle"]["eps"] > 0 and j["gdp_mu"] is None
 '
-# Exact accounting of non-Gaussian mechanisms against MATH.md 3's oracles: k-fold RR
+# Exact accounting of non-Gaussian mechanisms against the oracles of docs/MATH.md
+# "Exact accounting": k-fold RR
 # (binomial sum) and one Laplace (1 - exp((eps - a)/2)).
 expect_ok rr-exact "$DPGD" account --rr eps0=0.5,count=10 --epsilon 1 --json --method exact
 py rr-exact '

@@ -9,7 +9,7 @@ export OMP_NUM_THREADS=2
 SUB=(--set data.dir="$MNIST" --set data.n_train=3000 --set data.n_test=2000
      --set model.threads=2 --set output.progress=false)
 
-# 0. --dry-run prints the plan (MATH.md's worked example: eps 0.2033 exact, 0.3007 zCDP)
+# 0. --dry-run prints the plan (docs/MATH.md's worked example: eps 0.2033 exact, 0.3007 zCDP)
 # and trains nothing.
 PAPER=$(dirname "$CFG")/paper/eps03-plain.ini
 expect_ok dry-run "$DPGD" train --config "$PAPER" --set data.dir="$MNIST" --dry-run \

@@ -107,7 +107,8 @@ expect_rows_1_to secure "$R" $T
 checks=$((checks + 1))
 grep -q "\"steps\": $T, .*\"queries\": $q_rows," "$R/summary.json" && [ "$q_rows" -eq 30 ] ||
   fail "summary.json steps/queries vs $T rows and $q_rows queries: $(head -c 300 "$R/summary.json")"
-# mu^2 = min(B, T C^2)/(sigma C)^2 + queries/tau^2 (MATH.md section 1) = 30/400 + 30/150^2.
+# mu^2 = min(B, T C^2)/(sigma C)^2 + queries/tau^2 (docs/MATH.md "Private gradient
+# descent") = 30/400 + 30/150^2.
 mu=$(sed -n 's/.*"mu": \([0-9.e+-]*\).*/\1/p' "$R/summary.json")
 checks=$((checks + 1))
 awk -v m="$mu" -v q="$q_rows" 'BEGIN { e = sqrt(30 / 400 + q / 22500); d = m - e;

@@ -36,7 +36,8 @@ def phi(x):
 
 
 def gdp_delta(mu, eps):
-    """delta(eps) of mu-GDP (Dong, Roth & Su 2022, Corollary 2.13; MATH.md section 2)."""
+    """delta(eps) of mu-GDP (Dong, Roth & Su 2022, Corollary 2.13; docs/MATH.md
+    "The Gaussian curve")."""
     return phi(-eps / mu + mu / 2) - math.exp(eps) * phi(-eps / mu - mu / 2)
 
 

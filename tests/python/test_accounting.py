@@ -87,7 +87,7 @@ def test_print_shows_exact_eps_rounded_up_beside_every_method():
     r = dpgd.account([dpgd.Gaussian(sigma=170, count=112)], delta=1e-5)
     text = str(r)
     want = math.ceil(gdp_epsilon(math.sqrt(112) / 170, 1e-5) * 1e4) / 1e4
-    assert "%.4f" % want == "0.2033"  # MATH.md section 1's worked example
+    assert "%.4f" % want == "0.2033"  # docs/MATH.md's worked example
     lines = {ln.split()[0]: ln.split() for ln in text.splitlines()}
     assert lines["exact"][1] == "0.2033"
     for m in dpgd.METHODS:

@@ -51,7 +51,8 @@ def test_two_step_softmax_equals_the_cli(tmp_path):
     for s in (s_dict, s_file):
         assert s["steps"] == 2 and s["algorithm"] == "plain"
         assert s["eps"] == s_cli["eps"] and s["test_acc"] == s_cli["test_acc"]
-    # The guarantee is 2 Gaussian steps, mu = sqrt(2)/sigma (MATH.md section 1).
+    # The guarantee is 2 Gaussian steps, mu = sqrt(2)/sigma (docs/MATH.md "Private
+    # gradient descent").
     mu = math.sqrt(2) / SIGMA
     assert s_dict["mu"] == pytest.approx(mu, rel=1e-9)
     want = gdp_epsilon(mu, 1e-5)

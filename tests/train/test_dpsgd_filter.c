@@ -1,7 +1,7 @@
 /* test_dpsgd_filter.c -- individual filtering under Poisson subsampling
  * (train/DPSGD_FILTER.md): the per-point RDP table against the accountant's own
- * subsampled-Gaussian RDP at sensitivity 1 and a long double evaluation of MATH.md
- * section 4, rounding up at random sensitivities, monotone on the grid; budgets of k
+ * subsampled-Gaussian RDP at sensitivity 1 and a long double evaluation of docs/MATH.md
+ * "RDP curves", rounding up at random sensitivities, monotone on the grid; budgets of k
  * full-rate steps fit k steps and no more; caps and charges never put any order over
  * its budget; a point with a small refreshed norm spends less than one at the cap; every
  * point is charged every step, sampled or not; filtered equals unfiltered bit for bit
@@ -34,7 +34,7 @@ enum {
   STEPS = 8
 };
 
-/* MATH.md section 4 as written (no rearrangement), in long double (log-sum-exp). */
+/* docs/MATH.md "RDP curves" as written (no rearrangement), in long double (log-sum-exp). */
 static long double ref_rdp(double q, double sigma, double x, int a)
 {
   long double t[1025], m = -INFINITY, s = 0, lq = logl(q), l1q = log1pl(-(long double)q);

@@ -1,4 +1,5 @@
-/* test_ledger.c -- the per-point ledger of Algorithm 7 (MATH.md section 1): caps, the
+/* test_ledger.c -- the per-point ledger of Algorithm 7 (docs/MATH.md "Private gradient
+ * descent"): caps, the
  * exact invariant s(i) <= B_norm under adversarial float rounding, every boundary of
  * the filter (one step's budget left, exhausted on the last step, zero cap, a gradient of
  * norm exactly C, a model that reports a NaN norm), Algorithm 6 caps reproduced for

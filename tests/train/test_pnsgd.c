@@ -469,7 +469,7 @@ static void test_calibrate(void **state)
     assert_int_equal(dpgd_iter_contraction_epsilon(&s, c.privacy_delta, &v), DPGD_OK);
     assert_true(v.value <= targets[i]);
     assert_true(v.value > targets[i] * (1 - 1e-6));
-    /* one Gaussian step of mu = L / sigma, as MATH.md section 2 gives it */
+    /* one Gaussian step of mu = L / sigma, as docs/MATH.md "The Gaussian curve" gives it */
     double e;
     assert_int_equal(dpgd_gdp_epsilon(p.k.lipschitz / p.sigma, c.privacy_delta, &e), DPGD_OK);
     assert_true(fabs(e / v.value - 1) < 1e-6);

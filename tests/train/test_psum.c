@@ -141,7 +141,8 @@ static void test_accounting(void **state)
         dpgd_acct_epsilon(dpgd_psum_accountant(plain), DPGD_ACCT_EXACT, delta, &got), DPGD_OK);
     assert_int_equal(dpgd_acct_epsilon(ref, DPGD_ACCT_EXACT, delta, &want), DPGD_OK);
     assert_true(got.value == want.value);
-    /* Algorithm 7: sqrt(min(B, t C^2)) / (sigma C)-GDP (MATH.md section 1). */
+    /* Algorithm 7: sqrt(min(B, t C^2)) / (sigma C)-GDP (docs/MATH.md "Private gradient
+     * descent"). */
     double mu = sqrt(fmin(2.5, (double)t)) / sigma, gdp;
     assert_int_equal(dpgd_gdp_epsilon(mu, delta, &gdp), DPGD_OK);
     assert_int_equal(

@@ -498,7 +498,7 @@ static void test_noise_streams(void **state)
 
 /* ---- 5. the guarantee: sqrt(2 kappa)-GDP, kappa-zCDP ---- */
 
-/* delta(eps) of mu-GDP (MATH.md section 2), evaluated here with erfc. */
+/* delta(eps) of mu-GDP (docs/MATH.md "The Gaussian curve"), evaluated here with erfc. */
 static double gdp_delta(double mu, double eps)
 {
   return 0.5 * erfc((eps / mu - mu / 2) / M_SQRT2) -

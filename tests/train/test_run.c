@@ -168,7 +168,7 @@ static void test_stopping_accounted(void **state)
   assert_true(fabs(p->eps[DPGD_ACCT_EXACT] - want) <= 1e-9 * want); /* planned = done */
   /* Algorithm 7: 8 step draws and 3 query draws; the accountant holds the 4 full-norm
    * steps and the 3 queries: steps after B_norm/C^2 add nothing (the filter bounds every
-   * point's sum of mu^2 by B_norm/(sigma C)^2, MATH.md section 1). */
+   * point's sum of mu^2 by B_norm/(sigma C)^2, docs/MATH.md "Private gradient descent"). */
   assert_int_equal(dpgd_run_noise_draws(r), 8 + 3);
   assert_int_equal(dpgd_run_releases(r), 4 + 3);
   dpgd_config c0 = c;

@@ -1,7 +1,7 @@
 /* cmd_account.c -- 'dpgd account' (eps or delta of a composition of mechanisms under
  * every accounting method, with error bound and query time) and 'dpgd calibrate'
  * (sigma for k steps, or the filter budget B_norm for a given sigma and clip, per method).
- * All numbers come from the accountant library (MATH.md sections 2-5); this file only
+ * All numbers come from the accountant library (docs/MATH.md); this file only
  * parses, times and prints. A method that does not apply prints "n/a" and the reason. */
 #include <math.h>
 #include <stdint.h>
@@ -514,9 +514,10 @@ static void account_usage(FILE *f)
   fprintf(f,
           "usage: dpgd account MECHANISM... [--delta D | --epsilon E] [--method M] [--json]\n\n"
           "Privacy of the composition of the given mechanisms under every accounting\n"
-          "method (MATH.md sections 2-4): eps for a delta (default --delta 1e-5), or delta\n"
-          "for an eps. Each value is an upper bound that includes its numerical error\n"
-          "bound (printed beside it); a method that does not apply prints n/a and why.\n"
+          "method (formulas and their sources: docs/MATH.md): eps for a delta (default\n"
+          "--delta 1e-5), or delta for an eps. Each value is an upper bound that includes\n"
+          "its numerical error bound (printed beside it); a method that does not apply\n"
+          "prints n/a and why.\n"
           "Where the exact value comes from the privacy-loss distribution (few subsampled\n"
           "releases at a small rate), the line ends with 'pld h=STEP' and its error bound\n"
           "is the width of a proven bracket [lower bound, value] around the truth.\n\n"
@@ -608,8 +609,8 @@ static void calibrate_usage(FILE *f)
   fprintf(f,
           "usage: dpgd calibrate --epsilon E [--delta D] --steps K [MECHANISM...] [options]\n"
           "       dpgd calibrate --epsilon E [--delta D] --sigma S --clip C [MECHANISM...]\n\n"
-          "Noise calibration (MATH.md section 5), per accounting method, rounded in the\n"
-          "private direction and verified against the target:\n"
+          "Noise calibration (docs/MATH.md \"Calibration\"), per accounting method, rounded\n"
+          "in the private direction and verified against the target:\n"
           "  with --steps: the smallest noise multiplier sigma such that K Gaussian steps\n"
           "    (mu = 1/sigma each) give eps(delta) <= E (Algorithm 6);\n"
           "  with --sigma and --clip: the largest squared-norm budget B_norm of the\n"
