@@ -42,35 +42,36 @@ static int refine(const dpgd_accountant *a, double h, double tol, int want_eps, 
                   double tau, dpgd_pld_bracket *out, double *h_used)
 {
   double t0 = now_s();
-  int nd = dpgd_acct_asymmetric(a) + 1;
+  int nd = dpgd_acct_asymmetric(a) + 1, have = 0, st = 0;
   dpgd_pld_bracket d[2] = {{0, 0}, {0, 0}};
   double h_ok = h;
   for (int it = 0; it < ACCT_PLD_MAX_ROUNDS; it++) {
     dpgd_pld_bracket b[2] = {d[0], d[1]};
-    int st = 0;
+    st = 0;
     for (int dir = 0; dir < nd && !st; dir++)
-      if (it == 0 || d[dir].hi >= fmax(d[0].lo, d[1].lo))
+      if (!have || d[dir].hi >= fmax(d[0].lo, d[1].lo))
         st = dpgd_pld_run(a, dir, h, tau, want_eps, x, &b[dir]);
-    if (st && it > 0 && st == DPGD_ERANGE) { /* the finer grid does not fit: step back */
-      dpgd_error_clear();
-      h = fmin(1.25 * h, sqrt(h * h_ok));
+    if (st == DPGD_ERANGE) { /* the grid does not fit: step back, or coarsen the first */
+      if (it + 1 < ACCT_PLD_MAX_ROUNDS) dpgd_error_clear();
+      h = have ? fmin(1.25 * h, sqrt(h * h_ok)) : 16 * h;
       continue;
     }
     if (st) return st;
-    d[0] = b[0], d[1] = b[1], *h_used = h_ok = h;
+    d[0] = b[0], d[1] = b[1], *h_used = h_ok = h, have = 1;
     out->hi = fmax(d[0].hi, d[1].hi), out->lo = fmax(d[0].lo, d[1].lo);
     double w = out->hi - out->lo;
     if (w <= tol * out->lo || now_s() - t0 > ACCT_PLD_TIME_S) break;
     double f = out->lo > 0 ? ACCT_PLD_AIM * tol * out->lo / w : 0.25;
     h *= fmin(fmax(f, 1.0 / 256), 1 / 1.5);
   }
-  return DPGD_OK;
+  if (have) dpgd_error_clear();
+  return have ? DPGD_OK : st ? st : DPGD_FAIL(DPGD_ERANGE, "PLD: no grid fits");
 }
 
 static void set_note(double h)
 {
   char s[64];
-  snprintf(s, sizeof s, "pld h=%.3g", h);
+  snprintf(s, sizeof s, "pld h=%.3g (FFT rounding bound assumed)", h);
   dpgd_acct_exact_note_set(s);
 }
 
@@ -85,7 +86,7 @@ int dpgd_acct_pld_epsilon(const dpgd_accountant *a, double delta, dpgd_acct_valu
   dpgd_acct_value rv;
   double e0 = 1;
   if (dpgd_acct_rdp_epsilon(a, DPGD_ACCT_RDP_BALLE, delta, &rv) == DPGD_OK && rv.value > 0 &&
-      rv.value < 1e3)
+      isfinite(rv.value))
     e0 = rv.value;
   dpgd_error_clear();
   /* a coarse first grid (the RDP eps is an upper bound: the truth may be far smaller) */
