@@ -277,7 +277,8 @@ static int run_dir(const dpgd_accountant *a, int dir, double h, double tau, int 
     if (want_eps) {
       out->hi = solve_eps(&c, x, 1), out->lo = solve_eps(&c, x, 0);
       if (isinf(out->hi))
-        st = DPGD_FAIL(DPGD_ERANGE, "PLD: the infinite and aliased mass exceed delta");
+        st = DPGD_FAIL(DPGD_ERANGE,
+                       "PLD: the infinite, aliased and FFT-rounding mass exceed delta");
     } else {
       out->hi = delta_hi(&c, x), out->lo = delta_lo(&c, x);
     }
