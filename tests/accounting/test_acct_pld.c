@@ -223,6 +223,29 @@ static long double surv_lo(double q, double s, int dir, long double l)
          (1 - 1e-15L);
 }
 
+/* Checks the pmf's tail above every bin within `near` bins of the top and every 97th
+ * below against the long-double reference; returns the bins checked. */
+static size_t check_tails(const dpgd_pld_pmf *m, double q, double s, int dir, double h,
+                          double near)
+{
+  long double tail = m->p_inf, top = (long double)(m->i0 + (int64_t)m->n - 1) * h;
+  size_t checked = 0;
+  for (size_t j = m->n; j-- > 0;) {
+    long double l = (long double)(m->i0 + (int64_t)j) * h;
+    if (top - l < near * h || j % 97 == 0) {
+      long double S = surv_lo(q, s, dir, l * (1 + copysignl(0x1p-62L, l)));
+      if (!(tail >= S * (1 - 1e-13L))) {
+        printf("q %g s %g dir %d l %.17Lg: pmf tail %.17Lg < true %.17Lg\n", q, s, dir, l, tail,
+               S);
+        fail();
+      }
+      checked++;
+    }
+    tail += m->p[j];
+  }
+  return checked;
+}
+
 /* Bin by bin, the pmf's tail above bin j (the mass it puts at losses above l_j) is at
  * least the true P(L > l_j) of an independent long-double evaluation, in both directions,
  * near the top of the add direction's support (where e^-l - (1 - q) cancels) and far
@@ -237,27 +260,31 @@ static void test_tails_bin_by_bin(void **state)
     for (int dir = 0; dir < 2; dir++) {
       dpgd_pld_pmf m;
       assert_int_equal(dpgd_pld_pmf_build(&m, &a->e[0], dir, h[c], 1e-14, 1e-14, 1u << 22), 0);
-      long double tail = m.p_inf, top = (long double)(m.i0 + (int64_t)m.n - 1) * h[c];
-      size_t checked = 0;
-      for (size_t j = m.n; j-- > 0;) {
-        long double l = (long double)(m.i0 + (int64_t)j) * h[c];
-        if (top - l < 200 * h[c] || j % 97 == 0) {
-          long double S = surv_lo(q[c], s[c], dir, l * (1 + copysignl(0x1p-62L, l)));
-          if (!(tail >= S * (1 - 1e-13L))) {
-            printf("q %g s %g dir %d l %.17Lg: pmf tail %.17Lg < true %.17Lg\n", q[c], s[c],
-                   dir, l, tail, S);
-            fail();
-          }
-          checked++;
-        }
-        tail += m.p[j];
-      }
+      size_t checked = check_tails(&m, q[c], s[c], dir, h[c], 200);
+      double top = (double)(m.i0 + (int64_t)m.n - 1) * h[c];
       assert_true(checked >= (m.n < 200 ? m.n : 200));
       if (dir == 0 && s[c] < 0.1) assert_true(top > 1 / (2 * s[c] * s[c])); /* no cap */
       dpgd_pld_pmf_free(&m);
     }
     dpgd_acct_free(a);
   }
+}
+
+/* The same on grids with a bin 1e-18..1e-15 below the add direction's largest loss
+ * -log(1 - q), where e^-l - (1 - q) is formed from nearly equal terms. */
+static void test_tails_near_edge(void **state)
+{
+  (void)state;
+  const double d[] = {2e-18, 7e-18, 1.3e-17, 4e-17, 1.1e-16, 3e-16, 9e-16};
+  dpgd_accountant *a = sg_new(0.001, 0.3, 2);
+  for (int i = 0; i < 7; i++) {
+    double h = (-log1p(-0.001) - d[i]) / 1000;
+    dpgd_pld_pmf m;
+    assert_int_equal(dpgd_pld_pmf_build(&m, &a->e[0], 1, h, 1e-30, 1e-3, 1u << 22), 0);
+    assert_true(check_tails(&m, 0.001, 0.3, 1, h, 50) >= 50);
+    dpgd_pld_pmf_free(&m);
+  }
+  dpgd_acct_free(a);
 }
 
 /* Small sigma: one release at q = 0.5, sigma = 0.02 has losses near 1/(2 sigma^2) =
@@ -290,7 +317,7 @@ int main(void)
       cmocka_unit_test(test_few_releases),   cmocka_unit_test(test_fft_vs_direct),
       cmocka_unit_test(test_grid_limit),     cmocka_unit_test(test_alloc_failures),
       cmocka_unit_test(test_eps_zero),       cmocka_unit_test(test_tails_bin_by_bin),
-      cmocka_unit_test(test_small_sigma),
+      cmocka_unit_test(test_small_sigma),    cmocka_unit_test(test_tails_near_edge),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -16,7 +16,10 @@
 #include "acct_internal.h"
 
 /* Q(z) = P(N(0,1) > z) in long double, scaled down by a margin for erfcl's error. */
-static long double qtail_lo(long double z) { return 0.5L * erfcl(z / sqrtl(2.0L)) * (1 - 1e-12L); }
+static long double qtail_lo(long double z)
+{
+  return 0.5L * erfcl(z / sqrtl(2.0L)) * (1 - 1e-12L);
+}
 
 /* log(e^a + e^b) */
 static long double lse(long double a, long double b)
@@ -53,7 +56,8 @@ typedef struct {
   double q, s, K;
 } sg;
 
-static void ref_scan(const sg *c, double eps, double delta, double *log_delta_lo, double *eps_lo)
+static void ref_scan(const sg *c, double eps, double delta, double *log_delta_lo,
+                     double *eps_lo)
 {
   long double best_d = -INFINITY, best_e = -INFINITY;
   long double lq1 = c->q < 1 ? log1pl(-(long double)c->q) * (1 + 1e-15L) : 0;
@@ -107,7 +111,8 @@ static int check_case(const sg *c, double delta)
   dpgd_acct_value v;
   int answered = 0;
   for (int m = DPGD_ACCT_RDP_CLASSIC; m <= DPGD_ACCT_RDP_OPTIMAL; m++) {
-    if (dpgd_acct_epsilon(a, m, delta, &v) == DPGD_OK) check_ge("rdp eps", c, delta, v.value, eps_lo);
+    if (dpgd_acct_epsilon(a, m, delta, &v) == DPGD_OK)
+      check_ge("rdp eps", c, delta, v.value, eps_lo);
     dpgd_error_clear();
   }
   clock_t t0 = clock();
@@ -141,8 +146,8 @@ static int check_case(const sg *c, double delta)
 static void test_sweep(void **state)
 {
   (void)state;
-  const sg fixed[] = {{0.5, 0.02, 1}, {0.01, 0.02, 3}, {0.3, 0.005, 2}, {1, 0.01, 2},
-                      {0.9, 0.05, 1}, {0.02, 0.1, 40}};
+  const sg fixed[] = {{0.5, 0.02, 1}, {0.01, 0.02, 3}, {0.3, 0.005, 2},
+                      {1, 0.01, 2},   {0.9, 0.05, 1},  {0.02, 0.1, 40}};
   int answered = 0, n = 0;
   for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++, n++)
     answered += check_case(&fixed[i], 1e-5);
@@ -152,7 +157,8 @@ static void test_sweep(void **state)
     if (i % 3 == 0) c.K = floor(log_unif(&x, 1, 20)); /* few releases: the PLD answers */
     if (i % 5 == 0) c.q = 1 - unif(&x) * 0.5;
     /* the PLD's FFT bounds are absolute (about 1e-13): below, it says n/a */
-    answered += check_case(&c, i % 3 == 2 ? log_unif(&x, 1e-300, 1e-12) : log_unif(&x, 1e-12, 0.5));
+    answered +=
+        check_case(&c, i % 3 == 2 ? log_unif(&x, 1e-300, 1e-12) : log_unif(&x, 1e-12, 0.5));
   }
   printf("%d of %d cases answered by the PLD path\n", answered, n);
   assert_true(answered >= n / 3);
