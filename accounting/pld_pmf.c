@@ -17,7 +17,7 @@ static double qtail(double z) { return 0.5 * erfc(z / M_SQRT2); }
  * overflow, and near r = 0 (the edge of the loss support) r is formed as
  * (1 - q) expm1(v - log(1 - q)), whose only cancellation, in v - log(1 - q), is
  * bounded (PLD.md section 2). */
-static void log_r_range(double q, double v, double *lo, double *hi)
+static void log_r_range(double q, double lq, double v, double *lo, double *hi)
 {
   double lr, e;
   if (q >= 1) {
@@ -29,7 +29,7 @@ static void log_r_range(double q, double v, double *lo, double *hi)
     lr = log(expm1(v) + q);
     e = 8 * U + 3 * U * fabs(lr);
   } else { /* r = (1 - q) expm1(t), t = v - log1p(-q) */
-    double lq = log1p(-q), t = v - lq, dt = 3 * U * (fabs(lq) + fabs(t) + fabs(v));
+    double t = v - lq, dt = 3 * U * (fabs(lq) + fabs(t) + fabs(v));
     double ex = 6 * U + 3 * U * fabs(lq);
     *lo = *hi = -INFINITY;
     if (t + dt > 0) *hi = lq + log(expm1(t + dt)), *hi += ex + 3 * U * fabs(*hi);
@@ -39,12 +39,26 @@ static void log_r_range(double q, double v, double *lo, double *hi)
   *lo = lr - e, *hi = lr + e;
 }
 
+/* One entry in one direction, with the logarithms every evaluation needs. */
+typedef struct {
+  const acct_entry *en;
+  int dir;
+  double q, s, lq, lq1; /* q, sigma, log q, log(1 - q) */
+} tails_ctx;
+
+static tails_ctx tails_init(const acct_entry *en, int dir)
+{
+  tails_ctx c = {.en = en, .dir = dir, .q = en->par[0], .s = en->par[1]};
+  if (en->kind != ACCT_GAUSSIAN) c.lq = log(c.q), c.lq1 = log1p(-c.q);
+  return c;
+}
+
 /* The threshold output o = sigma^2 log(r/q) + 1/2 of a subsampled Gaussian's loss at v
  * (MATH.md section 3), as an interval [*lo, *hi] that holds it (-inf: r <= 0). */
-static void threshold_range(double q, double s, double v, double *lo, double *hi)
+static void threshold_range(const tails_ctx *c, double v, double *lo, double *hi)
 {
-  double a, b, lq = log(q), s2 = s * s;
-  log_r_range(q, v, &a, &b);
+  double a, b, lq = c->lq, s2 = c->s * c->s;
+  log_r_range(c->q, c->lq1, v, &a, &b);
   double ea = 4 * U * (s2 * (fabs(a) + fabs(lq)) + fabs(s2 * (a - lq)) + 1);
   double eb = 4 * U * (s2 * (fabs(b) + fabs(lq)) + fabs(s2 * (b - lq)) + 1);
   *lo = isinf(a) ? a : s2 * (a - lq) + 0.5 - ea;
@@ -66,9 +80,10 @@ static double up(double x)
   return fmin(1, x * (1 + ACCT_PLD_CDF_RELERR) + 16 * DBL_TRUE_MIN);
 }
 
-void dpgd_pld_loss_tails(const acct_entry *en, int dir, double l, double *S, double *F,
-                         double *rho)
+static void tails(const tails_ctx *c, double l, double *S, double *F, double *rho)
 {
+  const acct_entry *en = c->en;
+  int dir = c->dir;
   double f_dummy;
   if (!F) F = &f_dummy;
   if (en->kind == ACCT_GAUSSIAN) { /* L ~ N(mu^2/2, mu^2) under P in both directions */
@@ -80,8 +95,8 @@ void dpgd_pld_loss_tails(const acct_entry *en, int dir, double l, double *S, dou
   }
   /* remove: L = u(o) > l <=> o > o_l; add: L = -u(o) > l <=> o < o_l, with
    * o_l = s^2 log(r/q) + 1/2, r = e^(+-l) - (1 - q) (MATH.md section 3) */
-  double q = en->par[0], s = en->par[1], a, b;
-  threshold_range(q, s, dir ? -l : l, &a, &b);
+  double q = c->q, s = c->s, a, b;
+  threshold_range(c, dir ? -l : l, &a, &b);
   if (dir == 0) { /* S falls with o, F rises: S at the low end, F at the high end */
     *S = isinf(a) ? 1 : up((1 - q) * qtail(a / s) + q * qtail((a - 1) / s));
     *F = isinf(b) || F == &f_dummy ? 0 : up((1 - q) * qtail(-b / s) + q * qtail((1 - b) / s));
@@ -91,6 +106,13 @@ void dpgd_pld_loss_tails(const acct_entry *en, int dir, double l, double *S, dou
     *F = isinf(a) ? 1 : F == &f_dummy ? 0 : up(qtail(a / s));
     *rho = isinf(b) ? 0 : q_spread(-b / s, -a / s);
   }
+}
+
+void dpgd_pld_loss_tails(const acct_entry *en, int dir, double l, double *S, double *F,
+                         double *rho)
+{
+  tails_ctx c = tails_init(en, dir);
+  tails(&c, l, S, F, rho);
 }
 
 /* The smallest l found with P(L > l) <= tau (upper) or the largest with P(L <= l) <= tau
@@ -127,13 +149,14 @@ static void fill_masses(dpgd_pld_pmf *m, const acct_entry *en, int dir, double h
 {
   double r = 2 * ACCT_PLD_CDF_RELERR + ACCT_PLD_CDF_RELERR * ACCT_PLD_CDF_RELERR;
   double prev, rho, l2 = 0, ex = 0;
-  dpgd_pld_loss_tails(en, dir, (double)m->i0 * h, &prev, NULL, &rho);
+  tails_ctx c = tails_init(en, dir);
+  tails(&c, (double)m->i0 * h, &prev, NULL, &rho);
   ex = fmin(prev, (1 + r) * expm1(rho) * prev);
   m->p[0] = 1 - prev; /* every loss <= l0, rounded up to l0 */
   l2 += m->p[0] * m->p[0];
   for (size_t j = 1; j < m->n; j++) {
     double S;
-    dpgd_pld_loss_tails(en, dir, (double)(m->i0 + (int64_t)j) * h, &S, NULL, &rho);
+    tails(&c, (double)(m->i0 + (int64_t)j) * h, &S, NULL, &rho);
     S = fmin(prev, S);
     ex = fmax(ex, fmin(S, (1 + r) * expm1(rho) * S));
     m->p[j] = prev - S;
