@@ -45,6 +45,14 @@ static size_t good_size(size_t n)
 static int choose_window(composed *c, const dpgd_pld_pmf *m, size_t ne, double tau)
 {
   int64_t lo = 0, top = 0;
+  double dlo = 0, dtop = 0; /* the same in double: the int64 sums must not overflow */
+  for (size_t e = 0; e < ne; e++) {
+    dlo += (double)m[e].k * fabs((double)m[e].i0);
+    dtop += (double)m[e].k * fabs((double)(m[e].i0 + (int64_t)m[e].n - 1));
+  }
+  if (!(dlo < 0x1p61 && dtop < 0x1p61))
+    return DPGD_FAIL(DPGD_ERANGE, "PLD grid h=%g: the composed loss leaves the grid's range",
+                     c->h);
   for (size_t e = 0; e < ne; e++) {
     lo += (int64_t)m[e].k * m[e].i0;
     top += (int64_t)m[e].k * (m[e].i0 + (int64_t)m[e].n - 1);
@@ -163,7 +171,7 @@ static void bound_constants(composed *c, const dpgd_pld_pmf *m, size_t ne)
   double lp = 0, low = 0, l2 = 0, u = DBL_EPSILON;
   for (size_t e = 0; e < ne; e++) {
     lp += (double)m[e].k * log1p(-m[e].p_inf);
-    low += (double)m[e].k * m[e].f_low;
+    low += (double)m[e].k * (m[e].f_low + m[e].ex);
     l2 = fmax(l2, m[e].l2);
   }
   double inf = -expm1(lp) * (1 + 1e-12);
@@ -172,6 +180,7 @@ static void bound_constants(composed *c, const dpgd_pld_pmf *m, size_t ne)
   double e2 = exp((double)c->K * log(mb)) *
               (((double)c->K + 1) * eta + (6.0 * (double)c->K + 8.0 * (double)ne) * u) * l2;
   double fft = e2 * sqrt((double)c->N);
+  if (!isfinite(fft)) fft = 1;
   c->add_hi = inf + c->alias_hi + fft;
   c->sub_fft = c->alias_lo + fft;
   c->low = low * (1 + 1e-12);
@@ -268,7 +277,8 @@ static int run_dir(const dpgd_accountant *a, int dir, double h, double tau, int 
     if (want_eps) {
       out->hi = solve_eps(&c, x, 1), out->lo = solve_eps(&c, x, 0);
       if (isinf(out->hi))
-        st = DPGD_FAIL(DPGD_ERANGE, "PLD: the infinite and aliased mass exceed delta");
+        st = DPGD_FAIL(DPGD_ERANGE,
+                       "PLD: the infinite, aliased and FFT-rounding mass exceed delta");
     } else {
       out->hi = delta_hi(&c, x), out->lo = delta_lo(&c, x);
     }

@@ -17,14 +17,18 @@ typedef struct {
   double *p;    /* (n) masses */
   double p_inf; /* mass at +inf (an upper bound of P(L > (i0 + n - 1) h)) */
   double f_low; /* an upper bound of P(L <= i0 h), the mass rounded up into bin 0 */
+  double ex;    /* bound on how far a tail of p exceeds (1 + r) times the true one */
   double l2;    /* ||p||_2, rounded up */
   double *blk;  /* (ceil(n / ACCT_PLD_BLOCK)) block masses, for the Chernoff bounds */
   uint64_t k;   /* releases of this entry */
 } dpgd_pld_pmf;
 
-/* P(L > l) (*S) and P(L <= l) (*F) under P of one Gaussian or subsampled-Gaussian
- * release in direction dir (0 remove, 1 add). */
-void dpgd_pld_loss_tails(const acct_entry *en, int dir, double l, double *S, double *F);
+/* Upper bounds on P(L > l) (*S) and P(L <= l) (*F, skipped where F is NULL) under P of
+ * one Gaussian or subsampled-Gaussian release in direction dir (0 remove, 1 add), for the
+ * real loss l (a double taken as exact to a relative 2^-53), computed in log space; *rho
+ * bounds log(*S / true S) beyond the assumed erfc error ACCT_PLD_CDF_RELERR. */
+void dpgd_pld_loss_tails(const acct_entry *en, int dir, double l, double *S, double *F,
+                         double *rho);
 /* Builds the pmf of grid step h between the loss with P(L <= l) <= tau_low and the one
  * with P(L > l) <= tau_inf; DPGD_ERANGE above max_n bins. */
 int dpgd_pld_pmf_build(dpgd_pld_pmf *m, const acct_entry *en, int dir, double h, double tau_inf,

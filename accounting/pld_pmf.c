@@ -7,85 +7,164 @@
 
 #include "pld_internal.h"
 
+#define U DBL_EPSILON
+
 static double qtail(double z) { return 0.5 * erfc(z / M_SQRT2); }
 
-/* P(L > l) and P(L <= l) of one release in direction dir (0: remove pair, 1: add pair),
- * each from a normal tail so that both keep their relative accuracy (docs/MATH.md
- * "Exact accounting": the loss of the subsampled Gaussian is monotone in the output o). */
-void dpgd_pld_loss_tails(const acct_entry *en, int dir, double l, double *S, double *F)
+/* An interval [*lo, *hi] around log r, r = e^v - (1 - q), for a grid loss v known to a
+ * relative 2^-53 (the interval also covers that); -inf at an end where r <= 0 is
+ * possible. Log space throughout: no exponential of v is formed where it could
+ * overflow, and near r = 0 (the edge of the loss support) r is formed as
+ * (1 - q) expm1(v - log(1 - q)), whose only cancellation, in v - log(1 - q), is
+ * bounded (PLD.md section 2). */
+static void log_r_range(double q, double lq, double v, double *lo, double *hi)
 {
+  double lr, e;
+  if (q >= 1) {
+    lr = v, e = U * fabs(v);
+  } else if (v >= 1) { /* log r = v + log1p(-(1 - q) e^-v), (1 - q) e^-v <= 1/e */
+    lr = v + log1p(-(1 - q) * exp(-v));
+    e = 8 * U + 3 * U * (fabs(v) + fabs(lr));
+  } else if (v >= 0) { /* r = expm1(v) + q: a sum of non-negative terms */
+    lr = log(expm1(v) + q);
+    e = 8 * U + 3 * U * fabs(lr);
+  } else { /* r = (1 - q) expm1(t), t = v - log1p(-q) */
+    double t = v - lq, dt = 3 * U * (fabs(lq) + fabs(t) + fabs(v));
+    double ex = 6 * U + 3 * U * fabs(lq);
+    *lo = *hi = -INFINITY;
+    if (t + dt > 0) *hi = lq + log(expm1(t + dt)), *hi += ex + 3 * U * fabs(*hi);
+    if (t - dt > 0) *lo = lq + log(expm1(t - dt)), *lo -= ex + 3 * U * fabs(*lo);
+    return;
+  }
+  *lo = lr - e, *hi = lr + e;
+}
+
+/* One entry in one direction, with the logarithms every evaluation needs. */
+typedef struct {
+  const acct_entry *en;
+  int dir;
+  double q, s, lq, lq1; /* q, sigma, log q, log(1 - q) */
+} tails_ctx;
+
+static tails_ctx tails_init(const acct_entry *en, int dir)
+{
+  tails_ctx c = {.en = en, .dir = dir, .q = en->par[0], .s = en->par[1]};
+  if (en->kind != ACCT_GAUSSIAN) c.lq = log(c.q), c.lq1 = log1p(-c.q);
+  return c;
+}
+
+/* The threshold output o = sigma^2 log(r/q) + 1/2 of a subsampled Gaussian's loss at v
+ * (docs/MATH.md "Exact accounting"), as an interval [*lo, *hi] that holds it (-inf: r <= 0). */
+static void threshold_range(const tails_ctx *c, double v, double *lo, double *hi)
+{
+  double a, b, lq = c->lq, s2 = c->s * c->s;
+  log_r_range(c->q, c->lq1, v, &a, &b);
+  double ea = 4 * U * (s2 * (fabs(a) + fabs(lq)) + fabs(s2 * (a - lq)) + 1);
+  double eb = 4 * U * (s2 * (fabs(b) + fabs(lq)) + fabs(s2 * (b - lq)) + 1);
+  *lo = isinf(a) ? a : s2 * (a - lq) + 0.5 - ea;
+  *hi = isinf(b) ? b : s2 * (b - lq) + 0.5 + eb;
+}
+
+/* The relative spread of Q over [za, zb]: |log Q(za) - log Q(zb)| <= rho, as
+ * |d log Q / dz| = phi(z)/Q(z) <= max(z, 0) + 1 (the Mills ratio bound), increasing. */
+static double q_spread(double za, double zb)
+{
+  if (isinf(za) || isinf(zb)) return INFINITY;
+  return (zb - za) * (fmax(zb, 0) + 1) * (1 + 4 * U);
+}
+
+/* Applies the assumed relative error of the normal tails (erfc) and an absolute slack
+ * for results in or near the subnormal range. */
+static double up(double x)
+{
+  return fmin(1, x * (1 + ACCT_PLD_CDF_RELERR) + 16 * DBL_TRUE_MIN);
+}
+
+static void tails(const tails_ctx *c, double l, double *S, double *F, double *rho)
+{
+  const acct_entry *en = c->en;
+  int dir = c->dir;
+  double f_dummy;
+  if (!F) F = &f_dummy;
   if (en->kind == ACCT_GAUSSIAN) { /* L ~ N(mu^2/2, mu^2) under P in both directions */
     double mu = en->par[0], z = (l - mu * mu / 2) / mu;
-    *S = qtail(z), *F = qtail(-z);
+    double ze = 3 * U * ((fabs(l) + mu * mu) / mu + fabs(z)) + DBL_TRUE_MIN;
+    *S = up(qtail(z - ze)), *F = F == &f_dummy ? 0 : up(qtail(-z - ze));
+    *rho = q_spread(z - ze, z + ze);
     return;
   }
-  double q = en->par[0], s = en->par[1];
-  /* remove: L = u(o) > l <=> o > s^2 log(r/q) + 1/2, r = e^l - (1 - q);
-   * add: L = -u(o) > l <=> o < s^2 log(r/q) + 1/2, r = e^-l - (1 - q) */
-  double r = dir ? expm1(-l) + q : expm1(l) + q;
-  if (r <= 0) { /* remove: every o has L > l; add: none */
-    *S = dir ? 0 : 1, *F = dir ? 1 : 0;
-    return;
-  }
-  double o = s * s * log(r / q) + 0.5;
-  if (dir == 0) {
-    *S = (1 - q) * qtail(o / s) + q * qtail((o - 1) / s);
-    *F = (1 - q) * qtail(-o / s) + q * qtail((1 - o) / s);
+  /* remove: L = u(o) > l <=> o > o_l; add: L = -u(o) > l <=> o < o_l, with
+   * o_l = s^2 log(r/q) + 1/2, r = e^(+-l) - (1 - q) (docs/MATH.md "Exact accounting") */
+  double q = c->q, s = c->s, a, b;
+  threshold_range(c, dir ? -l : l, &a, &b);
+  if (dir == 0) { /* S falls with o, F rises: S at the low end, F at the high end */
+    *S = isinf(a) ? 1 : up((1 - q) * qtail(a / s) + q * qtail((a - 1) / s));
+    *F = isinf(b) || F == &f_dummy ? 0 : up((1 - q) * qtail(-b / s) + q * qtail((1 - b) / s));
+    *rho = isinf(b) ? 0 : q_spread(a / s, b / s);
   } else {
-    *S = qtail(-o / s), *F = qtail(o / s);
+    *S = isinf(b) ? 0 : up(qtail(-b / s));
+    *F = isinf(a) ? 1 : F == &f_dummy ? 0 : up(qtail(a / s));
+    *rho = isinf(b) ? 0 : q_spread(-b / s, -a / s);
   }
 }
 
-/* The smallest l with P(L > l) <= tau (upper) or the largest with P(L <= l) <= tau, by
- * bisection over a range that holds every loss the entry can have with more mass. */
-static double tail_point(const acct_entry *en, int dir, double tau, int upper)
+void dpgd_pld_loss_tails(const acct_entry *en, int dir, double l, double *S, double *F,
+                         double *rho)
 {
-  double w = 1e4;
-  if (en->kind == ACCT_GAUSSIAN) w += en->par[0] * en->par[0] + 100 * en->par[0];
-  double lo = -w, hi = w, S, F;
-  for (int i = 0; i < 200 && hi - lo > 4 * DBL_EPSILON * fmax(fabs(lo), fabs(hi)); i++) {
+  tails_ctx c = tails_init(en, dir);
+  tails(&c, l, S, F, rho);
+}
+
+/* The smallest l found with P(L > l) <= tau (upper) or the largest with P(L <= l) <= tau
+ * (both from the upper bounds above), by bisection after doubling a bracket outwards
+ * until it holds the point (the loss of a release can be far beyond any fixed range:
+ * about 1/(2 sigma^2) for a subsampled Gaussian of small sigma). DPGD_ERANGE where no
+ * double does. */
+static int tail_point(const acct_entry *en, int dir, double tau, int upper, double *out)
+{
+  double lo = -1, hi = 1, S, F, rho;
+#define PLD_BELOW(x)                                                                           \
+  (dpgd_pld_loss_tails(en, dir, (x), &S, &F, &rho), upper ? S <= tau : F > tau)
+  for (int i = 0; !PLD_BELOW(hi); i++, hi *= 2)
+    if (i > 1100) return DPGD_FAIL(DPGD_ERANGE, "PLD: no loss has a tail of %g", tau);
+  for (int i = 0; PLD_BELOW(lo); i++, lo *= 2)
+    if (i > 1100) return DPGD_FAIL(DPGD_ERANGE, "PLD: no loss has a tail of %g", tau);
+  for (int i = 0; i < 2200 && hi - lo > 4 * DBL_EPSILON * fmax(fabs(lo), fabs(hi)); i++) {
     double mid = 0.5 * (lo + hi);
-    dpgd_pld_loss_tails(en, dir, mid, &S, &F);
-    if (upper ? S <= tau : F > tau) hi = mid;
+    if (mid <= lo || mid >= hi) break;
+    if (PLD_BELOW(mid)) hi = mid;
     else lo = mid;
   }
-  return upper ? hi : lo;
-}
-
-/* An upper bound on P(L > l): the tail of dpgd_pld_loss_tails (alone: the pmf's hot
- * loop) times (1 + ACCT_PLD_CDF_RELERR). */
-static double surv_up(const acct_entry *en, int dir, double l)
-{
-  double S;
-  if (en->kind == ACCT_GAUSSIAN) {
-    double mu = en->par[0];
-    S = qtail((l - mu * mu / 2) / mu);
-  } else {
-    double q = en->par[0], s = en->par[1], r = dir ? expm1(-l) + q : expm1(l) + q;
-    double o = r > 0 ? s * s * log(r / q) + 0.5 : 0;
-    if (r <= 0) S = dir ? 0 : 1;
-    else if (dir == 0) S = (1 - q) * qtail(o / s) + q * qtail((o - 1) / s);
-    else S = qtail(-o / s);
-  }
-  return fmin(1, S * (1 + ACCT_PLD_CDF_RELERR));
+#undef PLD_BELOW
+  *out = upper ? hi : lo;
+  return DPGD_OK;
 }
 
 /* Masses of bins 1..n-1 from an upper bound of the survival function at the bins' losses
  * (made non-increasing: the smaller of two upper bounds is one), so that the pmf's tail
  * above every bin is at least the true tail: the discrete loss dominates the rounded-up
- * one stochastically. */
+ * one stochastically. m->ex gets the largest excess of a tail over (1 + r) times the
+ * truth that the bounds' interval width allows (PLD.md section 3, lower bound). */
 static void fill_masses(dpgd_pld_pmf *m, const acct_entry *en, int dir, double h)
 {
-  double prev = surv_up(en, dir, m->i0 * h), l2 = 0;
+  double r = 2 * ACCT_PLD_CDF_RELERR + ACCT_PLD_CDF_RELERR * ACCT_PLD_CDF_RELERR;
+  double prev, rho, l2 = 0, ex = 0;
+  tails_ctx c = tails_init(en, dir);
+  tails(&c, (double)m->i0 * h, &prev, NULL, &rho);
+  ex = fmin(prev, (1 + r) * expm1(rho) * prev);
   m->p[0] = 1 - prev; /* every loss <= l0, rounded up to l0 */
   l2 += m->p[0] * m->p[0];
   for (size_t j = 1; j < m->n; j++) {
-    double S = fmin(prev, surv_up(en, dir, (double)(m->i0 + (int64_t)j) * h));
+    double S;
+    tails(&c, (double)(m->i0 + (int64_t)j) * h, &S, NULL, &rho);
+    S = fmin(prev, S);
+    ex = fmax(ex, fmin(S, (1 + r) * expm1(rho) * S));
     m->p[j] = prev - S;
     l2 += m->p[j] * m->p[j];
     prev = S;
   }
   m->p_inf = prev;
+  m->ex = ex * (1 + 1e-12);
   m->l2 = sqrt(l2) * (1 + 1e-12) + DBL_MIN;
 }
 
@@ -93,9 +172,12 @@ int dpgd_pld_pmf_build(dpgd_pld_pmf *m, const acct_entry *en, int dir, double h,
                        double tau_low, size_t max_n)
 {
   m->p = m->blk = NULL;
-  double lt = tail_point(en, dir, tau_inf, 1), ll = tail_point(en, dir, tau_low, 0);
+  double lt = 0, ll = 0;
+  int st = tail_point(en, dir, tau_inf, 1, &lt);
+  if (!st) st = tail_point(en, dir, tau_low, 0, &ll);
+  if (st) return st;
   double i0 = floor(ll / h), i1 = ceil(lt / h);
-  if (!(i1 - i0 + 1 <= (double)max_n))
+  if (!(i1 - i0 + 1 <= (double)max_n) || !(fabs(i0) < 0x1p52 && fabs(i1) < 0x1p52))
     return DPGD_FAIL(DPGD_ERANGE, "PLD grid h=%g needs %.3g bins for one release", h,
                      i1 - i0 + 1);
   m->i0 = (int64_t)i0;
@@ -113,9 +195,9 @@ int dpgd_pld_pmf_build(dpgd_pld_pmf *m, const acct_entry *en, int dir, double h,
     for (size_t j = b; j < m->n && j < b + ACCT_PLD_BLOCK; j++) mass += m->p[j];
     m->blk[b / ACCT_PLD_BLOCK] = mass * (1 + 1e-12);
   }
-  double S, F;
-  dpgd_pld_loss_tails(en, dir, m->i0 * h, &S, &F);
-  m->f_low = F * (1 + ACCT_PLD_CDF_RELERR) + DBL_MIN;
+  double S, F, rho;
+  dpgd_pld_loss_tails(en, dir, (double)m->i0 * h, &S, &F, &rho);
+  m->f_low = F + DBL_MIN;
   return DPGD_OK;
 }
 

@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -183,13 +184,140 @@ static void test_alloc_failures(void **state)
   dpgd_acct_free(a);
 }
 
+/* The subsampled Gaussian's loss at output o, x = (2o - 1)/(2 s^2): remove
+ * log(1 - q + q e^x) = log1p(q expm1(x)) (or log-sum-exp where e^x overflows), add its
+ * negative; in long double, by the forward map (the code inverts it). */
+static long double loss_fwd(double q, double s, int dir, long double o)
+{
+  long double x = (2 * o - 1) / (2.0L * s * s), l;
+  if (x < 11000) {
+    l = log1pl(q * expm1l(x));
+  } else {
+    long double a = log1pl(-(long double)q), b = logl(q) + x, m = fmaxl(a, b);
+    l = m + log1pl(expl(fminl(a, b) - m));
+  }
+  return dir ? -l : l;
+}
+
+/* A lower bound on the true P(L > l) of one release (l a long double): bisection on the
+ * output for the threshold o*, then the normal tail at the end of the bracket on the
+ * safe side, whose loss exceeds l by more than its rounding. */
+static long double surv_lo(double q, double s, int dir, long double l)
+{
+  long double lo = -1e6L * s - 1, hi = 1e6L * s + 1; /* L(lo) < L(hi) (remove) */
+  for (int i = 0; i < 300; i++) {
+    long double mid = 0.5L * (lo + hi), v = loss_fwd(q, s, 0, mid);
+    if ((dir ? -v : v) > l + 1e-17L * fabsl(l) + 1e-4000L) {
+      if (dir) lo = mid; /* add: the loss falls with o */
+      else hi = mid;
+    } else {
+      if (dir) hi = mid;
+      else lo = mid;
+    }
+  }
+  long double r2 = sqrtl(2.0L);
+  if (dir) /* P(O < lo), O ~ N(0, s^2), and L(lo) > l */
+    return 0.5L * erfcl(-lo / s / r2) * (1 - 1e-15L);
+  return ((1 - (long double)q) * 0.5L * erfcl(hi / s / r2) +
+          q * 0.5L * erfcl((hi - 1) / s / r2)) *
+         (1 - 1e-15L);
+}
+
+/* Checks the pmf's tail above every bin within `near` bins of the top and every 97th
+ * below against the long-double reference; returns the bins checked. */
+static size_t check_tails(const dpgd_pld_pmf *m, double q, double s, int dir, double h,
+                          double near)
+{
+  long double tail = m->p_inf, top = (long double)(m->i0 + (int64_t)m->n - 1) * h;
+  size_t checked = 0;
+  for (size_t j = m->n; j-- > 0;) {
+    long double l = (long double)(m->i0 + (int64_t)j) * h;
+    if (top - l < near * h || j % 97 == 0) {
+      long double S = surv_lo(q, s, dir, l * (1 + copysignl(0x1p-62L, l)));
+      if (!(tail >= S * (1 - 1e-13L))) {
+        printf("q %g s %g dir %d l %.17Lg: pmf tail %.17Lg < true %.17Lg\n", q, s, dir, l, tail,
+               S);
+        fail();
+      }
+      checked++;
+    }
+    tail += m->p[j];
+  }
+  return checked;
+}
+
+/* Bin by bin, the pmf's tail above bin j (the mass it puts at losses above l_j) is at
+ * least the true P(L > l_j) of an independent long-double evaluation, in both directions,
+ * near the top of the add direction's support (where e^-l - (1 - q) cancels) and far
+ * beyond log(DBL_MAX) for a small sigma. */
+static void test_tails_bin_by_bin(void **state)
+{
+  (void)state;
+  const double q[] = {0.001, 0.01, 0.5, 0.3}, s[] = {0.3, 1.7, 0.02, 0.0071};
+  const double h[] = {3e-5, 2e-4, 0.3, 4};
+  for (int c = 0; c < 4; c++) {
+    dpgd_accountant *a = sg_new(q[c], s[c], 2);
+    for (int dir = 0; dir < 2; dir++) {
+      dpgd_pld_pmf m;
+      assert_int_equal(dpgd_pld_pmf_build(&m, &a->e[0], dir, h[c], 1e-14, 1e-14, 1u << 22), 0);
+      size_t checked = check_tails(&m, q[c], s[c], dir, h[c], 200);
+      double top = (double)(m.i0 + (int64_t)m.n - 1) * h[c];
+      assert_true(checked >= (m.n < 200 ? m.n : 200));
+      if (dir == 0 && s[c] < 0.1) assert_true(top > 1 / (2 * s[c] * s[c])); /* no cap */
+      dpgd_pld_pmf_free(&m);
+    }
+    dpgd_acct_free(a);
+  }
+}
+
+/* The same on grids with a bin 1e-18..1e-15 below the add direction's largest loss
+ * -log(1 - q), where e^-l - (1 - q) is formed from nearly equal terms. */
+static void test_tails_near_edge(void **state)
+{
+  (void)state;
+  const double d[] = {2e-18, 7e-18, 1.3e-17, 4e-17, 1.1e-16, 3e-16, 9e-16};
+  dpgd_accountant *a = sg_new(0.001, 0.3, 2);
+  for (int i = 0; i < 7; i++) {
+    double h = (-log1p(-0.001) - d[i]) / 1000;
+    dpgd_pld_pmf m;
+    assert_int_equal(dpgd_pld_pmf_build(&m, &a->e[0], 1, h, 1e-30, 1e-3, 1u << 22), 0);
+    assert_true(check_tails(&m, 0.001, 0.3, 1, h, 50) >= 50);
+    dpgd_pld_pmf_free(&m);
+  }
+  dpgd_acct_free(a);
+}
+
+/* Small sigma: one release at q = 0.5, sigma = 0.02 has losses near 1/(2 sigma^2) =
+ * 1250 + log q + z/sigma, far beyond log(DBL_MAX): eps(1e-5) is at least the closed-form
+ * lower bound (1 - e^(eps - t)) q Q(z) with t = 1250 + log q + (z - 1e-9)/sigma
+ * (z = 4: 1449), and its bracket holds the truth (its lower end below the RDP bound). */
+static void test_small_sigma(void **state)
+{
+  (void)state;
+  const double q = 0.5, s = 0.02;
+  dpgd_accountant *a = sg_new(q, s, 1);
+  double best = 0;
+  for (double z = 3; z < 5.5; z += 0.01) {
+    double t = 1 / (2 * s * s) + log(q) + (z - 1e-9) / s, p = q * 0.5 * erfc(z / M_SQRT2);
+    if (p > 1e-5) best = fmax(best, t + log1p(-1e-5 / p) - 1e-9 * t);
+  }
+  assert_true(best > 1400);
+  dpgd_acct_value v, r;
+  assert_int_equal(dpgd_acct_epsilon(a, DPGD_ACCT_EXACT, 1e-5, &v), DPGD_OK);
+  assert_true(v.value >= best);
+  assert_int_equal(dpgd_acct_epsilon(a, DPGD_ACCT_RDP_OPTIMAL, 1e-5, &r), DPGD_OK);
+  assert_true(v.value - v.err <= r.value);
+  dpgd_acct_free(a);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_gaussian_curve), cmocka_unit_test(test_agrees_with_cf),
       cmocka_unit_test(test_few_releases),   cmocka_unit_test(test_fft_vs_direct),
       cmocka_unit_test(test_grid_limit),     cmocka_unit_test(test_alloc_failures),
-      cmocka_unit_test(test_eps_zero),
+      cmocka_unit_test(test_eps_zero),       cmocka_unit_test(test_tails_bin_by_bin),
+      cmocka_unit_test(test_small_sigma),    cmocka_unit_test(test_tails_near_edge),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
