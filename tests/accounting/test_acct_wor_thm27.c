@@ -64,8 +64,8 @@ static void test_against_reference(void **state)
     for (int al = 2; al <= 40; al += 1) {
       double v = dpgd_acct_rdp_curve(a, al), r = reference(g, ss[i], al);
       if (!(v >= r * (1 - 1e-10) && v <= r * (1 + 1e-8)))
-        fail_msg("m %llu n %llu s %g order %d: %.12g, reference %.12g", (unsigned long long)ms[i],
-                 (unsigned long long)ns[i], ss[i], al, v, r);
+        fail_msg("m %llu n %llu s %g order %d: %.12g, reference %.12g",
+                 (unsigned long long)ms[i], (unsigned long long)ns[i], ss[i], al, v, r);
     }
     dpgd_acct_free(a);
   }
@@ -77,10 +77,10 @@ static double renyi3(double g, double s, double x, double y, int al)
 {
   long double h = s / 64, v = 0;
   for (long double o = -40 * s - 2; o <= 40 * s + 2; o += h) {
-    long double p = (1 - g) * expl(-o * o / (2 * s * s)) +
-                    g * expl(-(o - x) * (o - x) / (2 * s * s));
-    long double q = (1 - g) * expl(-o * o / (2 * s * s)) +
-                    g * expl(-(o - y) * (o - y) / (2 * s * s));
+    long double p =
+        (1 - g) * expl(-o * o / (2 * s * s)) + g * expl(-(o - x) * (o - x) / (2 * s * s));
+    long double q =
+        (1 - g) * expl(-o * o / (2 * s * s)) + g * expl(-(o - y) * (o - y) / (2 * s * s));
     v += expl(al * logl(p) + (1 - al) * logl(q));
   }
   return (double)(logl(v * h / (s * sqrtl(2 * M_PI))) / (al - 1));
