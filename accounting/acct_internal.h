@@ -204,8 +204,8 @@ int dpgd_acct_pld_epsilon(const dpgd_accountant *a, double delta, dpgd_acct_valu
 int dpgd_acct_pld_delta(const dpgd_accountant *a, double eps, dpgd_acct_value *out);
 void dpgd_acct_exact_note_set(const char *s);
 /* ---- wor.c: subsampling without replacement ---- */
-/* eps_hat(alpha) of one replace-one entry (Wang, Balle & Kasiviswanathan 2019, Thm 9,
- * at the integer order ceil(alpha)); of an add/remove Laplace entry, the Renyi divergence
+/* eps_hat(alpha) of one replace-one entry (Wang, Balle & Kasiviswanathan 2019, Thms 9
+ * and 27, at the integer order ceil(alpha)); of an add/remove Laplace entry, the Renyi divergence
  * of its pairs; INFINITY for other kinds. */
 double dpgd_acct_wor_rdp(const acct_entry *en, double alpha);
 /* Renyi divergence of the without-replacement Laplace's add/remove pairs

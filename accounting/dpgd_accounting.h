@@ -296,7 +296,7 @@ int dpgd_acct_add_subsampled_gaussian(dpgd_accountant *a, double q, double sigma
  *     the Laplace's have two atoms and a continuous part (accounting/SAMPLING.md).
  *   DPGD_ACCT_REPLACE_ONE: neighbours have n points each and differ in one point's
  *     value. No dominating pair is known: the entry carries the RDP upper bound of
- *     Wang, Balle & Kasiviswanathan 2019 (Theorem 9), so only the rdp_* methods answer
+ *     Wang, Balle & Kasiviswanathan 2019 (Theorems 9, 27), so only the rdp_* methods answer
  *     (exact and zcdp refuse with DPGD_EINVAL); it never mixes with a Poisson-subsampled
  *     or an add/remove entry in one accountant (DPGD_EINVAL). */
 typedef enum { DPGD_ACCT_ADD_REMOVE = 0, DPGD_ACCT_REPLACE_ONE = 1 } dpgd_acct_relation;

@@ -12,7 +12,7 @@ int dpgd_plan_add_sampled(dpgd_accountant *a, const dpgd_plan *p, double sigma, 
   /* A batch of m real points and one with another real point in a slot have clipped
    * sums up to 2C apart: the base Gaussian (std sigma C) has replace-one multiplier
    * sigma / 2, and dpgd's neighbours (a point against the null point, n fixed) are a
-   * replace-one pair (Wang, Balle & Kasiviswanathan 2019, Theorem 9). */
+   * replace-one pair (Wang, Balle & Kasiviswanathan 2019, Theorems 9 and 27). */
   if (p->sampling == DPGD_SAMPLING_SUBSET)
     return dpgd_acct_add_wor_gaussian(a, p->batch_size, p->n, sigma / 2, DPGD_ACCT_REPLACE_ONE,
                                       count);

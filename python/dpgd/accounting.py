@@ -139,18 +139,20 @@ def _relation(r):
 
 class WorGaussian(Mechanism):
     """Gaussian on a uniformly random subset of exactly ``m`` of ``n`` points (sampling
-    without replacement); ``sigma`` is relative to ``sensitivity``, the base query's
-    replace-one sensitivity (2C for a sum of gradients clipped to C). ``relation``:
-    "add-remove" (exact) or "replace-one" (RDP upper bound only)."""
+    without replacement): noise std ``sigma`` in the units of ``sensitivity``, the base
+    query's replace-one sensitivity (2C for a sum of gradients clipped to C: sigma = std/C,
+    sensitivity=2). ``relation``: "add-remove" (exact) or "replace-one" (RDP upper bound
+    only). Both are required: a default would halve a clipped sum's sensitivity."""
 
-    def __init__(self, m, n, sigma, sensitivity=None, relation="add-remove", count=1):
+    def __init__(self, m, n, sigma, sensitivity=None, relation=None, count=1):
         super().__init__(count)
         self.m = _check.count("m", m, 0)
         self.n = _check.count("n", n, 0)
-        x = _check.real("sigma", sigma)
-        if sensitivity is not None:
-            x /= _check.real("sensitivity", sensitivity)
-        self.sigma = x
+        if sensitivity is None or relation is None:
+            raise Error("WorGaussian: give relation= (add-remove or replace-one) and "
+                        "sensitivity=, the base sum's replace-one sensitivity in sigma's "
+                        "units (2 for gradients clipped to 1)")
+        self.sigma = _check.real("sigma", sigma) / _check.real("sensitivity", sensitivity)
         self.relation = _relation(relation)
 
     def _add(self, acct):

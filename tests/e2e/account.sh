@@ -176,7 +176,7 @@ expect_fail disc-support '--discrete: discrete pair: outcome 1 has mass under on
 expect_fail disc-missing '--discrete: missing q=' $A --discrete p=1
 # Sampling without replacement, one release, add/remove: delta of the two dominating
 # pairs (1-g) N(0,s^2) + g N(1,s^2) vs N(0,s^2), g = m/n, recomputed here by erfc.
-expect_ok wor-ar "$DPGD" account --wor-gaussian m=60,n=400,sigma=0.8 --epsilon 0.7 --json
+expect_ok wor-ar "$DPGD" account --wor-gaussian m=60,n=400,sigma=0.8,sensitivity=1,relation=add-remove --epsilon 0.7 --json
 py wor-ar-values '
 j = json.loads(out); g, s, e = 60 / 400, 0.8, 0.7
 Q = lambda z: 0.5 * math.erfc(z / math.sqrt(2))
@@ -190,7 +190,7 @@ ref = max(rem, add); d = j["methods"]["exact"]["delta"]
 assert j["relation"] == "add-remove" and ref * (1 - 1e-12) <= d <= ref * (1 + 1e-8), (d, ref)
 '
 # Replace-one: no exact value, the relation printed, RDP bounds above add/remove exact.
-expect_ok wor-ro "$DPGD" account --wor-gaussian m=256,n=60000,sigma=1.1,count=1000,relation=replace-one
+expect_ok wor-ro "$DPGD" account --wor-gaussian m=256,n=60000,sigma=1.1,sensitivity=1,count=1000,relation=replace-one
 expect_out wor-ro-relation '^relation +without replacement, replace-one'
 py wor-ro-values '
 assert row("exact")[1] == "n/a", row("exact")
@@ -202,7 +202,13 @@ py wor-lap-values '
 j = json.loads(out)["methods"]; e = j["exact"]["eps"]
 assert 0 < e <= j["rdp_optimal"]["eps"] and e < 12.5, (e, j)
 '
-expect_fail wor-m-gt-n 'needs 1 <= m <= n' $A --wor-gaussian m=5,n=4,sigma=1
+expect_fail wor-m-gt-n 'needs 1 <= m <= n' $A --wor-gaussian m=5,n=4,sigma=1,sensitivity=1,relation=add-remove
+# The Gaussian's relation and sensitivity have no default: a clipped sum's is 2C, and a
+# silent 1 would halve it.
+expect_fail wor-no-sens '--wor-gaussian: give relation=add-remove\|replace-one and sensitivity=D' \
+  $A --wor-gaussian m=5,n=40,sigma=4,relation=replace-one
+expect_fail wor-no-rel '--wor-gaussian: give relation=add-remove\|replace-one and sensitivity=D' \
+  $A --wor-gaussian m=5,n=40,sigma=4,sensitivity=2
 expect_fail wor-relation 'relation must be add-remove or replace-one' $A --wor-laplace m=1,n=4,b=1,relation=swap
 expect_fail sub-q '--subsampled: sampling rate q must lie in \[0, 1\]' $A --subsampled q=1.5,sigma=1
 expect_fail sub-sigma '--subsampled: missing sigma=' $A --subsampled q=0.1

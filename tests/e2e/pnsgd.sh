@@ -26,15 +26,27 @@ import json, sys
 s = json.load(open(sys.argv[1]))
 print(repr(s["lipschitz"]), repr(s["sigma"]), repr(s["lr"]), repr(s["diameter"]), repr(s["delta"]))
 ' "$RUN/summary.json")"
+# Only t = n is a guarantee; mid and first are exact-arithmetic diagnostics, labelled so
+# in summary.json and positions.csv (train/LASTITERATE.md section 7).
+checks=$((checks + 1))
+python3 - "$RUN/summary.json" "$RUN/positions.csv" >"$TMP/py" 2>&1 <<'PYEOF' || fail "labels: $(tail -c 400 "$TMP/py")"
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert list(s["guarantee"]) == ["worst"], s["guarantee"]
+d = s["diagnostics_exact_arithmetic"]
+assert sorted(d) == ["first", "mid", "note"] and "NOT privacy guarantees" in d["note"], d
+assert open(sys.argv[2]).readline().startswith("# DIAGNOSTIC, not a privacy guarantee")
+PYEOF
 for which in worst mid first; do
-  T=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["guarantee"][sys.argv[2]]["position"])' \
+  T=$(python3 -c 'import json,sys; s = json.load(open(sys.argv[1])); print({**s["guarantee"], **s["diagnostics_exact_arithmetic"]}[sys.argv[2]]["position"])' \
       "$RUN/summary.json" "$which")
   expect_ok "account-$which" "$DPGD" account --iteration \
     "n=500,t=$T,lipschitz=$L,sigma=$S,neighbour=null,eta=$E,diameter=$R" --delta "$D" --json
   checks=$((checks + 1))
   python3 - "$RUN/summary.json" "$TMP/out" "$which" >"$TMP/py" 2>&1 <<'PYEOF' || fail "summary $which: $(tail -c 400 "$TMP/py")"
 import json, sys
-s = json.load(open(sys.argv[1]))["guarantee"][sys.argv[3]]
+s = json.load(open(sys.argv[1]))
+s = {**s["guarantee"], **s["diagnostics_exact_arithmetic"]}[sys.argv[3]]
 a = json.load(open(sys.argv[2]))["bounds"]
 pairs = [("iteration", a["iteration"]["rdp_optimal"]["eps"]),
          ("contraction", a["contraction"]["exact"]["eps"]),

@@ -24,7 +24,9 @@ NAN = float("nan")
     lambda: dpgd.Laplace(b=-2.0),
     lambda: dpgd.Discrete(p=[0.5, 0.5], q=[1.0]),
     lambda: dpgd.Discrete(p=[["a"]], q=[1.0]),
-    lambda: dpgd.WorGaussian(m=5, n=10, sigma=1, relation="swap"),
+    lambda: dpgd.WorGaussian(m=5, n=10, sigma=1, sensitivity=2, relation="swap"),
+    lambda: dpgd.WorGaussian(m=5, n=10, sigma=1, relation="replace-one"),
+    lambda: dpgd.WorGaussian(m=5, n=10, sigma=1, sensitivity=2),
 ])
 def test_bad_mechanisms_raise(make):
     with pytest.raises(dpgd.Error) as e:
@@ -37,7 +39,8 @@ def test_bad_mechanisms_raise(make):
     (lambda: dpgd.RandomizedResponse(eps0=-1.0), "--rr", "eps0=-1"),
     (lambda: dpgd.Subsampled(q=1.5, sigma=1.0), "--subsampled", "q=1.5,sigma=1"),
     (lambda: dpgd.Subsampled(q=0.1, sigma=-1.0), "--subsampled", "q=0.1,sigma=-1"),
-    (lambda: dpgd.WorGaussian(m=20, n=10, sigma=1.0), "--wor-gaussian", "m=20,n=10,sigma=1"),
+    (lambda: dpgd.WorGaussian(m=20, n=10, sigma=1.0, sensitivity=1, relation="add-remove"),
+     "--wor-gaussian", "m=20,n=10,sigma=1,sensitivity=1,relation=add-remove"),
     (lambda: dpgd.Discrete(p=[0.5, 0.6], q=[0.5, 0.5]), "--discrete", "p=0.5:0.6,q=0.5:0.5"),
 ])
 def test_library_refusals_carry_the_c_message(mech, flag, spec):

@@ -282,6 +282,14 @@ static void check_summary(const char *text, const dpgd_config *c, size_t n)
   consts_of(&k, c->data_mean, c->data_std);
   assert_true(json_num(text, "{", "lipschitz") == k.lipschitz);
   assert_true(json_num(text, "{", "sigma") == c->privacy_sigma);
+  /* the only guarantee is t = n; t < n are exact-arithmetic diagnostics (the float steps
+   * are not 1-Lipschitz, LASTITERATE.md section 7), in their own labelled object */
+  const char *g = strstr(text, "\"guarantee\""),
+             *d = strstr(text, "\"diagnostics_exact_arithmetic\"");
+  assert_non_null(g), assert_non_null(d);
+  assert_true(d > g && strstr(g, "\"worst\"") < d);
+  assert_true(strstr(g, "\"mid\"") > d && strstr(g, "\"first\"") > d);
+  assert_non_null(strstr(d, "NOT privacy guarantees"));
   const char *names[3] = {"\"worst\"", "\"mid\"", "\"first\""};
   size_t at[3] = {n, (n + 1) / 2, 1};
   for (int i = 0; i < 3; i++) {

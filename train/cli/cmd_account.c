@@ -28,17 +28,19 @@ static const char mech_help[] =
     "                                                the reversed pair is also accounted)\n"
     "  --subsampled q=Q,sigma=S[,count=N]            Poisson-subsampled Gaussian,\n"
     "                                                rate Q, noise multiplier S\n"
-    "  --wor-gaussian m=M,n=N,sigma=S[,sensitivity=D][,relation=R][,count=K]\n"
+    "  --wor-gaussian m=M,n=N,sigma=S,sensitivity=D,relation=R[,count=K]\n"
     "  --wor-laplace m=M,n=N,b=B[,sensitivity=D][,relation=R][,count=K]  (or a=A)\n"
     "      sampling without replacement: each release sees a fresh uniformly random\n"
     "      subset of exactly M of the N points; sigma, b, a and D are relative to the\n"
     "      base query's replace-one sensitivity (2C for a sum of gradients clipped to C).\n"
-    "      relation=add-remove (default): neighbours differ by one point added or\n"
+    "      --wor-gaussian needs both (gradients clipped to C: sigma = noise std / C,\n"
+    "      sensitivity=2); --wor-laplace defaults to sensitivity=1, add-remove.\n"
+    "      relation=add-remove: neighbours differ by one point added or\n"
     "        removed, datasets of N and N-1 points; exact (Zhu, Dong & Wang 2022, add\n"
     "        and remove accounted separately; the Gaussian equals Poisson at q = M/N).\n"
     "      relation=replace-one: neighbours have N points and differ in one point's\n"
     "        value; only an upper bound is known (RDP of Wang, Balle & Kasiviswanathan\n"
-    "        2019, Theorem 9): the rdp_* rows, never exact.\n";
+    "        2019, Theorems 9 and 27): the rdp_* rows, never exact.\n";
 
 /* Which neighbouring relations the without-replacement flags asked for (bit 0
  * add-remove, bit 1 replace-one), for the relation line of the output. */
@@ -218,6 +220,15 @@ static int add_wor(dpgd_accountant *a, const char *flag, char *spec, int laplace
       (laplace && !k[2].val == !k[3].val) || (k[3].val && k[4].val)) {
     dpgd_cli_error("%s: give m=, n= and %s (see 'dpgd account --help')", flag,
                    laplace ? "one of b= (with optional sensitivity=) and a=" : "sigma=");
+    return 1;
+  }
+  /* A default would silently halve a clipped sum's sensitivity (2C, not C): the
+   * Gaussian's units and relation are stated by the caller. */
+  if (!laplace && (!k[4].val || !k[5].val)) {
+    dpgd_cli_error("%s: give relation=add-remove|replace-one and sensitivity=D, the base "
+                   "sum's replace-one sensitivity in sigma's units (2 for gradients "
+                   "clipped to 1)",
+                   flag);
     return 1;
   }
   snprintf(name, sizeof name, "%s m", flag);
@@ -506,7 +517,7 @@ static void print_relations(char *head, size_t size)
   if (wor_relations & 1u << DPGD_ACCT_REPLACE_ONE)
     printf("relation     without replacement, replace-one: neighbours of n points, one "
            "point changed\n             (no exact value known; rdp_* are upper bounds, "
-           "Wang, Balle & Kasiviswanathan 2019, Thm 9)\n");
+           "Wang, Balle & Kasiviswanathan 2019, Thms 9, 27)\n");
 }
 
 static void account_usage(FILE *f)

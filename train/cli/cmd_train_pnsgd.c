@@ -1,6 +1,6 @@
 /* cmd_train_pnsgd.c -- 'dpgd train' for train.algorithm = pnsgd (train/LASTITERATE.md):
- * prints the constants and the guarantee (worst case t = n, the middle and the first
- * position, composition beside them), runs the one pass with a progress line, and says
+ * prints the constants, the guarantee (worst case t = n) and, labelled as exact-arithmetic
+ * diagnostics, the middle and the first position (composition beside them), runs the one pass with a progress line, and says
  * where the last iterate and its summary are. Nothing is printed about the model while
  * the pass runs: only the last iterate is released. */
 #include <math.h>
@@ -31,8 +31,7 @@ static int print_plan(const dpgd_pnsgd_plan *p, const dpgd_config *c)
   printf("noise       sigma = %.6g on the gradient (sigma / L = %.6g), rng %s\n",
          dpgd_round_digits(p->sigma, 6, 1), dpgd_round_digits(p->sigma / p->k.lipschitz, 6, 1),
          dpgd_rng_mode_name(c->train_rng));
-  printf("guarantee   per position t, delta = %g, neighbour null (g = L); exact arithmetic\n",
-         p->delta);
+  printf("guarantee   t = n (every point), delta = %g, neighbour null (g = L)\n", p->delta);
   printf("  %-6s %-13s %-12s %-12s %-12s %s\n", "", "position", "iteration", "contraction",
          "eps", "composition (all iterates released)");
   size_t at[3] = {p->n, (p->n + 1) / 2, 1};
@@ -41,6 +40,9 @@ static int print_plan(const dpgd_pnsgd_plan *p, const dpgd_config *c)
     dpgd_pnsgd_eps e;
     int rc = dpgd_pnsgd_guarantee(p, at[k], &e);
     if (rc) return rc;
+    if (k == 1)
+      printf("diagnostic  t < n in exact arithmetic, NOT a guarantee: float steps are not "
+             "1-Lipschitz\n            (train/LASTITERATE.md section 7)\n");
     print_eps_row(names[k], &e);
   }
   fflush(stdout);
