@@ -7,7 +7,7 @@
  * Per chunk: batched forward (im2col + one matrix product per layer, channels-last
  * activations), batched backward to activations, then per-example weight gradients of
  * the two convs into a (B, 9264) buffer. Every matrix product of a row's values
- * (convolutions, dense layers, forward and backward) goes through gemm_fma.c's dpgd_gemm,
+ * (convolutions, dense layers, forward and backward) goes through gemm_fma.c's kernels,
  * whose every element is one fixed chain over one row (SENSITIVITY.md 5): a row's bits
  * do not depend on the other rows of its chunk. The two linear layers' per-example
  * gradients are rank one: their norms come from ||dy||^2 (||x||^2 + 1) and
@@ -64,7 +64,7 @@ typedef struct cnn_bufs {
   size_t n1, q1, n2, q2; /* positions: conv1 out (196), pool1 out (169), 25, 16 */
   float *cols1, *a1, *p1, *cols2, *a2, *p2, *f, *a3, *z;
   float *dz, *da3, *da2, *df, *dp2, *dcols2, *dp1, *da1, *G, *scale;
-  float *wt;        /* a layer's weight, transposed (dpgd_linear_forward) */
+  float *wt;        /* a convolution's weight, transposed (conv_forward) */
   double *rsd, *xd; /* accumulate_linear's scratch: (B, max(HID, K)), (B, FLAT) */
   int32_t *arg1, *arg2;
 } cnn_bufs;
@@ -115,7 +115,7 @@ static size_t carve(cnn_bufs *b, float *base, size_t B, size_t K)
   TAKE(da1, B * b->n1 * C1);
   TAKE(G, B * PCONV);
   TAKE(scale, B);
-  TAKE(wt, HID * (FLAT > K ? FLAT : K)); /* the largest weight: fc1's, or fc2's */
+  TAKE(wt, C1 * K2 * K2 * C2 > C1 * K1 * K1 ? C1 * K2 * K2 * C2 : C1 * K1 * K1);
   TAKE_DOUBLES(rsd, B * (K > HID ? K : HID));
   TAKE_DOUBLES(xd, B * FLAT);
 #undef TAKE
@@ -147,6 +147,16 @@ static void unflatten_chw(float *p, const float *f, size_t B, size_t hw, size_t 
         p[i * hw * c + q * c + ch] = f[i * hw * c + ch * hw + q];
 }
 
+/* A convolution after im2col, y (rows, cout) = b + cols (rows, K) W^T: W transposed into
+ * wt (cout K floats), then dpgd_gemm's register tiles over 8-column vectors of y. */
+static void conv_forward(float *y, const float *cols, const float *W, const float *bias,
+                         float *wt, size_t rows, size_t K, size_t cout)
+{
+  for (size_t o = 0; o < cout; o++)
+    for (size_t k = 0; k < K; k++) wt[k * cout + o] = W[o * K + k];
+  dpgd_gemm(DPGD_TILE_6X2, y, cout, cols, K, 1, wt, cout, bias, rows, cout, K);
+}
+
 /* Batched forward of B examples up to the logits (b->z), keeping what backward needs. */
 static void forward(const dpgd_model *m, cnn_bufs *b, const float *x, size_t B)
 {
@@ -154,17 +164,17 @@ static void forward(const dpgd_model *m, cnn_bufs *b, const float *x, size_t B)
   const size_t K = (size_t)m->n_classes;
   const size_t h1 = b->s1.oh, h2 = b->s2.oh;
   dpgd_im2col(b->cols1, x, &b->s1, B);
-  dpgd_linear_forward(b->a1, b->cols1, th + OW1, th + OB1, b->wt, B * b->n1, K1 * K1, C1);
+  conv_forward(b->a1, b->cols1, th + OW1, th + OB1, b->wt, B * b->n1, K1 * K1, C1);
   dpgd_act_forward(b->a1, B * b->n1 * C1, m->act);
   dpgd_maxpool2s1_forward(b->p1, b->arg1, b->a1, B, h1, h1, C1);
   dpgd_im2col(b->cols2, b->p1, &b->s2, B);
-  dpgd_linear_forward(b->a2, b->cols2, th + OW2, th + OB2, b->wt, B * b->n2, C1 * K2 * K2, C2);
+  conv_forward(b->a2, b->cols2, th + OW2, th + OB2, b->wt, B * b->n2, C1 * K2 * K2, C2);
   dpgd_act_forward(b->a2, B * b->n2 * C2, m->act);
   dpgd_maxpool2s1_forward(b->p2, b->arg2, b->a2, B, h2, h2, C2);
   flatten_chw(b->f, b->p2, B, b->q2, C2);
-  dpgd_linear_forward(b->a3, b->f, th + OW3, th + OB3, b->wt, B, FLAT, HID);
+  dpgd_linear_forward(b->a3, b->f, th + OW3, th + OB3, B, FLAT, HID);
   dpgd_act_forward(b->a3, B * HID, m->act);
-  dpgd_linear_forward(b->z, b->a3, th + OW4, th + OW4 + K * HID, b->wt, B, HID, K);
+  dpgd_linear_forward(b->z, b->a3, th + OW4, th + OW4 + K * HID, B, HID, K);
 }
 
 static void cnn_logits(const dpgd_model *m, float *scratch, float *out, const float *x,

@@ -14,10 +14,12 @@
  *     (dpgd_gemm_muladd_ref spells it out). This file is built with -ffp-contract=off, so
  *     the compiler fuses neither (model/CMakeLists.txt).
  * Which of the two a process uses is part of its replay identity (dpgd_gemm_kernel).
- * Uses in the CNN (cnn.c): the per-example convolution weight gradients, dW (cout, K) =
- * dY^T (cout, n) cols (n, K); the convolutions forward, y (rows, cout) = b + cols (rows,
- * K) W^T; conv2's input gradient; the dense layers forward and backward to their
- * inputs. In softmax regression (softmax.c): the logits. */
+ * The outer form (dpgd_gemm) in the CNN (cnn.c): the per-example convolution weight
+ * gradients, dW (cout, K) = dY^T (cout, n) cols (n, K); the convolutions forward, y
+ * (rows, cout) = b + cols (rows, K) W^T (W transposed); the input gradients of conv2 and
+ * of the dense layers. The dot form (dpgd_gemm_nt, C = init + A B^T with both operands'
+ * rows contiguous, eight partial sums per element added in a fixed tree) for the dense
+ * layers forward and the softmax logits, y = b + x W^T without transposing W. */
 #include <math.h>
 
 #include "layers.h"
@@ -30,30 +32,99 @@
 
 static int force_muladd; /* dpgd_gemm_force_muladd: tests only */
 
-void dpgd_gemm_fma_ref(float *c, size_t ldc, const float *a, size_t ars, size_t ats,
-                       const float *b, size_t ldb, const float *init, size_t m, size_t n,
-                       size_t T)
+/* Element by element, each one chain over t in order: fused (fmaf) or with the product
+ * and the sum rounded on their own. */
+static void chain_ref(int fused, float *c, size_t ldc, const float *a, size_t ars, size_t ats,
+                      const float *b, size_t ldb, const float *init, size_t m, size_t n,
+                      size_t T)
 {
   for (size_t i = 0; i < m; i++)
     for (size_t j = 0; j < n; j++) {
       float acc = init ? init[j] : 0.0f;
-      for (size_t t = 0; t < T; t++) acc = fmaf(a[i * ars + t * ats], b[t * ldb + j], acc);
+      for (size_t t = 0; t < T; t++) {
+        const float x = a[i * ars + t * ats], y = b[t * ldb + j];
+        if (fused) {
+          acc = fmaf(x, y, acc);
+        } else {
+          const float p = x * y;
+          acc = acc + p;
+        }
+      }
       c[i * ldc + j] = acc;
     }
+}
+
+void dpgd_gemm_fma_ref(float *c, size_t ldc, const float *a, size_t ars, size_t ats,
+                       const float *b, size_t ldb, const float *init, size_t m, size_t n,
+                       size_t T)
+{
+  chain_ref(1, c, ldc, a, ars, ats, b, ldb, init, m, n, T);
 }
 
 void dpgd_gemm_muladd_ref(float *c, size_t ldc, const float *a, size_t ars, size_t ats,
                           const float *b, size_t ldb, const float *init, size_t m, size_t n,
                           size_t T)
 {
+  chain_ref(0, c, ldc, a, ars, ats, b, ldb, init, m, n, T);
+}
+
+/* The dot form's chain for one element: eight partial sums s_l over t = l mod 8 in order
+ * (fused or not), added as ((s0 + s4) + (s2 + s6)) + ((s1 + s5) + (s3 + s7)), then to
+ * init. A partial sum starts at +0 and is never -0 (an addition with a zero result is
+ * +0 in round to nearest), so an unused lane adds nothing. */
+static float dot_finish(const float s[8], const float *init)
+{
+  const float h0 = s[0] + s[4], h1 = s[1] + s[5], h2 = s[2] + s[6], h3 = s[3] + s[7];
+  const float tot = (h0 + h2) + (h1 + h3);
+  return init ? *init + tot : tot;
+}
+
+static void dot_ref(int fused, float *c, size_t ldc, const float *a, size_t lda, const float *b,
+                    size_t ldb, const float *init, size_t m, size_t n, size_t T)
+{
   for (size_t i = 0; i < m; i++)
     for (size_t j = 0; j < n; j++) {
-      float acc = init ? init[j] : 0.0f;
+      float s[8] = {0};
       for (size_t t = 0; t < T; t++) {
-        float p = a[i * ars + t * ats] * b[t * ldb + j];
-        acc = acc + p;
+        const float x = a[i * lda + t], y = b[j * ldb + t];
+        if (fused) {
+          s[t % 8] = fmaf(x, y, s[t % 8]);
+        } else {
+          const float p = x * y;
+          s[t % 8] = s[t % 8] + p;
+        }
       }
-      c[i * ldc + j] = acc;
+      c[i * ldc + j] = dot_finish(s, init ? init + j : NULL);
+    }
+}
+
+void dpgd_gemm_nt_fma_ref(float *c, size_t ldc, const float *a, size_t lda, const float *b,
+                          size_t ldb, const float *init, size_t m, size_t n, size_t T)
+{
+  dot_ref(1, c, ldc, a, lda, b, ldb, init, m, n, T);
+}
+
+void dpgd_gemm_nt_muladd_ref(float *c, size_t ldc, const float *a, size_t lda, const float *b,
+                             size_t ldb, const float *init, size_t m, size_t n, size_t T)
+{
+  dot_ref(0, c, ldc, a, lda, b, ldb, init, m, n, T);
+}
+
+/* The mul-add dot form: whole blocks of eight as one eight-lane step (the vectoriser's),
+ * the rest lane by lane, the same chain as dot_ref(0, ...). */
+DPGD_CLONES void dpgd_gemm_nt_muladd(float *c, size_t ldc, const float *a, size_t lda,
+                                     const float *b, size_t ldb, const float *init, size_t m,
+                                     size_t n, size_t T)
+{
+  for (size_t i = 0; i < m; i++)
+    for (size_t j = 0; j < n; j++) {
+      const float *x = a + i * lda, *y = b + j * ldb;
+      float s[8] = {0};
+      size_t t = 0;
+      for (; t + 8 <= T; t += 8)
+        for (size_t l = 0; l < 8; l++) s[l] = s[l] + x[t + l] * y[t + l];
+      for (; t < T; t++) s[t % 8] = s[t % 8] + x[t] * y[t];
+      c[i * ldc + j] = dot_finish(s, init ? init + j : NULL);
     }
 }
 
@@ -194,6 +265,85 @@ static FMA_TARGET void sweep_6x2(float *c, size_t ldc, const float *a, size_t ar
 #undef SWEEP
 #undef ROWS
 
+/* The dot form, C = init + A B^T with A (m, T) and B (n, T) rows contiguous in t: a tile
+ * of R rows of A (1 or 2) by J rows of B (1 to 5), R J eight-lane accumulators (lane l
+ * sums t = l mod 8), the last partial block of t loaded masked (zeros: they add
+ * nothing), then each accumulator added across as dot_finish does. */
+#define DOT(j)                                                                                 \
+  if (J > j) {                                                                                 \
+    const __m256 w =                                                                           \
+        M ? _mm256_maskload_ps(b + (j)*ldb + t, tm) : _mm256_loadu_ps(b + (j)*ldb + t);        \
+    s0##j = _mm256_fmadd_ps(x0, w, s0##j);                                                     \
+    if (R > 1) s1##j = _mm256_fmadd_ps(x1, w, s1##j);                                          \
+  }
+#define DOT_STEP(M_)                                                                           \
+  {                                                                                            \
+    const int M = M_;                                                                          \
+    const __m256 x0 = M ? _mm256_maskload_ps(a + t, tm) : _mm256_loadu_ps(a + t);              \
+    const __m256 x1 = R < 2 ? z                                                                \
+                      : M   ? _mm256_maskload_ps(a + lda + t, tm)                              \
+                            : _mm256_loadu_ps(a + lda + t);                                      \
+    DOT(0) DOT(1) DOT(2) DOT(3) DOT(4)                                                         \
+  }
+#define DOT_STORE(r, j)                                                                        \
+  if (R > r && J > j) c[(r)*ldc + (j)] = hsum(s##r##j, init ? init + (j) : NULL);
+
+static inline __attribute__((always_inline)) FMA_TARGET float hsum(__m256 v, const float *init)
+{
+  __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  h = _mm_add_ps(h, _mm_movehl_ps(h, h));     /* h0 + h2, h1 + h3 */
+  h = _mm_add_ss(h, _mm_shuffle_ps(h, h, 1)); /* (h0 + h2) + (h1 + h3) */
+  const float tot = _mm_cvtss_f32(h);
+  return init ? *init + tot : tot;
+}
+
+static inline __attribute__((always_inline)) FMA_TARGET void
+dot_tile(const int R, const int J, float *c, size_t ldc, const float *a, size_t lda,
+         const float *b, size_t ldb, const float *init, size_t T, __m256i tm)
+{
+  const __m256 z = _mm256_setzero_ps();
+  __m256 s00 = z, s01 = z, s02 = z, s03 = z, s04 = z, s10 = z, s11 = z, s12 = z, s13 = z,
+         s14 = z;
+  size_t t = 0;
+  for (; t + 8 <= T; t += 8) DOT_STEP(0)
+  if (t < T) DOT_STEP(1)
+  DOT_STORE(0, 0)
+  DOT_STORE(0, 1)
+  DOT_STORE(0, 2)
+  DOT_STORE(0, 3) DOT_STORE(0, 4) DOT_STORE(1, 0) DOT_STORE(1, 1) DOT_STORE(1, 2)
+      DOT_STORE(1, 3) DOT_STORE(1, 4)
+}
+#undef DOT
+#undef DOT_STEP
+#undef DOT_STORE
+
+/* Rows of A two at a time (then one), rows of B five at a time (then the rest). */
+#define DOT_ROWS(R)                                                                            \
+  do {                                                                                         \
+    size_t j = 0;                                                                              \
+    for (; j + 5 <= n; j += 5)                                                                 \
+      dot_tile(R, 5, c + j, ldc, a, lda, b + j * ldb, ldb, init ? init + j : 0, T, tm);        \
+    const float *ij = init ? init + j : 0;                                                     \
+    switch (n - j) {                                                                           \
+    case 4: dot_tile(R, 4, c + j, ldc, a, lda, b + j * ldb, ldb, ij, T, tm); break;            \
+    case 3: dot_tile(R, 3, c + j, ldc, a, lda, b + j * ldb, ldb, ij, T, tm); break;            \
+    case 2: dot_tile(R, 2, c + j, ldc, a, lda, b + j * ldb, ldb, ij, T, tm); break;            \
+    case 1: dot_tile(R, 1, c + j, ldc, a, lda, b + j * ldb, ldb, ij, T, tm); break;            \
+    default: break;                                                                            \
+    }                                                                                          \
+  } while (0)
+
+static FMA_TARGET void dot_sweep(float *c, size_t ldc, const float *a, size_t lda,
+                                 const float *b, size_t ldb, const float *init, size_t m,
+                                 size_t n, size_t T)
+{
+  const __m256i tm = tail_mask(T);
+  size_t i = 0;
+  for (; i + 2 <= m; i += 2, a += 2 * lda, c += 2 * ldc) DOT_ROWS(2);
+  if (i < m) DOT_ROWS(1);
+}
+#undef DOT_ROWS
+
 static int have_fma(void)
 {
   __builtin_cpu_init(); /* idempotent; needed only before constructors have run */
@@ -242,4 +392,25 @@ void dpgd_conv_wgrad(float *dW, const float *dy, const float *cols, size_t n, si
 {
   /* A(o, t) = dy[t][o]. */
   dpgd_gemm(DPGD_TILE_4X3, dW, K, dy, 1, cout, cols, K, NULL, cout, K, n);
+}
+
+int dpgd_gemm_nt_fma(float *c, size_t ldc, const float *a, size_t lda, const float *b,
+                     size_t ldb, const float *init, size_t m, size_t n, size_t T)
+{
+#ifdef GEMM_X86
+  if (have_fma()) {
+    dot_sweep(c, ldc, a, lda, b, ldb, init, m, n, T);
+    return 1;
+  }
+#endif
+  (void)c, (void)ldc, (void)a, (void)lda, (void)b, (void)ldb, (void)init, (void)m, (void)n;
+  (void)T;
+  return 0;
+}
+
+void dpgd_gemm_nt(float *c, size_t ldc, const float *a, size_t lda, const float *b, size_t ldb,
+                  const float *init, size_t m, size_t n, size_t T)
+{
+  if (!force_muladd && dpgd_gemm_nt_fma(c, ldc, a, lda, b, ldb, init, m, n, T)) return;
+  dpgd_gemm_nt_muladd(c, ldc, a, lda, b, ldb, init, m, n, T);
 }

@@ -112,12 +112,10 @@ void dpgd_col2im_ref(float *dx, const float *dcols, const conv_shape *s, size_t 
   patch_map_ref((float *)dcols, dx, s, B, 1); /* scatters only: dcols is not written */
 }
 
-void dpgd_linear_forward(float *y, const float *x, const float *W, const float *b, float *wt,
-                         size_t rows, size_t K, size_t cout)
+void dpgd_linear_forward(float *y, const float *x, const float *W, const float *b, size_t rows,
+                         size_t K, size_t cout)
 {
-  for (size_t o = 0; o < cout; o++)
-    for (size_t k = 0; k < K; k++) wt[k * cout + o] = W[o * K + k];
-  dpgd_gemm(DPGD_TILE_6X2, y, cout, x, K, 1, wt, cout, b, rows, cout, K);
+  dpgd_gemm_nt(y, cout, x, K, W, K, b, rows, cout, K);
 }
 
 void dpgd_linear_forward_ref(float *y, const float *x, const float *W, const float *b,

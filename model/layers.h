@@ -45,11 +45,10 @@ int dpgd_patch_staged(const conv_shape *s);
 void dpgd_im2col_staged(float *cols, const float *x, const conv_shape *s, size_t B);
 void dpgd_col2im_staged(float *dx, const float *dcols, const conv_shape *s, size_t B);
 
-/* y (rows, cout) = cols (rows, K) W^T + b, W (cout, K): a convolution after im2col, or a
- * linear layer (rows = B). W is transposed into wt (K cout floats of scratch), then
- * dpgd_gemm: each row of y depends on that row of x and the parameters only. */
-void dpgd_linear_forward(float *y, const float *x, const float *W, const float *b, float *wt,
-                         size_t rows, size_t K, size_t cout);
+/* y (rows, cout) = x (rows, K) W^T + b, W (cout, K): a linear layer (rows = B), by
+ * dpgd_gemm_nt: each row of y depends on that row of x and the parameters only. */
+void dpgd_linear_forward(float *y, const float *x, const float *W, const float *b, size_t rows,
+                         size_t K, size_t cout);
 void dpgd_linear_forward_ref(float *y, const float *x, const float *W, const float *b,
                              size_t rows, size_t K, size_t cout);
 
@@ -90,6 +89,24 @@ void dpgd_gemm_muladd_ref(float *c, size_t ldc, const float *a, size_t ars, size
                           size_t T);
 const char *dpgd_gemm_kernel(void);
 void dpgd_gemm_force_muladd(int on);
+
+/* The dot form, C (m, n; row stride ldc) = init + A B^T with A (m, T) and B (n, T) rows
+ * of stride lda, ldb, contiguous in t (a linear layer's y = b + x W^T without
+ * transposing W). Element (i, j): eight partial sums s_l, lane l over t = l mod 8 in
+ * order (fused: s_l = fma(A(i, t), B(j, t), s_l); mul-add: product and sum rounded on
+ * their own), then ((s0 + s4) + (s2 + s6)) + ((s1 + s5) + (s3 + s7)), then init[j] +
+ * that: again one fixed chain per element, at every position, for every m and n.
+ * dpgd_gemm_nt picks the kernel as dpgd_gemm does; each kernel is bit for bit its _ref. */
+void dpgd_gemm_nt(float *c, size_t ldc, const float *a, size_t lda, const float *b, size_t ldb,
+                  const float *init, size_t m, size_t n, size_t T);
+int dpgd_gemm_nt_fma(float *c, size_t ldc, const float *a, size_t lda, const float *b,
+                     size_t ldb, const float *init, size_t m, size_t n, size_t T);
+void dpgd_gemm_nt_fma_ref(float *c, size_t ldc, const float *a, size_t lda, const float *b,
+                          size_t ldb, const float *init, size_t m, size_t n, size_t T);
+void dpgd_gemm_nt_muladd(float *c, size_t ldc, const float *a, size_t lda, const float *b,
+                         size_t ldb, const float *init, size_t m, size_t n, size_t T);
+void dpgd_gemm_nt_muladd_ref(float *c, size_t ldc, const float *a, size_t lda, const float *b,
+                             size_t ldb, const float *init, size_t m, size_t n, size_t T);
 
 /* One example's convolution weight gradient, dW (cout, K) = dy^T (cout, n) cols (n, K)
  * (overwrites dW), by dpgd_gemm. */

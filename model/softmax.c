@@ -24,26 +24,23 @@ static double softmax_flops(const dpgd_model *m)
   return 4.0 * K * d + 2.0 * (d + K);
 }
 
-/* Scratch, in this order: the weight transposed (d, K), residuals (B, K) and factors (B)
- * in float, then in double the scaled residuals (B, K) and the inputs (B, d); each part
- * starts on 16 floats. */
+/* Scratch, in this order: residuals (B, K) and factors (B) in float, then in double
+ * the scaled residuals (B, K) and the inputs (B, d); each part starts on 16 floats. */
 static size_t up16(size_t floats) { return (floats + 15) / 16 * 16; }
 
 static size_t softmax_scratch(const dpgd_model *m, size_t chunk)
 {
   size_t K = (size_t)m->n_classes;
-  return up16(m->d * K) + up16(chunk * K) + up16(chunk) + up16(2 * chunk * K) +
-         2 * chunk * m->d;
+  return up16(chunk * K) + up16(chunk) + up16(2 * chunk * K) + 2 * chunk * m->d;
 }
 
-/* out (B, K) = b + x W^T by dpgd_gemm (each row's logits depend on that row only); the
- * scratch's first d K floats hold W transposed. */
+/* out (B, K) = b + x W^T by dpgd_gemm_nt: each row's logits depend on that row only. */
 static void softmax_logits(const dpgd_model *m, float *scratch, float *out, const float *x,
                            size_t B)
 {
+  (void)scratch;
   const size_t d = m->d, K = (size_t)m->n_classes;
-  const float *W = m->params, *b = m->params + K * d;
-  dpgd_linear_forward(out, x, W, b, scratch, B, d, K);
+  dpgd_linear_forward(out, x, m->params, m->params + K * d, B, d, K);
 }
 
 static void softmax_chunk_step(const dpgd_model *m, float *scratch, double *acc, double *pre,
@@ -51,9 +48,9 @@ static void softmax_chunk_step(const dpgd_model *m, float *scratch, double *acc,
                                size_t B)
 {
   const size_t d = m->d, K = (size_t)m->n_classes;
-  float *r = scratch + up16(d * K), *scale = r + up16(B * K);
+  float *r = scratch, *scale = r + up16(B * K);
   double *rs = (double *)(scale + up16(B)), *xd = rs + up16(2 * B * K) / 2;
-  softmax_logits(m, scratch, r, x, B);
+  softmax_logits(m, NULL, r, x, B);
   dpgd_softmax_residual(r, y, B, (int)K);
   for (size_t i = 0; i < B; i++)
     scale[i] = dpgd_clip_scale(dpgd_linear_sqnorm(r + i * K, x + i * d, K, d), caps[i],

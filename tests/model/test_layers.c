@@ -108,8 +108,8 @@ static void test_linear(void **state)
   for (size_t t = 0; t < sizeof dims / sizeof dims[0]; t++) {
     size_t rows = dims[t][0], K = dims[t][1], cout = dims[t][2];
     float *x = rand_vec(rows * K), *W = rand_vec(cout * K), *b = rand_vec(cout);
-    float *y = rand_vec(rows * cout), *yr = rand_vec(rows * cout), *wt = rand_vec(K * cout);
-    dpgd_linear_forward(y, x, W, b, wt, rows, K, cout);
+    float *y = rand_vec(rows * cout), *yr = rand_vec(rows * cout);
+    dpgd_linear_forward(y, x, W, b, rows, K, cout);
     dpgd_linear_forward_ref(yr, x, W, b, rows, K, cout);
     if (max_rel(y, yr, rows * cout) > 1e-5) fail_msg("linear_forward %zu", t);
     float *dy = rand_vec(rows * cout), *dx = rand_vec(rows * K), *dxr = rand_vec(rows * K);
@@ -118,7 +118,6 @@ static void test_linear(void **state)
     if (max_rel(dx, dxr, rows * K) > 1e-5) fail_msg("linear_backward_input %zu", t);
     free(x);
     free(W);
-    free(wt);
     free(b);
     free(y);
     free(yr);

@@ -197,8 +197,8 @@ static void test_accumulate_rows_bits(void **state)
 }
 
 /* Checks c (m x n, row stride ldc) against the exact product within the classical
- * bound of an inner product of length T evaluated with one rounding per step (FMA) or
- * two (mul-add: the product's rounding too, gamma_2T), |C - exact| <= gamma (|init| +
+ * bound of an inner product whose every term goes through at most `rounds` roundings
+ * (T with one per step (FMA), 2T with two (mul-add)), |C - exact| <= gamma (|init| +
  * sum_t |A B|) (float unit roundoff; the exact value in double, where the products are
  * exact and the sum's own error is far below the bound). */
 static void check_product(const char *what, const float *c, size_t ldc, const float *a,
@@ -259,8 +259,8 @@ static void test_gemm(void **state)
     memcpy(mref, c, m * ldc * sizeof *c);
     dpgd_gemm_fma_ref(fref, ldc, a, ars, ats, b, n, init, m, n, T);
     dpgd_gemm_muladd_ref(mref, ldc, a, ars, ats, b, n, init, m, n, T);
-    check_product("fma reference", fref, ldc, a, ars, ats, b, n, init, m, n, T, 1);
-    check_product("mul-add reference", mref, ldc, a, ars, ats, b, n, init, m, n, T, 2);
+    check_product("fma reference", fref, ldc, a, ars, ats, b, n, init, m, n, T, T);
+    check_product("mul-add reference", mref, ldc, a, ars, ats, b, n, init, m, n, T, 2 * T);
     for (dpgd_gemm_tile tiling = DPGD_TILE_4X3; tiling <= DPGD_TILE_6X2; tiling++) {
       memcpy(c, before, m * ldc * sizeof *c);
       int done = dpgd_gemm_fma(tiling, c, ldc, a, ars, ats, b, n, init, m, n, T);
@@ -303,6 +303,55 @@ static void test_gemm(void **state)
   }
 }
 
+/* The dot form, C = init + A B^T (dpgd_gemm_nt: the dense layers and the softmax logits
+ * forward): the FMA kernel (where the CPU has it) and the mul-add one bit for bit their
+ * eight-lane chains, on the models' shapes and on remainders of every kind (rows of A
+ * not even, rows of B not a multiple of five, T not a multiple of eight: masked
+ * lanes); dpgd_gemm_nt as dpgd_gemm_kernel says; all within the rounding bound (a term
+ * goes through at most ceil(T/8) + 4 roundings fused, one more unfused). */
+static void test_gemm_nt(void **state)
+{
+  (void)state;
+  static const size_t shapes[][4] = {
+      {64, 10, 784, 1}, {16, 32, 512, 1}, {16, 10, 32, 1}, {1, 1, 1, 0}, {3, 6, 9, 1},
+      {7, 11, 8, 0},    {2, 5, 17, 1},    {5, 3, 15, 0},   {4, 9, 1, 1}, {9, 14, 23, 0},
+  };
+  const int fma = strcmp(dpgd_gemm_kernel(), "fma") == 0;
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+    const size_t m = shapes[s][0], n = shapes[s][1], T = shapes[s][2], ldc = n + 2;
+    float *a = vec(m * T, 0), *b = vec(n * T, 0), *init = shapes[s][3] ? vec(n, 0) : NULL;
+    float *bt = vec(T * n, 0), *c = vec(m * ldc, 0), *before = vec(m * ldc, 0);
+    float *fref = vec(m * ldc, 0), *mref = vec(m * ldc, 0);
+    for (size_t j = 0; j < n; j++)
+      for (size_t t = 0; t < T; t++) bt[t * n + j] = b[j * T + t];
+    memcpy(before, c, m * ldc * sizeof *c);
+    memcpy(fref, c, m * ldc * sizeof *c);
+    memcpy(mref, c, m * ldc * sizeof *c);
+    dpgd_gemm_nt_fma_ref(fref, ldc, a, T, b, T, init, m, n, T);
+    dpgd_gemm_nt_muladd_ref(mref, ldc, a, T, b, T, init, m, n, T);
+    check_product("nt fma reference", fref, ldc, a, T, 1, bt, n, init, m, n, T, T / 8 + 5);
+    check_product("nt mul-add reference", mref, ldc, a, T, 1, bt, n, init, m, n, T, T / 8 + 6);
+    int done = dpgd_gemm_nt_fma(c, ldc, a, T, b, T, init, m, n, T);
+    if (done != fma || !same_bits(c, done ? fref : before, m * ldc))
+      fail_msg("gemm_nt_fma: shape %zu %zu %zu differs from its reference", m, n, T);
+    memcpy(c, before, m * ldc * sizeof *c);
+    dpgd_gemm_nt_muladd(c, ldc, a, T, b, T, init, m, n, T);
+    if (!same_bits(c, mref, m * ldc)) fail_msg("gemm_nt_muladd: shape %zu %zu %zu", m, n, T);
+    memcpy(c, before, m * ldc * sizeof *c);
+    dpgd_gemm_nt(c, ldc, a, T, b, T, init, m, n, T);
+    if (!same_bits(c, fma ? fref : mref, m * ldc))
+      fail_msg("gemm_nt: shape %zu %zu %zu is not the %s chain", m, n, T, dpgd_gemm_kernel());
+    free(a);
+    free(b);
+    free(init);
+    free(bt);
+    free(c);
+    free(before);
+    free(fref);
+    free(mref);
+  }
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -310,6 +359,7 @@ int main(void)
       cmocka_unit_test(test_pool_bits),
       cmocka_unit_test(test_accumulate_rows_bits),
       cmocka_unit_test(test_gemm),
+      cmocka_unit_test(test_gemm_nt),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -162,35 +162,29 @@ static void check_removals(rx *f, size_t stride)
   dpgd_gemm_force_muladd(0);
 }
 
-static void test_softmax_full(void **state)
-{
-  (void)state;
-  rx f = make(dpgd_model_softmax, DPGD_ACT_RELU, 300, 64, 64, 1, 0.1, 41);
-  check_removals(&f, 1);
-  drop(&f);
-}
+/* The cases: model, activation, n, chunk, leaf span, threads, share of caps 0, seed.
+ * Leaves of one chunk with few caps 0 are a full-batch step; leaves of several chunks
+ * with most caps 0 a sampled one (Poisson, subset). */
+static const struct {
+  const char *name;
+  int cnn;
+  dpgd_activation act;
+  size_t n, chunk, span;
+  int threads;
+  double zeros;
+} cases[] = {
+    {"softmax, full batch", 0, DPGD_ACT_RELU, 300, 64, 64, 1, 0.1},
+    {"softmax, sampled", 0, DPGD_ACT_RELU, 600, 64, 256, 2, 0.6},
+    {"cnn tanh, full batch", 1, DPGD_ACT_TANH, 80, 16, 16, 1, 0.1},
+    {"cnn relu, sampled", 1, DPGD_ACT_RELU, 160, 16, 48, 2, 0.5},
+};
 
-/* Leaves of four chunks, most caps 0: a sampled step. */
-static void test_softmax_sampled(void **state)
+static void test_case(void **state)
 {
-  (void)state;
-  rx f = make(dpgd_model_softmax, DPGD_ACT_RELU, 600, 64, 256, 2, 0.6, 42);
-  check_removals(&f, 1);
-  drop(&f);
-}
-
-static void test_cnn_full(void **state)
-{
-  (void)state;
-  rx f = make(dpgd_model_cnn, DPGD_ACT_TANH, 80, 16, 16, 1, 0.1, 43);
-  check_removals(&f, 1);
-  drop(&f);
-}
-
-static void test_cnn_sampled(void **state)
-{
-  (void)state;
-  rx f = make(dpgd_model_cnn, DPGD_ACT_RELU, 160, 16, 48, 2, 0.5, 44);
+  const size_t k = *(const size_t *)*state;
+  print_message("  %s\n", cases[k].name);
+  rx f = make(cases[k].cnn ? dpgd_model_cnn : dpgd_model_softmax, cases[k].act, cases[k].n,
+              cases[k].chunk, cases[k].span, cases[k].threads, cases[k].zeros, 41 + k);
   check_removals(&f, 1);
   drop(&f);
 }
@@ -214,9 +208,12 @@ static void test_replay_id(void **state)
 
 int main(void)
 {
+  static const size_t ks[] = {0, 1, 2, 3};
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_softmax_full), cmocka_unit_test(test_softmax_sampled),
-      cmocka_unit_test(test_cnn_full),     cmocka_unit_test(test_cnn_sampled),
+      cmocka_unit_test_prestate(test_case, (void *)&ks[0]),
+      cmocka_unit_test_prestate(test_case, (void *)&ks[1]),
+      cmocka_unit_test_prestate(test_case, (void *)&ks[2]),
+      cmocka_unit_test_prestate(test_case, (void *)&ks[3]),
       cmocka_unit_test(test_replay_id),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
