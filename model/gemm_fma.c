@@ -286,7 +286,9 @@ static FMA_TARGET void sweep_6x2(float *c, size_t ldc, const float *a, size_t ar
     DOT(0) DOT(1) DOT(2) DOT(3) DOT(4)                                                         \
   }
 #define DOT_STORE(r, j)                                                                        \
-  if (R > r && J > j) c[(r)*ldc + (j)] = hsum(s##r##j, init ? init + (j) : NULL);
+  do {                                                                                         \
+    if (R > r && J > j) c[(r)*ldc + (j)] = hsum(s##r##j, init ? init + (j) : NULL);            \
+  } while (0)
 
 static inline __attribute__((always_inline)) FMA_TARGET float hsum(__m256 v, const float *init)
 {
@@ -307,11 +309,16 @@ dot_tile(const int R, const int J, float *c, size_t ldc, const float *a, size_t 
   size_t t = 0;
   for (; t + 8 <= T; t += 8) DOT_STEP(0)
   if (t < T) DOT_STEP(1)
-  DOT_STORE(0, 0)
-  DOT_STORE(0, 1)
-  DOT_STORE(0, 2)
-  DOT_STORE(0, 3) DOT_STORE(0, 4) DOT_STORE(1, 0) DOT_STORE(1, 1) DOT_STORE(1, 2)
-      DOT_STORE(1, 3) DOT_STORE(1, 4)
+  DOT_STORE(0, 0);
+  DOT_STORE(0, 1);
+  DOT_STORE(0, 2);
+  DOT_STORE(0, 3);
+  DOT_STORE(0, 4);
+  DOT_STORE(1, 0);
+  DOT_STORE(1, 1);
+  DOT_STORE(1, 2);
+  DOT_STORE(1, 3);
+  DOT_STORE(1, 4);
 }
 #undef DOT
 #undef DOT_STEP
