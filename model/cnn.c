@@ -6,9 +6,10 @@
  * (32,16,4,4), conv2.b, fc1.w (32,512), fc1.b, fc2.w (K,32), fc2.b.
  * Per chunk: batched forward (im2col + one matrix product per layer, channels-last
  * activations), batched backward to activations, then per-example weight gradients of
- * the two convs into a (B, 9264) buffer. The convolutions' products go through
- * gemm_fma.c's register-tiled FMA kernel where the CPU has AVX2 and FMA, sgemm
- * otherwise; the linear layers' through sgemm. The two linear layers' per-example
+ * the two convs into a (B, 9264) buffer. Every matrix product of a row's values
+ * (convolutions, dense layers, forward and backward) goes through gemm_fma.c's kernels,
+ * whose every element is one fixed chain over one row (SENSITIVITY.md 5): a row's bits
+ * do not depend on the other rows of its chunk. The two linear layers' per-example
  * gradients are rank one: their norms come from ||dy||^2 (||x||^2 + 1) and
  * their clipped sum is one dgemm of scaled output gradients (accumulate_linear), so
  * 16,746 of the 26,010 gradient entries per example are never written. Clipped sums
@@ -146,15 +147,14 @@ static void unflatten_chw(float *p, const float *f, size_t B, size_t hw, size_t 
         p[i * hw * c + q * c + ch] = f[i * hw * c + ch * hw + q];
 }
 
-/* A convolution after im2col, y (rows, cout) = b + cols (rows, K) W^T: gemm_fma.c's kernel
- * on W transposed into wt (cout K floats), or sgemm. */
+/* A convolution after im2col, y (rows, cout) = b + cols (rows, K) W^T: W transposed into
+ * wt (cout K floats), then dpgd_gemm's register tiles over 8-column vectors of y. */
 static void conv_forward(float *y, const float *cols, const float *W, const float *bias,
                          float *wt, size_t rows, size_t K, size_t cout)
 {
   for (size_t o = 0; o < cout; o++)
     for (size_t k = 0; k < K; k++) wt[k * cout + o] = W[o * K + k];
-  if (!dpgd_gemm_fma(DPGD_TILE_6X2, y, cout, cols, K, 1, wt, cout, bias, rows, cout, K))
-    dpgd_linear_forward(y, cols, W, bias, rows, K, cout);
+  dpgd_gemm(DPGD_TILE_6X2, y, cout, cols, K, 1, wt, cout, bias, rows, cout, K);
 }
 
 /* Batched forward of B examples up to the logits (b->z), keeping what backward needs. */
@@ -259,9 +259,7 @@ static void cnn_chunk_step(const dpgd_model *m, float *scratch, double *acc, dou
   unflatten_chw(b.dp2, b.df, B, b.q2, C2);
   dpgd_maxpool2s1_backward(b.da2, b.dp2, b.arg2, B, h2, h2, C2);
   dpgd_act_backward(b.da2, b.a2, B * b.n2 * C2, m->act); /* conv2's output gradient */
-  if (!dpgd_gemm_fma(DPGD_TILE_6X2, b.dcols2, kc2, b.da2, C2, 1, th + OW2, kc2, NULL, B * b.n2,
-                     kc2, C2))
-    dpgd_linear_backward_input(b.dcols2, b.da2, th + OW2, B * b.n2, kc2, C2);
+  dpgd_linear_backward_input(b.dcols2, b.da2, th + OW2, B * b.n2, kc2, C2);
   dpgd_col2im_set(b.dp1, b.dcols2, &b.s2, B);
   dpgd_maxpool2s1_backward(b.da1, b.dp1, b.arg1, B, h1, h1, C1);
   dpgd_act_backward(b.da1, b.a1, B * b.n1 * C1, m->act); /* conv1's output gradient */

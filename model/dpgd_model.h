@@ -58,9 +58,10 @@ void dpgd_grad_ws_free(dpgd_grad_ws *ws);
  * Default 0: such examples are skipped. */
 void dpgd_grad_ws_set_constant_time(dpgd_grad_ws *ws, int on);
 /* What, besides the build, decides the bits of dpgd_model_clipped_grad_sum: the
- * OpenBLAS kernel (core name and build config), the chunk size and the leaf span (they
- * shape the summation; the span is named only when it is not the chunk size) and the
- * constant-time mode; not the thread count. One line of text. */
+ * OpenBLAS kernel (core name and build config: the dense layers' clipped sums), the row
+ * gemm kernel (fma or mul-add: every example's values), the chunk size and the leaf span
+ * (they shape the summation; the span is named only when it is not the chunk size) and
+ * the constant-time mode; not the thread count. One line of text. */
 void dpgd_grad_ws_replay_id(const dpgd_grad_ws *ws, char *buf, size_t len);
 /* The leaf span: how many consecutive dataset indices one leaf of the reduction tree
  * covers (n_leaves = ceil(n / span)). A leaf computes its rows to sum (those with a
@@ -100,9 +101,11 @@ size_t dpgd_model_leaf_span(size_t chunk, double rate);
  * v_i = 0 (sqnorm_post 0) when g_i is not finite, when ||g_i|| is zero or below FLT_MIN,
  * or when caps[i]^2 is below DBL_MIN and g_i needs clipping. g_i is left unclipped
  * (f_i = 1) only when ||g_i||^2, raised by a bound on its rounding error, is within
- * caps[i]^2; otherwise f_i = caps[i]/||g_i|| (1 - 2^-20) rounded toward zero. So when
- * one example is added or removed (and no other g_j changes) the sum moves by at most
- * caps[i] + 2 gamma sum_j caps[j]. */
+ * caps[i]^2; otherwise f_i = caps[i]/||g_i|| (1 - 2^-20) rounded toward zero. Each g_i,
+ * f_i, sqnorm_pre[i] and sqnorm_post[i] depends on example i, caps[i] and the parameters
+ * only: not on the other examples present nor on i's position in a chunk, skipping or
+ * constant-time mode alike (SENSITIVITY.md 5). So when one example is added or removed
+ * the sum moves by at most caps[i] + 2 gamma sum_j caps[j]. */
 int dpgd_model_clipped_grad_sum(dpgd_model *m, dpgd_grad_ws *ws, const dpgd_dataset *ds,
                                 const double *caps /* (n) */, double *sum /* (P) out */,
                                 double *sqnorm_pre /* (n) out or NULL */,

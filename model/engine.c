@@ -254,8 +254,8 @@ void dpgd_grad_ws_replay_id(const dpgd_grad_ws *ws, char *buf, size_t len)
   char *core = openblas_get_corename(), *config = openblas_get_config();
   char span[48] = "";
   if (ws->span != ws->chunk) snprintf(span, sizeof span, "; span %zu", ws->span);
-  snprintf(buf, len, "blas %s (%s); small gemm %s; chunk %zu%s; constant_time %d",
-           core ? core : "?", config ? config : "?", dpgd_gemm_fma_kernel(), ws->chunk, span,
+  snprintf(buf, len, "blas %s (%s); row gemm %s; chunk %zu%s; constant_time %d",
+           core ? core : "?", config ? config : "?", dpgd_gemm_kernel(), ws->chunk, span,
            ws->constant_time);
 }
 

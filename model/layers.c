@@ -1,12 +1,10 @@
-/* layers.c -- the CNN's kernels (im2col/col2im, linear via sgemm, activations, 2x2
+/* layers.c -- the CNN's kernels (im2col/col2im, linear via dpgd_gemm, activations, 2x2
  * stride-1 max pooling) and the softmax residual, each with its slow _ref twin that the
  * tests compare against. NaN inputs propagate (as in PyTorch): relu and max pooling
  * keep a NaN rather than dropping it, so a NaN input gives a NaN gradient, which the
  * engine treats as infinite norm. */
 #include <math.h>
 #include <string.h>
-
-#include <cblas.h>
 
 #include "layers.h"
 #include "vec4.h"
@@ -114,19 +112,10 @@ void dpgd_col2im_ref(float *dx, const float *dcols, const conv_shape *s, size_t 
   patch_map_ref((float *)dcols, dx, s, B, 1); /* scatters only: dcols is not written */
 }
 
-/* y (rows, cout) = b in every row: a loop, not a memcpy per row (rows are short). */
-DPGD_CLONES static void fill_rows(float *y, const float *b, size_t rows, size_t cout)
-{
-  for (size_t r = 0; r < rows; r++)
-    for (size_t o = 0; o < cout; o++) y[r * cout + o] = b[o];
-}
-
 void dpgd_linear_forward(float *y, const float *x, const float *W, const float *b, size_t rows,
                          size_t K, size_t cout)
 {
-  fill_rows(y, b, rows, cout);
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)rows, (int)cout, (int)K, 1.0f, x,
-              (int)K, W, (int)K, 1.0f, y, (int)cout);
+  dpgd_gemm_nt(y, cout, x, K, W, K, b, rows, cout, K);
 }
 
 void dpgd_linear_forward_ref(float *y, const float *x, const float *W, const float *b,
@@ -143,8 +132,7 @@ void dpgd_linear_forward_ref(float *y, const float *x, const float *W, const flo
 void dpgd_linear_backward_input(float *dx, const float *dy, const float *W, size_t rows,
                                 size_t K, size_t cout)
 {
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)rows, (int)K, (int)cout, 1.0f, dy,
-              (int)cout, W, (int)K, 0.0f, dx, (int)K);
+  dpgd_gemm(DPGD_TILE_6X2, dx, K, dy, cout, 1, W, K, NULL, rows, K, cout);
 }
 
 void dpgd_linear_backward_input_ref(float *dx, const float *dy, const float *W, size_t rows,

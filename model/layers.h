@@ -1,7 +1,7 @@
 /* layers.h -- the kernels the models are built from, each beside a slow, obviously
  * correct _ref version the tests compare it with (STYLE.md 10). Activations are
  * channels-last (B, H, W, C) inside the CNN so that a convolution over a whole chunk is
- * one im2col + one sgemm; weights keep PyTorch's layouts. Backward kernels accumulate
+ * one im2col + one matrix product; weights keep PyTorch's layouts. Backward kernels accumulate
  * into their outputs unless stated. */
 #ifndef DPGD_MODEL_LAYERS_H
 #define DPGD_MODEL_LAYERS_H
@@ -45,37 +45,71 @@ int dpgd_patch_staged(const conv_shape *s);
 void dpgd_im2col_staged(float *cols, const float *x, const conv_shape *s, size_t B);
 void dpgd_col2im_staged(float *dx, const float *dcols, const conv_shape *s, size_t B);
 
-/* y (rows, cout) = cols (rows, K) W^T + b, W (cout, K): a convolution after im2col, or a
- * linear layer (rows = B). */
+/* y (rows, cout) = x (rows, K) W^T + b, W (cout, K): a linear layer (rows = B), by
+ * dpgd_gemm_nt: each row of y depends on that row of x and the parameters only. */
 void dpgd_linear_forward(float *y, const float *x, const float *W, const float *b, size_t rows,
                          size_t K, size_t cout);
 void dpgd_linear_forward_ref(float *y, const float *x, const float *W, const float *b,
                              size_t rows, size_t K, size_t cout);
 
-/* dx (rows, K) = dy (rows, cout) W (overwrites dx). */
+/* dx (rows, K) = dy (rows, cout) W (overwrites dx), by dpgd_gemm. */
 void dpgd_linear_backward_input(float *dx, const float *dy, const float *W, size_t rows,
                                 size_t K, size_t cout);
 void dpgd_linear_backward_input_ref(float *dx, const float *dy, const float *W, size_t rows,
                                     size_t K, size_t cout);
 
 /* gemm_fma.c: C (m, n; row stride ldc) = init + A B, A(i, t) = a[i ars + t ats], B (T, n;
- * row stride ldb), init a row of n added to every row (NULL: 0). With AVX2 and FMA
- * (x86-64) and n % 8 == 0 it computes every element as the chain acc = init[j], then acc
- * = fma(A(i, t), B(t, j), acc) for t = 0..T-1, bit for bit dpgd_gemm_fma_ref, and
- * returns 1; otherwise it returns 0 and writes nothing (the caller uses sgemm). The
- * tiling (rows x 8-column vectors per register tile) only changes speed.
- * dpgd_gemm_fma_kernel names the path ("fma" or "sgemm") for a run's replay identity. */
+ * row stride ldb), init a row of n added to every row (NULL: 0); every element is one
+ * chain over t = 0..T-1 in order, the same at every position, for every m and n
+ * (model/SENSITIVITY.md 5):
+ *   - dpgd_gemm_fma (x86-64 with AVX2 and FMA; returns 0 and writes nothing elsewhere):
+ *     acc = init[j], then acc = fma(A(i, t), B(t, j), acc), bit for bit
+ *     dpgd_gemm_fma_ref; the tiling (rows x 8-column vectors per register tile) only
+ *     changes speed;
+ *   - dpgd_gemm_muladd (everywhere): acc = acc + A(i, t) B(t, j), product and sum each
+ *     rounded in float, bit for bit dpgd_gemm_muladd_ref;
+ *   - dpgd_gemm: the first where the CPU has it, else the second; dpgd_gemm_kernel names
+ *     which ("fma" or "mul-add") for a run's replay identity. dpgd_gemm_force_muladd(1)
+ *     makes dpgd_gemm use the second everywhere (for tests; not thread-safe). */
 typedef enum { DPGD_TILE_4X3, DPGD_TILE_6X2 } dpgd_gemm_tile;
+void dpgd_gemm(dpgd_gemm_tile tiling, float *c, size_t ldc, const float *a, size_t ars,
+               size_t ats, const float *b, size_t ldb, const float *init, size_t m, size_t n,
+               size_t T);
 int dpgd_gemm_fma(dpgd_gemm_tile tiling, float *c, size_t ldc, const float *a, size_t ars,
                   size_t ats, const float *b, size_t ldb, const float *init, size_t m, size_t n,
                   size_t T);
 void dpgd_gemm_fma_ref(float *c, size_t ldc, const float *a, size_t ars, size_t ats,
                        const float *b, size_t ldb, const float *init, size_t m, size_t n,
                        size_t T);
-const char *dpgd_gemm_fma_kernel(void);
+void dpgd_gemm_muladd(float *c, size_t ldc, const float *a, size_t ars, size_t ats,
+                      const float *b, size_t ldb, const float *init, size_t m, size_t n,
+                      size_t T);
+void dpgd_gemm_muladd_ref(float *c, size_t ldc, const float *a, size_t ars, size_t ats,
+                          const float *b, size_t ldb, const float *init, size_t m, size_t n,
+                          size_t T);
+const char *dpgd_gemm_kernel(void);
+void dpgd_gemm_force_muladd(int on);
+
+/* The dot form, C (m, n; row stride ldc) = init + A B^T with A (m, T) and B (n, T) rows
+ * of stride lda, ldb, contiguous in t (a linear layer's y = b + x W^T without
+ * transposing W). Element (i, j): eight partial sums s_l, lane l over t = l mod 8 in
+ * order (fused: s_l = fma(A(i, t), B(j, t), s_l); mul-add: product and sum rounded on
+ * their own), then ((s0 + s4) + (s2 + s6)) + ((s1 + s5) + (s3 + s7)), then init[j] +
+ * that: again one fixed chain per element, at every position, for every m and n.
+ * dpgd_gemm_nt picks the kernel as dpgd_gemm does; each kernel is bit for bit its _ref. */
+void dpgd_gemm_nt(float *c, size_t ldc, const float *a, size_t lda, const float *b, size_t ldb,
+                  const float *init, size_t m, size_t n, size_t T);
+int dpgd_gemm_nt_fma(float *c, size_t ldc, const float *a, size_t lda, const float *b,
+                     size_t ldb, const float *init, size_t m, size_t n, size_t T);
+void dpgd_gemm_nt_fma_ref(float *c, size_t ldc, const float *a, size_t lda, const float *b,
+                          size_t ldb, const float *init, size_t m, size_t n, size_t T);
+void dpgd_gemm_nt_muladd(float *c, size_t ldc, const float *a, size_t lda, const float *b,
+                         size_t ldb, const float *init, size_t m, size_t n, size_t T);
+void dpgd_gemm_nt_muladd_ref(float *c, size_t ldc, const float *a, size_t lda, const float *b,
+                             size_t ldb, const float *init, size_t m, size_t n, size_t T);
 
 /* One example's convolution weight gradient, dW (cout, K) = dy^T (cout, n) cols (n, K)
- * (overwrites dW): dpgd_gemm_fma, or one sgemm. */
+ * (overwrites dW), by dpgd_gemm. */
 void dpgd_conv_wgrad(float *dW, const float *dy, const float *cols, size_t n, size_t K,
                      size_t cout);
 

@@ -6,8 +6,6 @@
 #include <math.h>
 #include <string.h>
 
-#include <cblas.h>
-
 #include "layers.h"
 #include "model_internal.h"
 
@@ -36,15 +34,13 @@ static size_t softmax_scratch(const dpgd_model *m, size_t chunk)
   return up16(chunk * K) + up16(chunk) + up16(2 * chunk * K) + 2 * chunk * m->d;
 }
 
+/* out (B, K) = b + x W^T by dpgd_gemm_nt: each row's logits depend on that row only. */
 static void softmax_logits(const dpgd_model *m, float *scratch, float *out, const float *x,
                            size_t B)
 {
   (void)scratch;
   const size_t d = m->d, K = (size_t)m->n_classes;
-  const float *W = m->params, *b = m->params + K * d;
-  for (size_t i = 0; i < B; i++) memcpy(out + i * K, b, K * sizeof(float));
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)B, (int)K, (int)d, 1.0f, x, (int)d,
-              W, (int)d, 1.0f, out, (int)K);
+  dpgd_linear_forward(out, x, m->params, m->params + K * d, B, d, K);
 }
 
 static void softmax_chunk_step(const dpgd_model *m, float *scratch, double *acc, double *pre,

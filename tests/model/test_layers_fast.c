@@ -7,8 +7,9 @@
  * rows four at a time, against the row-by-row loop), so any difference is a bug;
  * the one freedom is which NaN an operation on two NaNs returns (IEEE 754 leaves the
  * payload open and the compiler may swap the operands of an addition), so a NaN
- * matches any NaN. Also gemm_fma.c's tiled product against its fmaf chain, bit for bit,
- * and against the exact product within the rounding bound. Label quick. */
+ * matches any NaN. Also gemm_fma.c's products (FMA tiles and the mul-add kernel)
+ * against their scalar chains, bit for bit, and against the exact product within the
+ * rounding bound. Label quick. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -195,18 +196,44 @@ static void test_accumulate_rows_bits(void **state)
   }
 }
 
-/* gemm_fma.c's small matrix product, C = init + A B with A read through strides: on
- * every shape, within the classical bound of an inner product of length T evaluated in
- * any order with one rounding per step, |C - exact| <= gamma_T (|init| + sum_t |A B|)
- * (float unit roundoff; the exact value in double, where the products are exact and
- * the sum's own error is far below the bound); where the FMA kernel runs, bit for bit
- * its fmaf reference (same chain, same order) for every tiling. The shapes are the
- * CNN's three uses (A transposed for the weight gradient, a bias row forward) and
- * remainders of every kind: rows not a multiple of the tile's (single-row tiles), widths
- * that end in a 16- or 8-column block, one row, T = 1; and widths that are not a
- * multiple of 8, which the kernel leaves to sgemm (returns 0, writes nothing).
- * dpgd_conv_wgrad (kernel or sgemm) is held to the same bound. */
-static void test_gemm_fma(void **state)
+/* Checks c (m x n, row stride ldc) against the exact product within the classical
+ * bound of an inner product whose every term goes through at most `rounds` roundings
+ * (T with one per step (FMA), 2T with two (mul-add)), |C - exact| <= gamma (|init| +
+ * sum_t |A B|) (float unit roundoff; the exact value in double, where the products are
+ * exact and the sum's own error is far below the bound). */
+static void check_product(const char *what, const float *c, size_t ldc, const float *a,
+                          size_t ars, size_t ats, const float *b, size_t ldb, const float *init,
+                          size_t m, size_t n, size_t T, size_t steps)
+{
+  const double u = 0x1p-24, k = (double)(steps * T), gamma = k * u / (1.0 - k * u);
+  for (size_t i = 0; i < m; i++)
+    for (size_t j = 0; j < n; j++) {
+      double exact = init ? init[j] : 0.0, mag = fabs(exact);
+      for (size_t t = 0; t < T; t++) {
+        double p = (double)a[i * ars + t * ats] * (double)b[t * ldb + j];
+        exact += p;
+        mag += fabs(p);
+      }
+      double bound = gamma * mag * (1.0 + 1e-9);
+      if (fabs((double)c[i * ldc + j] - exact) > bound)
+        fail_msg("%s: element (%zu, %zu) of shape %zu %zu %zu: %.9g against %.17g (bound "
+                 "%.3g)",
+                 what, i, j, m, n, T, c[i * ldc + j], exact, bound);
+    }
+}
+
+/* gemm_fma.c's products, C = init + A B with A read through strides, on every shape:
+ * the FMA kernel (where the CPU has it) bit for bit its fmaf chain for both tilings, the
+ * mul-add kernel bit for bit its own chain; both within the rounding bound; dpgd_gemm
+ * and dpgd_conv_wgrad one of the two, bit for bit, as dpgd_gemm_kernel says (and the
+ * mul-add one when forced). The shapes are the models' uses (A transposed for the weight
+ * gradient, a bias row forward, the softmax's 10 and the CNN's 10 classes) and
+ * remainders of every kind: rows not a multiple of the tile's, widths that end in a
+ * full or a partial vector (masked lanes), one row, one column, T = 1. The padding
+ * columns of C (ldc > n) are left alone by every kernel. Each element being its
+ * reference's chain over one row and one column, no row depends on another's presence
+ * or position (SENSITIVITY.md 5). */
+static void test_gemm(void **state)
 {
   (void)state;
   static const struct {
@@ -216,59 +243,112 @@ static void test_gemm_fma(void **state)
       {16, 64, 196, 1, 0},  {32, 256, 25, 1, 0}, {3136, 16, 64, 0, 1}, {400, 32, 256, 0, 1},
       {400, 256, 32, 0, 0}, {1, 8, 1, 0, 0},     {7, 24, 5, 1, 1},     {13, 40, 9, 0, 1},
       {5, 48, 3, 1, 0},     {9, 200, 7, 0, 0},   {2, 136, 4, 1, 1},    {11, 152, 2, 0, 0},
-      {6, 12, 3, 0, 0},     {5, 7, 4, 1, 1},
+      {6, 12, 3, 0, 0},     {5, 7, 4, 1, 1},     {64, 10, 784, 0, 1},  {16, 32, 512, 0, 1},
+      {16, 10, 32, 0, 1},   {16, 512, 32, 0, 0}, {16, 32, 10, 0, 0},   {3, 1, 5, 0, 1},
+      {7, 17, 6, 1, 1},     {8, 23, 11, 0, 0},
   };
-  const int fma = strcmp(dpgd_gemm_fma_kernel(), "fma") == 0;
+  const int fma = strcmp(dpgd_gemm_kernel(), "fma") == 0;
   for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
     const size_t m = shapes[s].m, n = shapes[s].n, T = shapes[s].T;
     const size_t ars = shapes[s].at ? 1 : T, ats = shapes[s].at ? m : 1, ldc = n + 3;
     float *a = vec(m * T, 0), *b = vec(T * n, 0), *init = shapes[s].bias ? vec(n, 0) : NULL;
-    float *c = vec(m * ldc, 0), *ref = vec(m * ldc, 0), *before = vec(m * ldc, 0);
+    float *c = vec(m * ldc, 0), *fref = vec(m * ldc, 0), *mref = vec(m * ldc, 0);
+    float *before = vec(m * ldc, 0);
     memcpy(before, c, m * ldc * sizeof *c);
-    memcpy(ref, c, m * ldc * sizeof *c);
+    memcpy(fref, c, m * ldc * sizeof *c);
+    memcpy(mref, c, m * ldc * sizeof *c);
+    dpgd_gemm_fma_ref(fref, ldc, a, ars, ats, b, n, init, m, n, T);
+    dpgd_gemm_muladd_ref(mref, ldc, a, ars, ats, b, n, init, m, n, T);
+    check_product("fma reference", fref, ldc, a, ars, ats, b, n, init, m, n, T, T);
+    check_product("mul-add reference", mref, ldc, a, ars, ats, b, n, init, m, n, T, 2 * T);
     for (dpgd_gemm_tile tiling = DPGD_TILE_4X3; tiling <= DPGD_TILE_6X2; tiling++) {
+      memcpy(c, before, m * ldc * sizeof *c);
       int done = dpgd_gemm_fma(tiling, c, ldc, a, ars, ats, b, n, init, m, n, T);
-      if (done != (fma && n % 8 == 0))
-        fail_msg("gemm_fma: returned %d for width %zu on a %s CPU", done, n,
-                 fma ? "FMA" : "non-FMA");
-      if (!done) {
-        if (!same_bits(c, before, m * ldc)) fail_msg("gemm_fma: declined but wrote C");
-        continue;
-      }
-      dpgd_gemm_fma_ref(ref, ldc, a, ars, ats, b, n, init, m, n, T);
-      if (!same_bits(c, ref, m * ldc)) /* the padding columns too: left alone by both */
+      if (done != fma)
+        fail_msg("gemm_fma: returned %d, the kernel is %s", done, dpgd_gemm_kernel());
+      if (!same_bits(c, done ? fref : before, m * ldc))
         fail_msg("gemm_fma: tiling %d differs from its reference, shape %zu %zu %zu",
                  (int)tiling, m, n, T);
+      memcpy(c, before, m * ldc * sizeof *c);
+      dpgd_gemm(tiling, c, ldc, a, ars, ats, b, n, init, m, n, T);
+      if (!same_bits(c, fma ? fref : mref, m * ldc))
+        fail_msg("gemm: tiling %d is not the %s chain, shape %zu %zu %zu", (int)tiling,
+                 dpgd_gemm_kernel(), m, n, T);
+      dpgd_gemm_force_muladd(1);
+      memcpy(c, before, m * ldc * sizeof *c);
+      dpgd_gemm(tiling, c, ldc, a, ars, ats, b, n, init, m, n, T);
+      dpgd_gemm_force_muladd(0);
+      if (!same_bits(c, mref, m * ldc))
+        fail_msg("gemm forced to mul-add: not its chain, shape %zu %zu %zu", m, n, T);
     }
-    if (!fma || n % 8) dpgd_gemm_fma_ref(c, ldc, a, ars, ats, b, n, init, m, n, T);
+    memcpy(c, before, m * ldc * sizeof *c);
+    dpgd_gemm_muladd(c, ldc, a, ars, ats, b, n, init, m, n, T);
+    if (!same_bits(c, mref, m * ldc)) fail_msg("gemm_muladd: shape %zu %zu %zu", m, n, T);
     /* The weight-gradient form through dpgd_conv_wgrad: dW (m, n) = dy^T cols, dy (T, m). */
-    float *dW = shapes[s].at ? vec(m * n, 0) : NULL;
-    if (dW) dpgd_conv_wgrad(dW, a, b, T, n, m);
-    const double u = 0x1p-24, gamma = (double)T * u / (1.0 - (double)T * u);
-    for (size_t i = 0; i < m; i++)
-      for (size_t j = 0; j < n; j++) {
-        double exact = init ? init[j] : 0.0, mag = fabs(exact);
-        for (size_t t = 0; t < T; t++) {
-          double p = (double)a[i * ars + t * ats] * (double)b[t * n + j];
-          exact += p;
-          mag += fabs(p);
-        }
-        double bound = gamma * mag * (1.0 + 1e-9);
-        if (fabs((double)c[i * ldc + j] - exact) > bound)
-          fail_msg("gemm_fma: element (%zu, %zu) of shape %zu %zu %zu: %.9g against %.17g "
-                   "(bound %.3g)",
-                   i, j, m, n, T, c[i * ldc + j], exact, bound);
-        if (dW && !init && fabs((double)dW[i * n + j] - exact) > bound)
-          fail_msg("conv_wgrad: element (%zu, %zu) of shape %zu %zu %zu: %.9g against %.17g", i,
-                   j, m, n, T, dW[i * n + j], exact);
-      }
+    if (shapes[s].at && !init) {
+      float *dW = vec(m * n, 0);
+      dpgd_conv_wgrad(dW, a, b, T, n, m);
+      for (size_t i = 0; i < m; i++)
+        if (!same_bits(dW + i * n, (fma ? fref : mref) + i * ldc, n))
+          fail_msg("conv_wgrad: row %zu of shape %zu %zu %zu", i, m, n, T);
+      free(dW);
+    }
     free(a);
     free(b);
     free(init);
     free(c);
-    free(ref);
+    free(fref);
+    free(mref);
     free(before);
-    free(dW);
+  }
+}
+
+/* The dot form, C = init + A B^T (dpgd_gemm_nt: the dense layers and the softmax logits
+ * forward): the FMA kernel (where the CPU has it) and the mul-add one bit for bit their
+ * eight-lane chains, on the models' shapes and on remainders of every kind (rows of A
+ * not even, rows of B not a multiple of five, T not a multiple of eight: masked
+ * lanes); dpgd_gemm_nt as dpgd_gemm_kernel says; all within the rounding bound (a term
+ * goes through at most ceil(T/8) + 4 roundings fused, one more unfused). */
+static void test_gemm_nt(void **state)
+{
+  (void)state;
+  static const size_t shapes[][4] = {
+      {64, 10, 784, 1}, {16, 32, 512, 1}, {16, 10, 32, 1}, {1, 1, 1, 0}, {3, 6, 9, 1},
+      {7, 11, 8, 0},    {2, 5, 17, 1},    {5, 3, 15, 0},   {4, 9, 1, 1}, {9, 14, 23, 0},
+  };
+  const int fma = strcmp(dpgd_gemm_kernel(), "fma") == 0;
+  for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+    const size_t m = shapes[s][0], n = shapes[s][1], T = shapes[s][2], ldc = n + 2;
+    float *a = vec(m * T, 0), *b = vec(n * T, 0), *init = shapes[s][3] ? vec(n, 0) : NULL;
+    float *bt = vec(T * n, 0), *c = vec(m * ldc, 0), *before = vec(m * ldc, 0);
+    float *fref = vec(m * ldc, 0), *mref = vec(m * ldc, 0);
+    for (size_t j = 0; j < n; j++)
+      for (size_t t = 0; t < T; t++) bt[t * n + j] = b[j * T + t];
+    memcpy(before, c, m * ldc * sizeof *c);
+    memcpy(fref, c, m * ldc * sizeof *c);
+    memcpy(mref, c, m * ldc * sizeof *c);
+    dpgd_gemm_nt_fma_ref(fref, ldc, a, T, b, T, init, m, n, T);
+    dpgd_gemm_nt_muladd_ref(mref, ldc, a, T, b, T, init, m, n, T);
+    check_product("nt fma reference", fref, ldc, a, T, 1, bt, n, init, m, n, T, T / 8 + 5);
+    check_product("nt mul-add reference", mref, ldc, a, T, 1, bt, n, init, m, n, T, T / 8 + 6);
+    int done = dpgd_gemm_nt_fma(c, ldc, a, T, b, T, init, m, n, T);
+    if (done != fma || !same_bits(c, done ? fref : before, m * ldc))
+      fail_msg("gemm_nt_fma: shape %zu %zu %zu differs from its reference", m, n, T);
+    memcpy(c, before, m * ldc * sizeof *c);
+    dpgd_gemm_nt_muladd(c, ldc, a, T, b, T, init, m, n, T);
+    if (!same_bits(c, mref, m * ldc)) fail_msg("gemm_nt_muladd: shape %zu %zu %zu", m, n, T);
+    memcpy(c, before, m * ldc * sizeof *c);
+    dpgd_gemm_nt(c, ldc, a, T, b, T, init, m, n, T);
+    if (!same_bits(c, fma ? fref : mref, m * ldc))
+      fail_msg("gemm_nt: shape %zu %zu %zu is not the %s chain", m, n, T, dpgd_gemm_kernel());
+    free(a);
+    free(b);
+    free(init);
+    free(bt);
+    free(c);
+    free(before);
+    free(fref);
+    free(mref);
   }
 }
 
@@ -278,7 +358,8 @@ int main(void)
       cmocka_unit_test(test_patch_bits),
       cmocka_unit_test(test_pool_bits),
       cmocka_unit_test(test_accumulate_rows_bits),
-      cmocka_unit_test(test_gemm_fma),
+      cmocka_unit_test(test_gemm),
+      cmocka_unit_test(test_gemm_nt),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
