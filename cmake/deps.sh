@@ -1,7 +1,7 @@
 # deps.sh -- sourced by tests/run.sh, train/quickstart.sh and .ci/run: installs the
 # Debian packages dpgd needs when any is missing (as root, or through sudo).
 DPGD_DEBIAN_PACKAGES="build-essential cmake pkg-config libopenblas-dev libgsl-dev libpng-dev
-zlib1g-dev libinih-dev libcmocka-dev gnuplot-nox curl python3 python3-numpy
+zlib1g-dev libinih-dev libsodium-dev libcmocka-dev gnuplot-nox curl python3 python3-numpy
 python3-pytest"
 # The MPI build (cmake -DDPGD_MPI=ON, train/MPI.md): dpgd_install_deps $DPGD_MPI_PACKAGES
 DPGD_MPI_PACKAGES="libopenmpi-dev openmpi-bin"

@@ -45,7 +45,7 @@ static void set_and_draw(const uint8_t *data, size_t size)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-  if (!rng) rng = dpgd_rng_alloc(DPGD_RNG_RESEARCH, 2385, DPGD_STREAM_STEP);
+  if (!rng) rng = dpgd_rng_alloc_u64(DPGD_RNG_RESEARCH, 2385, DPGD_STREAM_STEP);
   if (!rng) return 0;
   size_t n = dpgd_rng_state_size(rng);
   if (size != n) set_and_draw(data, size);

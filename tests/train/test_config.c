@@ -61,7 +61,8 @@ static void test_load_and_override(void **state)
   assert_int_equal(c.model_activation, 1);
   assert_int_equal(c.train_steps, 112);
   assert_true(c.train_lr == 2.385);
-  assert_true(c.train_seed == UINT64_MAX);
+  uint64_t seed = 0;
+  assert_true(dpgd_seed_to_u64(&c.train_seed, &seed) && seed == UINT64_MAX);
   assert_int_equal(c.filter_enabled, 1);
   assert_true(c.filter_k == 112 && c.privacy_sigma == 170 && c.privacy_clip == 10);
   assert_int_equal(dpgd_config_validate(&c), DPGD_OK);
