@@ -71,8 +71,9 @@ static unsigned long stream_get(void *vs)
 
 static double stream_get_double(void *vs) { return (double)stream_get(vs) / 4294967296.0; }
 
-static const gsl_rng_type stream_type = {"dpgd-chacha20", 0xffffffffUL, 0, sizeof(stream_state),
-                                         &stream_set,     &stream_get,  &stream_get_double};
+static const gsl_rng_type stream_type = {"dpgd-chacha20",      0xffffffffUL, 0,
+                                         sizeof(stream_state), &stream_set,  &stream_get,
+                                         &stream_get_double};
 
 const gsl_rng_type *dpgd_stream_type(void) { return &stream_type; }
 

@@ -103,6 +103,11 @@ static void test_bad_values(void **state)
       {"train.lr=0", "train.lr"},
       {"train.lr=NaN", "train.lr"},
       {"train.seed=-1", "train.seed"},
+      {"train.seed=18446744073709551616", "train.seed"},
+      {"train.seed=0x", "train.seed"},
+      {"train.seed=0x12g4", "train.seed"},
+      {"train.seed=0x10000000000000000000000000000000000000000000000000000000000000000",
+       "train.seed"},
       {"stopping.every=0", "stopping.every"},
       {"model.type=resnet", "model.type"},
       {"model.activation=gelu", "model.activation"},
@@ -255,6 +260,11 @@ static void test_round_trip_and_hash(void **state)
   assert_int_equal(dpgd_config_set(&a, "privacy.sigma=170.00000000000003"), DPGD_OK);
   assert_int_equal(dpgd_config_set(&a, "data.dir=/some/where"), DPGD_OK);
   assert_int_equal(dpgd_config_set(&a, "filter.enabled=true"), DPGD_OK);
+  /* A 256-bit seed (0x and 64 hex digits) round-trips with every bit. */
+  assert_int_equal(
+      dpgd_config_set(
+          &a, "train.seed=0xfedcba9876543210fedcba98765432100123456789abcdef0123456789abcdef"),
+      DPGD_OK);
   char path[512];
   snprintf(path, sizeof path, "%s/rt.ini", tmpdir);
   FILE *f = fopen(path, "w");
@@ -266,7 +276,12 @@ static void test_round_trip_and_hash(void **state)
   assert_true(a.train_lr == b.train_lr && a.privacy_sigma == b.privacy_sigma);
   assert_string_equal(a.data_dir, b.data_dir);
   assert_int_equal(a.filter_enabled, b.filter_enabled);
+  assert_memory_equal(&a.train_seed, &b.train_seed, sizeof a.train_seed);
   assert_true(dpgd_config_hash(&a) == dpgd_config_hash(&b));
+  /* A seed that differs only above bit 64 is another configuration. */
+  b.train_seed.b[0] ^= 1;
+  assert_true(dpgd_config_hash(&a) != dpgd_config_hash(&b));
+  b.train_seed = a.train_seed;
 
   /* The hash follows keys that change the computation, not output-only keys. */
   uint64_t h = dpgd_config_hash(&a);

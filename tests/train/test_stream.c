@@ -98,9 +98,12 @@ static void test_stream_keys(void **state)
     int stream;
     const char *key;
   } cases[] = {
-      {NULL, DPGD_STREAM_STEP, "a3388d4b896bea3b8036a22cdfc41d376bfccf8bdaa1c648ec1118cb8e1e80f9"},
-      {NULL, DPGD_STREAM_INIT, "3581512794cb3ec6611ca147b8384e1e7dfa5426fe15182276f358be427dd067"},
-      {"1", DPGD_STREAM_STEP, "35f645df5d0d904971231e0743069d0d56b26e632320c04cda992b52186ca07b"},
+      {NULL, DPGD_STREAM_STEP,
+       "a3388d4b896bea3b8036a22cdfc41d376bfccf8bdaa1c648ec1118cb8e1e80f9"},
+      {NULL, DPGD_STREAM_INIT,
+       "3581512794cb3ec6611ca147b8384e1e7dfa5426fe15182276f358be427dd067"},
+      {"1", DPGD_STREAM_STEP,
+       "35f645df5d0d904971231e0743069d0d56b26e632320c04cda992b52186ca07b"},
   };
   char why[200];
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
@@ -269,9 +272,18 @@ static void test_seed_text(void **state)
     assert_int_equal(dpgd_seed_parse(&t, buf, why, sizeof why), DPGD_OK);
     assert_memory_equal(&s, &t, sizeof s);
   }
-  static const char *const bad[] = {
-      "",    "18446744073709551616", "-1", "+1", " 1", "1 ", "0x", "0xg", "1e3", "12a",
-      "0x1" /* 65 digits: */ "0000000000000000000000000000000000000000000000000000000000000000"};
+  static const char *const bad[] = {"",
+                                    "18446744073709551616",
+                                    "-1",
+                                    "+1",
+                                    " 1",
+                                    "1 ",
+                                    "0x",
+                                    "0xg",
+                                    "1e3",
+                                    "12a",
+                                    "0x1" /* 65 digits: */ "00000000000000000000000000000000000"
+                                                           "00000000000000000000000000000"};
   for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
     dpgd_seed s = dpgd_seed_from_u64(5);
     why[0] = '\0';
@@ -285,9 +297,12 @@ static void test_seed_text(void **state)
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_reference_chacha_rfc), cmocka_unit_test(test_stream_keys),
-      cmocka_unit_test(test_stream_known_answer),  cmocka_unit_test(test_seed_bits_matter),
-      cmocka_unit_test(test_labels_differ),        cmocka_unit_test(test_state_refused),
+      cmocka_unit_test(test_reference_chacha_rfc),
+      cmocka_unit_test(test_stream_keys),
+      cmocka_unit_test(test_stream_known_answer),
+      cmocka_unit_test(test_seed_bits_matter),
+      cmocka_unit_test(test_labels_differ),
+      cmocka_unit_test(test_state_refused),
       cmocka_unit_test(test_seed_text),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
