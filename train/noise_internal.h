@@ -21,10 +21,9 @@ int dpgd_stream_key(const dpgd_seed *seed, int stream, uint8_t key[DPGD_STREAM_K
  * of it is keyed with dpgd_stream_set_key (position 0); gsl_rng_set gives the zero key. */
 const gsl_rng_type *dpgd_stream_type(void);
 void dpgd_stream_set_key(gsl_rng *g, const uint8_t key[DPGD_STREAM_KEY_BYTES]);
-/* Words drawn so far; dpgd_stream_seek goes to any position below 2^62 (DPGD_ERANGE
- * beyond, the generator unchanged). */
+/* Words drawn so far (modulo 2^64); dpgd_stream_seek goes to any position. */
 uint64_t dpgd_stream_position(const gsl_rng *g);
-int dpgd_stream_seek(gsl_rng *g, uint64_t position);
+void dpgd_stream_seek(gsl_rng *g, uint64_t position);
 /* Zeroes the generator's state (key and buffered keystream) before it is freed. */
 void dpgd_stream_wipe(gsl_rng *g);
 

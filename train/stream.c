@@ -91,14 +91,14 @@ uint64_t dpgd_stream_position(const gsl_rng *g)
   return s->block * BLOCK_WORDS + s->pos;
 }
 
-int dpgd_stream_seek(gsl_rng *g, uint64_t position)
+/* Every 64-bit position is a valid one (block position / 16 < 2^60, well inside
+ * ChaCha20's 64-bit block counter), so whatever a checkpoint gives back is accepted;
+ * positions count modulo 2^64 words, which no run comes near. */
+void dpgd_stream_seek(gsl_rng *g, uint64_t position)
 {
-  /* Blocks 2^60 and beyond are out of reach of any run (2^64 words drawn). */
-  if (position >= (uint64_t)1 << 62) return DPGD_ERANGE;
   stream_state *s = gsl_rng_state(g);
   fill(s, position / BLOCK_WORDS);
   s->pos = (uint32_t)(position % BLOCK_WORDS);
-  return DPGD_OK;
 }
 
 void dpgd_stream_wipe(gsl_rng *g) { sodium_memzero(gsl_rng_state(g), gsl_rng_size(g)); }

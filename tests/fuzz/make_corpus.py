@@ -98,7 +98,7 @@ def stream_state(position):
 
 put("fuzz_rng", "seeded.state", stream_state(0))
 put("fuzz_rng", "mid-block.state", stream_state(16 * 5 + 7))
-put("fuzz_rng", "far.state", stream_state((1 << 62) - 1))
+put("fuzz_rng", "far.state", stream_state((1 << 64) - 6))
 
 # ---- model files: the cnn's header (its parameters are too many for a seed) ----------
 cnn = b"DPGDMODL" + struct.pack("<IIIIIIQ", 1, 2, 1, 28, 28, 10, 0)
