@@ -100,10 +100,9 @@ static const key_spec schema[] = {
     {KEY(train, lr), T_DOUBLE, "0.1", NULL, GT0, "learning rate (> 0)"},
     {KEY(train, lr_schedule), T_ENUM, "constant", schedule_names, 0, "constant | cosine"},
     {KEY(train, seed), T_SEED, "1", NULL, 0,
-     "master seed of the research streams (init, noise, queries, sampling): a decimal "
-     "integer below 2^64, or 0x and up to 64 hex digits; every bit keys the streams "
-     "(ChaCha20). eps holds only if the seed has at least 128 bits of secret entropy "
-     "(e.g. 0x and 32 hex digits from a CSPRNG) and stays secret; 1 is public"},
+     "master seed of the research streams (ChaCha20 keyed by every bit): decimal below 2^64 "
+     "or 0x and up to 64 hex digits; eps holds only if it has at least 128 bits of secret "
+     "entropy (0x and 32 hex digits from a CSPRNG) and stays secret; 1 is public"},
     {KEY(train, eval_every), T_SIZE, "10", NULL, NOHASH,
      "test accuracy every N steps; 0 = only at the end"},
     {KEY(train, rng), T_ENUM, "research", rng_names, 0,
@@ -625,15 +624,11 @@ int dpgd_config_validate(const dpgd_config *c)
 static void write_value(const dpgd_config *c, const key_spec *k, FILE *f)
 {
   const char *field = (const char *)c + k->offset;
+  char seed[DPGD_SEED_TEXT_MAX];
   switch (k->type) {
   case T_SIZE: fprintf(f, "%zu", *(const size_t *)field); break;
   case T_INT: fprintf(f, "%d", *(const int *)field); break;
-  case T_SEED: {
-    char seed[DPGD_SEED_TEXT_MAX];
-    dpgd_seed_format((const dpgd_seed *)field, seed);
-    fputs(seed, f);
-    break;
-  }
+  case T_SEED: fputs(dpgd_seed_format((const dpgd_seed *)field, seed), f); break;
   case T_DOUBLE: fprintf(f, "%.17g", *(const double *)field); break;
   case T_BOOL: fputs(*(const int *)field ? "true" : "false", f); break;
   case T_ENUM: fputs(k->names[*(const int *)field], f); break;

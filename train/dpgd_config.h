@@ -47,8 +47,8 @@ dpgd_seed dpgd_seed_from_u64(uint64_t v);
  * DPGD_EINVAL with a reason (no key name) in why otherwise; *s unchanged then. */
 int dpgd_seed_parse(dpgd_seed *s, const char *text, char *why, size_t whylen);
 /* Decimal when the value is below 2^64, else 0x and its hex digits without leading
- * zeros: dpgd_seed_parse reads it back to the same value. */
-void dpgd_seed_format(const dpgd_seed *s, char buf[DPGD_SEED_TEXT_MAX]);
+ * zeros: dpgd_seed_parse reads it back to the same value. Returns buf. */
+const char *dpgd_seed_format(const dpgd_seed *s, char buf[DPGD_SEED_TEXT_MAX]);
 /* 1 and *v = the value when it is below 2^64, else 0. */
 int dpgd_seed_to_u64(const dpgd_seed *s, uint64_t *v);
 

@@ -84,12 +84,12 @@ int dpgd_seed_parse(dpgd_seed *s, const char *text, char *why, size_t whylen)
   return DPGD_OK;
 }
 
-void dpgd_seed_format(const dpgd_seed *s, char buf[DPGD_SEED_TEXT_MAX])
+const char *dpgd_seed_format(const dpgd_seed *s, char buf[DPGD_SEED_TEXT_MAX])
 {
   uint64_t v;
   if (dpgd_seed_to_u64(s, &v)) {
     snprintf(buf, DPGD_SEED_TEXT_MAX, "%llu", (unsigned long long)v);
-    return;
+    return buf;
   }
   static const char hex[] = "0123456789abcdef";
   size_t at = 0, k = 0;
@@ -102,4 +102,5 @@ void dpgd_seed_format(const dpgd_seed *s, char buf[DPGD_SEED_TEXT_MAX])
     buf[at++] = hex[s->b[k] & 15];
   }
   buf[at] = '\0';
+  return buf;
 }
