@@ -69,6 +69,12 @@ if(NOT INIH_FOUND)
   dpgd_missing("inih" "libinih-dev")
 endif()
 
+# libsodium: the research streams' ChaCha20 and BLAKE2b (train/stream.c).
+pkg_check_modules(SODIUM IMPORTED_TARGET libsodium)
+if(NOT SODIUM_FOUND)
+  dpgd_missing("libsodium" "libsodium-dev")
+endif()
+
 if(DPGD_TESTS)
   pkg_check_modules(CMOCKA IMPORTED_TARGET cmocka)
   if(NOT CMOCKA_FOUND)

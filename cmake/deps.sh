@@ -1,7 +1,7 @@
 # deps.sh -- sourced by tests/run.sh, train/quickstart.sh and .ci/run: installs the
 # Debian packages dpgd needs when any is missing (as root, or through sudo).
 DPGD_DEBIAN_PACKAGES="build-essential cmake pkg-config libopenblas-dev libgsl-dev libpng-dev
-zlib1g-dev libinih-dev libcmocka-dev gnuplot-nox curl python3 python3-numpy
+zlib1g-dev libinih-dev libsodium-dev libcmocka-dev gnuplot-nox curl python3 python3-numpy
 python3-pytest python3-venv libjemalloc2"
 # python3-venv: tests/python/wheel.sh installs the wheel into a fresh virtual environment;
 # libjemalloc2: tests/python/test_packaging.py saves a filter under another allocator.

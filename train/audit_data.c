@@ -37,7 +37,7 @@ int dpgd_audit_make_canaries(dpgd_audit *a)
   size_t M = a->M;
   a->canaries = dpgd_data_alloc(M, b->rows, b->cols, b->n_classes);
   a->in = calloc(M, 1);
-  dpgd_rng *g = dpgd_rng_alloc(DPGD_RNG_RESEARCH, a->ap.seed ^ 0x61756469746361ull, 0);
+  dpgd_rng *g = dpgd_rng_alloc_u64(DPGD_RNG_RESEARCH, a->ap.seed, DPGD_STREAM_AUDIT);
   int rc = DPGD_OK;
   if (!a->canaries || !a->in || !g)
     rc = DPGD_FAIL(DPGD_ENOMEM, "no memory for %zu canaries", M);

@@ -6,7 +6,6 @@
 #include "dpgd_config.h"
 
 #include <errno.h>
-#include <inttypes.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -14,7 +13,7 @@
 
 #include <ini.h>
 
-typedef enum { T_SIZE, T_INT, T_U64, T_DOUBLE, T_BOOL, T_ENUM, T_NAME, T_PATH } key_type;
+typedef enum { T_SIZE, T_INT, T_SEED, T_DOUBLE, T_BOOL, T_ENUM, T_NAME, T_PATH } key_type;
 
 /* Range rules for numbers. A key whose default is 0 with ZERO_UNSET may be left at 0
  * ("not given"), but a value the user writes must satisfy the range. */
@@ -102,8 +101,10 @@ static const key_spec schema[] = {
      "(0: not given); --set train.steps=S replaces a file's epochs, and the reverse"},
     {KEY(train, lr), T_DOUBLE, "0.1", NULL, GT0, "learning rate (> 0)"},
     {KEY(train, lr_schedule), T_ENUM, "constant", schedule_names, 0, "constant | cosine"},
-    {KEY(train, seed), T_U64, "1", NULL, 0,
-     "master seed of the research RNG streams (init, step noise, query noise)"},
+    {KEY(train, seed), T_SEED, "1", NULL, 0,
+     "master seed of the research streams (ChaCha20 keyed by every bit): decimal below 2^64 "
+     "or 0x and up to 64 hex digits; eps holds only if it has at least 128 bits of secret "
+     "entropy (0x and 32 hex digits from a CSPRNG) and stays secret; 1 is public"},
     {KEY(train, eval_every), T_SIZE, "10", NULL, NOHASH,
      "test accuracy every N steps; 0 = only at the end"},
     {KEY(train, rng), T_ENUM, "research", rng_names, 0,
@@ -211,9 +212,7 @@ static int parse_integer(char *field, const key_spec *k, const char *text, char 
     snprintf(why, whylen, "must be > 0 (got %s)", text);
     return DPGD_EINVAL;
   }
-  if (k->type == T_U64) {
-    *(uint64_t *)field = (uint64_t)v;
-  } else if (k->type == T_INT) {
+  if (k->type == T_INT) {
     if (v > 4096) {
       snprintf(why, whylen, "must be at most 4096 (got %s)", text);
       return DPGD_EINVAL;
@@ -297,8 +296,8 @@ static int parse_value(dpgd_config *c, const key_spec *k, const char *text, char
 
   switch (k->type) {
   case T_SIZE:
-  case T_INT:
-  case T_U64: return parse_integer(field, k, text, why, whylen);
+  case T_INT: return parse_integer(field, k, text, why, whylen);
+  case T_SEED: return dpgd_seed_parse((dpgd_seed *)field, text, why, whylen);
   case T_DOUBLE: return parse_double(field, k, text, why, whylen);
   case T_BOOL: return parse_bool(field, text, why, whylen);
   case T_ENUM:
@@ -639,10 +638,11 @@ int dpgd_config_validate(const dpgd_config *c)
 static void write_value(const dpgd_config *c, const key_spec *k, FILE *f)
 {
   const char *field = (const char *)c + k->offset;
+  char seed[DPGD_SEED_TEXT_MAX];
   switch (k->type) {
   case T_SIZE: fprintf(f, "%zu", *(const size_t *)field); break;
   case T_INT: fprintf(f, "%d", *(const int *)field); break;
-  case T_U64: fprintf(f, "%" PRIu64, *(const uint64_t *)field); break;
+  case T_SEED: fputs(dpgd_seed_format((const dpgd_seed *)field, seed), f); break;
   case T_DOUBLE: fprintf(f, "%.17g", *(const double *)field); break;
   case T_BOOL: fputs(*(const int *)field ? "true" : "false", f); break;
   case T_ENUM: fputs(k->names[*(const int *)field], f); break;

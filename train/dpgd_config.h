@@ -30,6 +30,28 @@ typedef enum {
   DPGD_ALGO_PNSGD = 1 /* one pass of projected noisy SGD, last iterate only: dpgd_pnsgd_* */
 } dpgd_algorithm;
 
+/* A research run's master seed (train.seed, dpgd queries --seed): an integer below 2^256,
+ * as 32 big-endian bytes. Written as decimal (up to 2^64 - 1) or as 0x and 1 to 64 hex
+ * digits; every one of its bits keys the research streams (train/dpgd_train.h). A run's
+ * eps holds only if the seed has at least 128 bits of secret entropy (so a decimal seed
+ * never suffices); the default seed 1 is public. */
+#define DPGD_SEED_BYTES 32
+#define DPGD_SEED_TEXT_MAX 67 /* "0x", 64 hex digits, NUL */
+typedef struct dpgd_seed {
+  uint8_t b[DPGD_SEED_BYTES];
+} dpgd_seed;
+
+/* The seed whose value is v. */
+dpgd_seed dpgd_seed_from_u64(uint64_t v);
+/* Parses text (decimal below 2^64, or 0x/0X and 1 to 64 hex digits, no sign or space).
+ * DPGD_EINVAL with a reason (no key name) in why otherwise; *s unchanged then. */
+int dpgd_seed_parse(dpgd_seed *s, const char *text, char *why, size_t whylen);
+/* Decimal when the value is below 2^64, else 0x and its hex digits without leading
+ * zeros: dpgd_seed_parse reads it back to the same value. Returns buf. */
+const char *dpgd_seed_format(const dpgd_seed *s, char buf[DPGD_SEED_TEXT_MAX]);
+/* 1 and *v = the value when it is below 2^64, else 0. */
+int dpgd_seed_to_u64(const dpgd_seed *s, uint64_t *v);
+
 typedef struct dpgd_config {
   /* [data] */
   char data_dir[DPGD_CONFIG_PATH_MAX]; /* "" = default lookup (dpgd_data_find_dir) */
@@ -52,7 +74,7 @@ typedef struct dpgd_config {
   double train_epochs;      /* poisson: steps = ceil(epochs / q); 0 = not given */
   double train_lr;          /* learning rate eta */
   int train_lr_schedule;    /* dpgd_lr_schedule */
-  uint64_t train_seed;      /* master seed (research mode) */
+  dpgd_seed train_seed;     /* master seed (research mode) */
   size_t train_eval_every;  /* test accuracy every N steps; 0 = only at the end */
   int train_rng;            /* dpgd_rng_mode */
   int train_constant_time;  /* same work for inactive points (timing) */

@@ -133,17 +133,20 @@ int dpgd_ledger_check(const dpgd_ledger *l);
 double dpgd_ledger_point_mu2(const dpgd_ledger *l, size_t i, double sigma);
 
 /* ===== Noise: random streams ========================================================
- * Research mode: GSL's MT19937, one generator per stream, each seeded from the master
- * seed through splitmix64 with a distinct stream constant, so that the streams are
- * independent of each other and of the order in which they are used; the state is
- * saved in checkpoints. Secure mode: bits from getrandom(2) (the kernel CSPRNG); no
- * state to save; Gaussians are hardened against floating-point attacks (see noise.c). */
+ * Research mode: one ChaCha20 keystream per stream (libsodium), under a 256-bit key
+ * derived from every bit of the master seed and the stream's label by BLAKE2b (stream.c),
+ * so that the streams are independent of each other and of the order in which they are
+ * used, and recovering one needs the seed (not a search over 32 or 64 bits); a stream's
+ * position (words drawn) is saved in checkpoints. Secure mode: bits from getrandom(2)
+ * (the kernel CSPRNG); no state to save; Gaussians are hardened against floating-point
+ * attacks (see noise.c). */
 enum {
   DPGD_STREAM_INIT = 0,
   DPGD_STREAM_STEP = 1,
   DPGD_STREAM_QUERY = 2,
-  DPGD_STREAM_SAMPLE = 3, /* Poisson sampling of the batches (train.sampling = poisson) */
-  DPGD_N_STREAMS = 4
+  DPGD_STREAM_SAMPLE = 3, /* Poisson and subset sampling, pnsgd's order */
+  DPGD_STREAM_AUDIT = 4,  /* dpgd audit: canaries and inclusion coins */
+  DPGD_N_STREAMS = 5
 };
 
 /* Summands of one secure Gaussian draw (Holohan & Braghin 2021; see noise.c). */
@@ -152,19 +155,32 @@ enum {
 /* The sentence summary.json's "caveat" carries for a research-mode run (and dpgd train
  * prints as a warning). */
 #define DPGD_RESEARCH_CAVEAT                                                                   \
-  "research rng: the noise is reproducible from config.ini and train.seed, so the "            \
-  "printed eps holds only while the seed stays secret; train with train.rng = secure "         \
-  "for a model you release"
+  "research rng: the noise is reproducible from train.seed, so the printed eps holds only "    \
+  "if the seed has at least 128 bits of secret entropy and stays secret; the default seed "    \
+  "(1) is public; train anything you will release with train.rng = secure"
 
 /* The build's identity (version, compiler, flags, a hash of the library sources): a
- * research run's checkpoint records it with the engine's (dpgd_grad_ws_replay_id) so
- * that a resume never replays released steps on a build that computes other bits. */
+ * research run's checkpoint records it with the engine's (dpgd_grad_ws_replay_id) and
+ * libm's (dpgd_libm_id) so that a resume never replays released steps on a build or
+ * system that computes other bits. */
 extern const char dpgd_build_id[];
+
+/* libm's identity: the C library's name and version and a checksum of the bits of exp,
+ * log, expm1, log1p, tanh, cos, pow and erfc (and expf, logf, tanhf) on fixed inputs,
+ * e.g. "libm glibc 2.36 sum 0123456789abcdef". */
+void dpgd_libm_id(char *buf, size_t len);
+/* Test hook: when not NULL, the exp that dpgd_libm_id's checksum evaluates in place of
+ * libm's (tests/train/test_run.c shows that another exp changes the replay identity). */
+extern double (*dpgd_libm_test_exp)(double);
 
 typedef struct dpgd_rng dpgd_rng;
 
-/* mode is dpgd_rng_mode (DPGD_RNG_RESEARCH / DPGD_RNG_SECURE). */
-dpgd_rng *dpgd_rng_alloc(int mode, uint64_t master_seed, int stream);
+/* mode is dpgd_rng_mode (DPGD_RNG_RESEARCH / DPGD_RNG_SECURE); the seed is read in
+ * research mode only (it may be NULL in secure mode). NULL for an unknown stream, no
+ * memory, or a research seed of NULL. */
+dpgd_rng *dpgd_rng_alloc(int mode, const dpgd_seed *seed, int stream);
+/* The same with the seed of value seed (benchmarks, tests). */
+dpgd_rng *dpgd_rng_alloc_u64(int mode, uint64_t seed, int stream);
 void dpgd_rng_free(dpgd_rng *r);
 const char *dpgd_rng_mode_name(int mode); /* "research" | "secure" */
 
@@ -185,7 +201,10 @@ int dpgd_rng_sample_poisson(dpgd_rng *r, double q, unsigned char *in /* (n) out 
 int dpgd_rng_sample_subset(dpgd_rng *r, size_t m, unsigned char *in /* (n) out */, size_t n);
 
 /* The stream's state for checkpoints: size in bytes (0 in secure mode), copy out, and
- * restore (DPGD_EFORMAT if len does not match). */
+ * restore (DPGD_EFORMAT if len does not match or it is not a state of this kind). A
+ * research state is 16 bytes: "dpgdcc20" and the position (words drawn, uint64 in the
+ * checkpoint's byte order); it holds no key: restored into a stream of the same seed and
+ * label it continues that stream. */
 size_t dpgd_rng_state_size(const dpgd_rng *r);
 void dpgd_rng_state_get(const dpgd_rng *r, void *buf /* (state_size) */);
 int dpgd_rng_state_set(dpgd_rng *r, const void *buf, size_t len);
@@ -335,13 +354,13 @@ void dpgd_run_progress(const dpgd_run *r, char *buf, size_t len);
  * read). The caller answers for the rest of the privacy argument: row i depends on point
  * i and on public values (earlier noisy sums, the model) only, and n is public. */
 typedef struct dpgd_psum_params {
-  size_t n;      /* public number of points (rows of every step) */
-  size_t dim;    /* P: the length of a gradient */
-  double clip;   /* C > 0 */
-  double sigma;  /* noise multiplier > 0: noise std sigma C */
-  double budget; /* B_norm > 0 (Algorithm 7), or INFINITY (Algorithm 6) */
-  int rng;       /* DPGD_RNG_RESEARCH (seeded) or DPGD_RNG_SECURE */
-  uint64_t seed; /* research mode's master seed (the step stream of a run's seed) */
+  size_t n;       /* public number of points (rows of every step) */
+  size_t dim;     /* P: the length of a gradient */
+  double clip;    /* C > 0 */
+  double sigma;   /* noise multiplier > 0: noise std sigma C */
+  double budget;  /* B_norm > 0 (Algorithm 7), or INFINITY (Algorithm 6) */
+  int rng;        /* DPGD_RNG_RESEARCH (seeded) or DPGD_RNG_SECURE */
+  dpgd_seed seed; /* research mode's master seed (the step stream of a run's seed) */
 } dpgd_psum_params;
 
 typedef struct dpgd_psum dpgd_psum;
@@ -443,6 +462,9 @@ const dpgd_dataset *dpgd_run_train_set(const dpgd_run *r);
 void dpgd_report_num(FILE *f, double v);      /* %.10g; nothing when not finite */
 void dpgd_report_up(FILE *f, double v);       /* a privacy number: 10 digits rounded up */
 void dpgd_report_json_num(FILE *f, double v); /* %.10g, or null when not finite */
+/* A seed below 2^64 as its decimal number; null for a longer one (only such a seed can be
+ * secret enough, and summary.json is the file a user shares: config.ini keeps it). */
+void dpgd_report_json_seed(FILE *f, const dpgd_seed *s);
 /* "level,delta_level,mu_i,eps_i" of a point whose total is mu2 (GDP units): its
  * odometer report (dpgd_odometer_report), the last three rounded up. */
 int dpgd_report_odometer_cols(FILE *f, const dpgd_odometer *o, double mu2);
@@ -474,17 +496,18 @@ void dpgd_report_json_odometer(FILE *f, const dpgd_odometer *o);
  * beta))) <= beta for every t: dpgd_queries_bound. */
 /* The sentence summary.json's "caveat" carries for a research-mode dpgd queries run. */
 #define DPGD_QUERIES_RESEARCH_CAVEAT                                                           \
-  "research rng: the noise is reproducible from --seed, so the printed eps holds only "        \
-  "while the seed stays secret; use --rng secure for answers you release"
+  "research rng: the noise is reproducible from --seed, so the printed eps holds only if "     \
+  "the seed has at least 128 bits of secret entropy and stays secret; the default seed (1) "   \
+  "is public; use --rng secure for answers you will release"
 
 typedef struct dpgd_queries_params {
   size_t n_users,
-      dim;       /* public: the number of users (nulls included) and each answer's length */
-  double budget; /* B_norm > 0, squared-norm budget of every user */
-  double kappa;  /* zCDP level > 0 of the whole sequence; sigma^2 = B_norm / (2 kappa) */
-  double clip;   /* per-query norm cap C > 0, or INFINITY (only the budget caps) */
-  int rng;       /* DPGD_RNG_RESEARCH (seeded, reproducible) or DPGD_RNG_SECURE */
-  uint64_t seed; /* research mode's master seed */
+      dim;        /* public: the number of users (nulls included) and each answer's length */
+  double budget;  /* B_norm > 0, squared-norm budget of every user */
+  double kappa;   /* zCDP level > 0 of the whole sequence; sigma^2 = B_norm / (2 kappa) */
+  double clip;    /* per-query norm cap C > 0, or INFINITY (only the budget caps) */
+  int rng;        /* DPGD_RNG_RESEARCH (seeded, reproducible) or DPGD_RNG_SECURE */
+  dpgd_seed seed; /* research mode's master seed */
 } dpgd_queries_params;
 
 typedef struct dpgd_queries dpgd_queries;

@@ -1,6 +1,7 @@
-/* noise.c -- the random streams of a run: research mode (GSL MT19937 per stream, seeded
- * from one master seed, state checkpointable) and secure mode (the OS CSPRNG through
- * getrandom(2), with Gaussian sampling hardened against floating-point attacks).
+/* noise.c -- the random streams of a run: research mode (a ChaCha20 keystream per
+ * stream, keyed by the whole master seed: stream.c; position checkpointable) and secure
+ * mode (the OS CSPRNG through getrandom(2), with Gaussian sampling hardened against
+ * floating-point attacks).
  *
  * Secure Gaussian: Mironov (CCS 2012, "On significance of the least significant bits for
  * differential privacy") showed that textbook floating-point sampling leaves gaps in the
@@ -35,53 +36,40 @@ struct dpgd_rng {
   size_t pos;                     /* next unused word of buf */
 };
 
-/* splitmix64 (Steele, Lea & Flood 2014): decorrelates the master seed per stream. */
-static uint64_t splitmix64(uint64_t x)
-{
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-static const uint64_t stream_tag[DPGD_N_STREAMS] = {
-    0x696e6974ULL,    /* "init" */
-    0x73746570ULL,    /* "step" */
-    0x7175657279ULL,  /* "query" */
-    0x73616d706c65ULL /* "sample" */
-};
-
 const char *dpgd_rng_mode_name(int mode)
 {
   return mode == DPGD_RNG_SECURE ? "secure" : "research";
 }
 
-dpgd_rng *dpgd_rng_alloc(int mode, uint64_t master_seed, int stream)
+dpgd_rng *dpgd_rng_alloc(int mode, const dpgd_seed *seed, int stream)
 {
   if (stream < 0 || stream >= DPGD_N_STREAMS) return NULL;
+  mode = mode == DPGD_RNG_SECURE ? DPGD_RNG_SECURE : DPGD_RNG_RESEARCH;
+  uint8_t key[DPGD_STREAM_KEY_BYTES];
+  if (mode == DPGD_RNG_RESEARCH && (!seed || dpgd_stream_key(seed, stream, key))) return NULL;
   dpgd_rng *r = calloc(1, sizeof *r);
-  if (!r) return NULL;
-  r->mode = mode == DPGD_RNG_SECURE ? DPGD_RNG_SECURE : DPGD_RNG_RESEARCH;
-  if (r->mode == DPGD_RNG_RESEARCH) {
-    r->g = gsl_rng_alloc(gsl_rng_mt19937);
-    if (!r->g) {
-      free(r);
-      return NULL;
-    }
-    uint64_t s = splitmix64(splitmix64(master_seed) ^ stream_tag[stream]);
-    /* gsl's MT19937 takes a 32-bit seed; 0 would select its default seed. */
-    unsigned long s32 = (unsigned long)((s ^ (s >> 32)) & 0xffffffffUL);
-    gsl_rng_set(r->g, s32 ? s32 : 0x9e3779b9UL);
-  } else {
+  if (r) r->mode = mode;
+  if (r && mode == DPGD_RNG_RESEARCH) {
+    r->g = gsl_rng_alloc(dpgd_stream_type());
+    if (r->g) dpgd_stream_set_key(r->g, key);
+    else free(r), r = NULL;
+  } else if (r) {
     r->pos = SECURE_BUF_WORDS;
   }
+  explicit_bzero(key, sizeof key);
   return r;
+}
+
+dpgd_rng *dpgd_rng_alloc_u64(int mode, uint64_t seed, int stream)
+{
+  dpgd_seed s = dpgd_seed_from_u64(seed);
+  return dpgd_rng_alloc(mode, &s, stream);
 }
 
 void dpgd_rng_free(dpgd_rng *r)
 {
   if (!r) return;
-  if (r->g) gsl_rng_free(r->g);
+  if (r->g) dpgd_stream_wipe(r->g), gsl_rng_free(r->g);
   explicit_bzero(r->buf, sizeof r->buf);
   free(r);
 }
@@ -106,7 +94,7 @@ static int secure_refill(dpgd_rng *r)
 int dpgd_rng_u64(dpgd_rng *r, uint64_t *out)
 {
   if (r->mode == DPGD_RNG_RESEARCH) {
-    /* MT19937 gives 32 bits per call. */
+    /* The stream gives 32 bits per call: the first word is the high half. */
     uint64_t hi = gsl_rng_get(r->g), lo = gsl_rng_get(r->g);
     *out = (hi << 32) | lo;
     return DPGD_OK;
@@ -212,57 +200,41 @@ int dpgd_rng_sample_poisson(dpgd_rng *r, double q, unsigned char *in, size_t n, 
   return DPGD_OK;
 }
 
+/* A research stream's checkpoint state: a tag and the position; no key (it comes again
+ * from the seed). The tag keeps a state of another generator out (an MT19937 state of an
+ * older dpgd is thousands of bytes long and refused by its length first). */
+static const char state_tag[8] = {'d', 'p', 'g', 'd', 'c', 'c', '2', '0'};
+#define STATE_BYTES (sizeof state_tag + sizeof(uint64_t))
+
 size_t dpgd_rng_state_size(const dpgd_rng *r)
 {
-  return r->mode == DPGD_RNG_RESEARCH ? gsl_rng_size(r->g) : 0;
+  return r->mode == DPGD_RNG_RESEARCH ? STATE_BYTES : 0;
 }
 
 void dpgd_rng_state_get(const dpgd_rng *r, void *buf)
 {
-  if (r->mode == DPGD_RNG_RESEARCH) memcpy(buf, gsl_rng_state(r->g), gsl_rng_size(r->g));
-}
-
-/* GSL's MT19937 state (gsl/rng/mt.c): 624 words of 32 bits, each in an unsigned long,
- * then the index of the next word, 0..624 (624: refill before the next draw). A
- * checkpoint is outside input, and gsl_rng_get reads mt[mti] unchecked: a stored index
- * outside 0..624 would read outside the state, a word over 32 bits would give draws
- * outside MT19937's range. Both are refused. */
-#define MT_N 624
-typedef struct {
-  unsigned long mt[MT_N];
-  int mti;
-} mt_state;
-
-static int mt_state_check(const void *buf, size_t len)
-{
-  mt_state s;
-  if (len != sizeof s)
-    return DPGD_FAIL(DPGD_EFORMAT, "random stream state is %zu bytes, MT19937's is %zu", len,
-                     sizeof s);
-  memcpy(&s, buf, sizeof s);
-  if (s.mti < 0 || s.mti > MT_N)
-    return DPGD_FAIL(DPGD_EFORMAT,
-                     "random stream state: position %d outside 0..%d (corrupt "
-                     "checkpoint)",
-                     s.mti, MT_N);
-  for (int k = 0; k < MT_N; k++)
-    if (s.mt[k] > 0xffffffffUL)
-      return DPGD_FAIL(DPGD_EFORMAT,
-                       "random stream state: word %d exceeds 32 bits (corrupt "
-                       "checkpoint)",
-                       k);
-  return DPGD_OK;
+  if (r->mode != DPGD_RNG_RESEARCH) return;
+  uint64_t pos = dpgd_stream_position(r->g);
+  memcpy(buf, state_tag, sizeof state_tag);
+  memcpy((char *)buf + sizeof state_tag, &pos, sizeof pos);
 }
 
 int dpgd_rng_state_set(dpgd_rng *r, const void *buf, size_t len)
 {
-  if (len != dpgd_rng_state_size(r))
-    return DPGD_FAIL(DPGD_EFORMAT, "random stream state is %zu bytes, expected %zu", len,
-                     dpgd_rng_state_size(r));
-  if (r->mode == DPGD_RNG_RESEARCH) {
-    int rc = mt_state_check(buf, len);
-    if (rc) return rc;
-    memcpy(gsl_rng_state(r->g), buf, len);
-  }
+  size_t want = dpgd_rng_state_size(r);
+  if (len != want)
+    return DPGD_FAIL(DPGD_EFORMAT, "random stream state is %zu bytes, expected %zu%s", len,
+                     want,
+                     want && len > want ? " (a checkpoint of a dpgd before keyed ChaCha20 "
+                                          "streams, with MT19937 states: resume it with that "
+                                          "version or start a new run)"
+                                        : "");
+  if (r->mode != DPGD_RNG_RESEARCH) return DPGD_OK;
+  uint64_t pos;
+  memcpy(&pos, (const char *)buf + sizeof state_tag, sizeof pos);
+  if (memcmp(buf, state_tag, sizeof state_tag))
+    return DPGD_FAIL(DPGD_EFORMAT, "random stream state is not a ChaCha20 stream's "
+                                   "(corrupt checkpoint)");
+  dpgd_stream_seek(r->g, pos);
   return DPGD_OK;
 }

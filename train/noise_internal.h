@@ -1,9 +1,33 @@
-/* noise_internal.h -- the secure sampler's conversions, private to noise.c and its test
- * (tests/train/test_noise.c calls them at the extreme inputs). */
+/* noise_internal.h -- the keyed research streams (stream.c) and the secure sampler's
+ * conversions, private to noise.c and its test (tests/train/test_noise.c checks the
+ * stream against an independent ChaCha20 and calls the conversions at extreme inputs). */
 #ifndef DPGD_NOISE_INTERNAL_H
 #define DPGD_NOISE_INTERNAL_H
 
 #include <stdint.h>
+
+#include <gsl/gsl_rng.h>
+
+#include "dpgd_train.h"
+
+/* ---- keyed research streams (stream.c) ---- */
+#define DPGD_STREAM_KEY_BYTES 32
+
+/* Stream `stream`'s ChaCha20 key: BLAKE2b-256 keyed by the 32 seed bytes, of the text
+ * "dpgd research stream v1: " and the stream's label (init, step, query, sample,
+ * audit). DPGD_EINVAL for an unknown stream or when libsodium cannot start. */
+int dpgd_stream_key(const dpgd_seed *seed, int stream, uint8_t key[DPGD_STREAM_KEY_BYTES]);
+/* The gsl_rng_type of the streams: 32-bit words, get_double = word / 2^32. A generator
+ * of it is keyed with dpgd_stream_set_key (position 0); gsl_rng_set gives the zero key. */
+const gsl_rng_type *dpgd_stream_type(void);
+void dpgd_stream_set_key(gsl_rng *g, const uint8_t key[DPGD_STREAM_KEY_BYTES]);
+/* Words drawn so far (modulo 2^64); dpgd_stream_seek goes to any position. */
+uint64_t dpgd_stream_position(const gsl_rng *g);
+void dpgd_stream_seek(gsl_rng *g, uint64_t position);
+/* Zeroes the generator's state (key and buffered keystream) before it is freed. */
+void dpgd_stream_wipe(gsl_rng *g);
+
+/* ---- secure sampler ---- */
 
 /* Largest Box-Muller radius sqrt(-2 log u) for u >= 2^-53: sqrt(106 log 2) = 8.5717...
  * (rounded up). Every standard normal of the secure stream is within it. */

@@ -169,7 +169,7 @@ static int project_store(float *w, const double *v, size_t P, double R)
 static int draw_order(dpgd_pnsgd *r)
 {
   size_t n = r->plan.n;
-  dpgd_rng *s = dpgd_rng_alloc(r->cfg.train_rng, r->cfg.train_seed, DPGD_STREAM_SAMPLE);
+  dpgd_rng *s = dpgd_rng_alloc(r->cfg.train_rng, &r->cfg.train_seed, DPGD_STREAM_SAMPLE);
   if (!s) return DPGD_FAIL(DPGD_ENOMEM, "no memory for a stream");
   int rc = DPGD_OK;
   for (size_t i = 0; i < n; i++) r->order[i] = i;
@@ -189,7 +189,7 @@ static int draw_order(dpgd_pnsgd *r)
 /* w_0 = Pi_K(the model's initialisation from the init stream): data-independent. */
 static int init_params(dpgd_pnsgd *r)
 {
-  dpgd_rng *init = dpgd_rng_alloc(r->cfg.train_rng, r->cfg.train_seed, DPGD_STREAM_INIT);
+  dpgd_rng *init = dpgd_rng_alloc(r->cfg.train_rng, &r->cfg.train_seed, DPGD_STREAM_INIT);
   uint64_t seed = 0;
   int rc = init ? dpgd_rng_u64(init, &seed) : DPGD_FAIL(DPGD_ENOMEM, "no memory for a stream");
   dpgd_rng_free(init);
@@ -215,7 +215,7 @@ static int setup(dpgd_pnsgd *r)
   r->ws = dpgd_grad_ws_alloc(r->model, 1, 1);
   r->order = malloc(r->plan.n * sizeof *r->order);
   r->g = malloc(r->P * sizeof *r->g);
-  r->rng_step = dpgd_rng_alloc(r->cfg.train_rng, r->cfg.train_seed, DPGD_STREAM_STEP);
+  r->rng_step = dpgd_rng_alloc(r->cfg.train_rng, &r->cfg.train_seed, DPGD_STREAM_STEP);
   if (!r->ws || !r->order || !r->g || !r->rng_step)
     return DPGD_FAIL(DPGD_ENOMEM, "no memory for the training state");
   rc = draw_order(r);

@@ -177,8 +177,9 @@ int dpgd_pnsgd_write_reports(const dpgd_pnsgd *r, double test_acc)
         f);
   fputs(" \"test_acc\": ", f);
   dpgd_report_json_num(f, test_acc);
-  fprintf(f, ", \"seed\": %llu, \"rng\": \"%s\",\n", (unsigned long long)r->cfg.train_seed,
-          dpgd_rng_mode_name(r->cfg.train_rng));
+  fputs(", \"seed\": ", f);
+  dpgd_report_json_seed(f, &r->cfg.train_seed);
+  fprintf(f, ", \"rng\": \"%s\",\n", dpgd_rng_mode_name(r->cfg.train_rng));
   if (r->cfg.train_rng != DPGD_RNG_SECURE)
     fprintf(f, " \"caveat\": \"%s\",\n", DPGD_RESEARCH_CAVEAT);
   fprintf(f, " \"nonprivate\": {\"wall_s\": %.3f}}\n", r->wall_s);

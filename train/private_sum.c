@@ -59,7 +59,7 @@ int dpgd_psum_open(dpgd_psum **out, const dpgd_psum_params *p)
   s->p = *p;
   fill_plan(&s->plan, p);
   s->ledger = dpgd_ledger_alloc(p->n, s->plan.filtered, p->clip, p->budget);
-  s->rng = dpgd_rng_alloc(p->rng, p->seed, DPGD_STREAM_STEP);
+  s->rng = dpgd_rng_alloc(p->rng, &p->seed, DPGD_STREAM_STEP);
   s->acct = dpgd_acct_alloc();
   s->caps = malloc(p->n * sizeof *s->caps);
   s->post = malloc(p->n * sizeof *s->post);

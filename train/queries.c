@@ -85,7 +85,7 @@ int dpgd_queries_open(dpgd_queries **out, const dpgd_queries_params *p)
   q->bits = bits;
   q->sigma = noise_std(p);
   q->f = dpgd_filter_alloc(p->n_users, DPGD_FILTER_GDP, 1, NULL, &p->budget);
-  q->rng = dpgd_rng_alloc(p->rng, p->seed, DPGD_STREAM_QUERY);
+  q->rng = dpgd_rng_alloc(p->rng, &p->seed, DPGD_STREAM_QUERY);
   q->value = calloc(p->dim, sizeof *q->value);
   q->units = calloc(p->dim, sizeof *q->units);
   q->sum = calloc(p->dim, sizeof *q->sum);

@@ -21,6 +21,13 @@ void dpgd_report_json_num(FILE *f, double v)
   else fputs("null", f);
 }
 
+void dpgd_report_json_seed(FILE *f, const dpgd_seed *s)
+{
+  uint64_t v;
+  if (dpgd_seed_to_u64(s, &v)) fprintf(f, "%llu", (unsigned long long)v);
+  else fputs("null", f);
+}
+
 int dpgd_report_odometer_cols(FILE *f, const dpgd_odometer *o, double mu2)
 {
   size_t level = 0;

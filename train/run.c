@@ -190,16 +190,17 @@ int dpgd_run_setup(dpgd_run *r)
   if (rc) return rc;
   if (r->ws) {
     dpgd_grad_ws_set_constant_time(r->ws, c->train_constant_time);
-    char eng[320];
+    char eng[320], libm[96];
     dpgd_grad_ws_replay_id(r->ws, eng, sizeof eng);
-    snprintf(r->replay, sizeof r->replay, "%s; %s", dpgd_build_id, eng);
+    dpgd_libm_id(libm, sizeof libm);
+    snprintf(r->replay, sizeof r->replay, "%s; %s; %s", dpgd_build_id, eng, libm);
   }
-  r->rng_step = dpgd_rng_alloc(c->train_rng, c->train_seed, DPGD_STREAM_STEP);
-  r->rng_query = dpgd_rng_alloc(c->train_rng, c->train_seed, DPGD_STREAM_QUERY);
+  r->rng_step = dpgd_rng_alloc(c->train_rng, &c->train_seed, DPGD_STREAM_STEP);
+  r->rng_query = dpgd_rng_alloc(c->train_rng, &c->train_seed, DPGD_STREAM_QUERY);
   /* Poisson and subset: the sample is drawn in the noise's rng mode (secure: from
    * getrandom too). */
   int sampled = r->plan.sampling != DPGD_SAMPLING_FULL;
-  if (sampled) r->rng_sample = dpgd_rng_alloc(c->train_rng, c->train_seed, DPGD_STREAM_SAMPLE);
+  if (sampled) r->rng_sample = dpgd_rng_alloc(c->train_rng, &c->train_seed, DPGD_STREAM_SAMPLE);
   if (sampled) r->in = malloc(n);
   if (!r->ws || !r->ledger || !r->caps || !r->post || !r->sum || !r->best || !r->rng_step ||
       !r->rng_query || (sampled && (!r->rng_sample || !r->in)))
@@ -252,7 +253,7 @@ static int claim_run_dir(dpgd_run *r)
 /* Initial parameters from their own stream, and the empty accountant. */
 static int init_params_and_acct(dpgd_run *r)
 {
-  dpgd_rng *init = dpgd_rng_alloc(r->cfg.train_rng, r->cfg.train_seed, DPGD_STREAM_INIT);
+  dpgd_rng *init = dpgd_rng_alloc(r->cfg.train_rng, &r->cfg.train_seed, DPGD_STREAM_INIT);
   uint64_t seed = 0;
   int rc = init ? dpgd_rng_u64(init, &seed) : DPGD_FAIL(DPGD_ENOMEM, "no memory for a stream");
   dpgd_rng_free(init);

@@ -240,8 +240,9 @@ static int write_summary(dpgd_run *r, double test_acc)
   else fputs("null", f);
   fprintf(f, ",\n \"test_acc\": ");
   dpgd_report_json_num(f, test_acc);
-  fprintf(f, ", \"seed\": %llu, \"rng\": \"%s\",\n", (unsigned long long)r->cfg.train_seed,
-          dpgd_rng_mode_name(r->cfg.train_rng));
+  fputs(", \"seed\": ", f);
+  dpgd_report_json_seed(f, &r->cfg.train_seed);
+  fprintf(f, ", \"rng\": \"%s\",\n", dpgd_rng_mode_name(r->cfg.train_rng));
   if (!r->secure) fprintf(f, " \"caveat\": \"%s\",\n", DPGD_RESEARCH_CAVEAT);
   /* Timing depends on how many points were still active or sampled (the others are
    * skipped unless train.constant_time): data-dependent, so not covered by eps. */

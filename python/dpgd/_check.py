@@ -34,6 +34,23 @@ def count(name, v, least=1):
     return v
 
 
+def seed(v):
+    """A research seed: an integer in [0, 2^256) (or its text, decimal or 0x-hex), as
+    the 32 big-endian bytes of dpgd_seed."""
+    if isinstance(v, str):
+        try:
+            v = int(v, 16) if v[:2] in ("0x", "0X") else int(v, 10)
+        except ValueError:
+            raise Error("seed must be an integer or its decimal or 0x-hex text (got %r)"
+                        % (v,)) from None
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+        raise Error("seed must be an integer (got %r)" % (v,))
+    v = int(v)
+    if v < 0 or v >= 2**256:
+        raise Error("seed must lie in [0, 2^256) (got %d)" % v)
+    return v.to_bytes(32, "big")
+
+
 def delta(v):
     """delta in (0, 1)."""
     x = real("delta", v)

@@ -101,7 +101,7 @@ class PsumParams(ctypes.Structure):
     _fields_ = [("n", ctypes.c_size_t), ("dim", ctypes.c_size_t),
                 ("clip", ctypes.c_double), ("sigma", ctypes.c_double),
                 ("budget", ctypes.c_double), ("rng", ctypes.c_int),
-                ("seed", ctypes.c_uint64)]
+                ("seed", ctypes.c_uint8 * 32)]
 
 
 _I, _D, _Z, _U64, _P, _S = (ctypes.c_int, ctypes.c_double, ctypes.c_size_t,

@@ -84,8 +84,8 @@ def train(config, out=None, sets=None, progress=False):
     train --help` lists every key). ``sets``: overrides as "section.key=value" strings
     or a dict (as --set). ``out``: the run directory (overrides output.dir). The run
     directory gets what `dpgd train` writes (train/RUN_FORMAT.md); points.csv there is
-    SENSITIVE. A research-rng run warns that its eps holds only while the seed stays
-    secret (summary.json's "caveat").
+    SENSITIVE. A research-rng run warns that its eps holds only if train.seed has at
+    least 128 bits of secret entropy and stays secret (summary.json's "caveat").
     """
     c = _config(config, sets)
     r = ctypes.c_void_p()
@@ -118,8 +118,10 @@ class PrivateSum:
     of N(0, sigma^2 clip^2 I) and accounts the step: it returns the noisy sum (dim,).
     Full batch only: all n points take part in every step; ``budget`` (B_norm, squared
     norm units) turns on individual filtering (Algorithm 7), None is Algorithm 6.
-    ``seed``: research rng (reproducible noise; the guarantee then assumes the seed
-    stays secret); None: the OS CSPRNG (secure mode).
+    ``seed``: research rng (reproducible noise; an integer below 2^256 or its decimal
+    or 0x-hex text): the guarantee holds only if the seed has at least 128 bits of
+    secret entropy and stays secret (e.g. ``secrets.randbits(128)``; small seeds are
+    public); None: the OS CSPRNG (secure mode), for anything you will release.
 
     The guarantee (``epsilon``, ``account``) holds when row i depends only on point i
     and on public values (the noisy sums released so far, the model), and n is public
@@ -136,7 +138,8 @@ class PrivateSum:
         if budget is not None and not math.isfinite(p.budget):
             raise Error("budget must be finite (None: no filter)")
         p.rng = 1 if seed is None else 0
-        p.seed = 0 if seed is None else _check.count("seed", seed, 0)
+        if seed is not None:
+            ctypes.memmove(p.seed, _check.seed(seed), 32)
         self._s = None
         h = ctypes.c_void_p()
         call(lib.dpgd_psum_open, ctypes.byref(h), ctypes.byref(p))

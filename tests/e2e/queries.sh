@@ -106,6 +106,19 @@ py secure '
 s = summary("s"); assert s["rng"] == "secure" and "caveat" not in s, s
 assert rows("s/answers.csv") != rows("f/answers.csv")
 '
+# A 128-bit seed (0x and 32 hex digits) keys the noise with every bit: one equal to the
+# default seed 1 in its low 64 bits gives other answers, and summary.json leaves it out;
+# a seed that is not one is refused with one line.
+expect_ok long-seed "${Q[@]}" --data "$TMP/sparse.csv" --budget 4 --out "$TMP/l" \
+  --seed 0x8f3a0000000000000000000000000001
+py long-seed '
+s = summary("l"); assert s["seed"] is None and "128 bits" in s["caveat"], s
+assert rows("l/answers.csv") != rows("f/answers.csv")
+'
+expect_fail bad-seed "--seed: '0x12g' is not a seed" "${Q[@]}" --data "$TMP/sparse.csv" \
+  --budget 4 --out "$TMP/bs" --seed 0x12g
+expect_fail big-decimal-seed "is below 2.64" "${Q[@]}" --data "$TMP/sparse.csv" --budget 4 \
+  --out "$TMP/bs" --seed 18446744073709551616
 # Dense users are capped; the comparison table of the README runs.
 expect_ok dense "${Q[@]}" --data "$TMP/dense.csv" --budget 4 --out "$TMP/df"
 expect_ok dense-plain "${Q[@]}" --data "$TMP/dense.csv" --plain --out "$TMP/dp"

@@ -31,7 +31,7 @@ static void rng_section(const dpgd_ckpt *c, const char *name, int stream)
   const void *d;
   size_t len;
   if (dpgd_ckpt_get(c, name, 0, &d, &len) != DPGD_OK) return;
-  dpgd_rng *r = dpgd_rng_alloc(DPGD_RNG_RESEARCH, 2385, stream);
+  dpgd_rng *r = dpgd_rng_alloc_u64(DPGD_RNG_RESEARCH, 2385, stream);
   if (!r) return;
   dpgd_error_clear();
   int st = dpgd_rng_state_set(r, d, len);

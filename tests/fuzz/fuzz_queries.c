@@ -19,7 +19,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 /* Answers every query of L; traps on a broken invariant. */
 static void answer_all(const dpgd_csv *t, const dpgd_qlayout *L, double budget, double clip)
 {
-  dpgd_queries_params p = {t->n_rows, L->dim, budget, 0.5, clip, DPGD_RNG_RESEARCH, 1};
+  dpgd_queries_params p = {t->n_rows,         L->dim,      budget, 0.5, clip,
+                           DPGD_RNG_RESEARCH, {{[31] = 1}}};
   dpgd_queries *q = NULL;
   if (dpgd_queries_open(&q, &p)) return;
   double *a = calloc(L->dim, sizeof *a);

@@ -1,5 +1,6 @@
 /* fuzz_rng.c -- libFuzzer target for the noise-stream state a checkpoint carries
- * (dpgd_rng_state_set, research mode: GSL's MT19937 state). The input is tried as it
+ * (dpgd_rng_state_set, research mode: a tag and the ChaCha20 stream's position; an older
+ * dpgd's MT19937 state must be refused by its length). The input is tried as it
  * is (a length other than the state's must be refused) and then cut or zero-padded to
  * the state's length; a state that is accepted must give draws without reading outside
  * the generator's state, and finite Gaussians. */
@@ -25,7 +26,7 @@ static void set_and_draw(const uint8_t *data, size_t size)
   }
   uint64_t u;
   double x[16] = {0}, g;
-  /* More than one MT19937 block (624 words): the refill runs at least once. */
+  /* 800 words, more than one 256-word keystream buffer: the refill runs at least once. */
   for (int k = 0; k < 400; k++)
     if (dpgd_rng_u64(rng, &u) != DPGD_OK) __builtin_trap();
   if (dpgd_rng_gaussian_add(rng, 2.385, x, 16) != DPGD_OK) __builtin_trap();
@@ -45,7 +46,7 @@ static void set_and_draw(const uint8_t *data, size_t size)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-  if (!rng) rng = dpgd_rng_alloc(DPGD_RNG_RESEARCH, 2385, DPGD_STREAM_STEP);
+  if (!rng) rng = dpgd_rng_alloc_u64(DPGD_RNG_RESEARCH, 2385, DPGD_STREAM_STEP);
   if (!rng) return 0;
   size_t n = dpgd_rng_state_size(rng);
   if (size != n) set_and_draw(data, size);

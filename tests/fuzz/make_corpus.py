@@ -92,15 +92,13 @@ put("fuzz_acct", "all-kinds.acct", acct([(1, 3, 0.2385, 0, None), (2, 2, 0.5, 0,
                                          (5, 10, 0.01, 2.385, None)]))
 put("fuzz_acct", "empty.acct", acct([]))
 
-# ---- noise-stream states: GSL MT19937 (mt[624] as unsigned long, int mti, padding) ----
-def mt_state(seed, mti):
-    mt = [seed & 0xffffffff]
-    for i in range(1, 624):
-        mt.append((1812433253 * (mt[-1] ^ (mt[-1] >> 30)) + i) & 0xffffffff)
-    return struct.pack("<624Q", *mt) + struct.pack("<iI", mti, 0)
+# ---- noise-stream states: "dpgdcc20" and the ChaCha20 stream's position (train/noise.c) --
+def stream_state(position):
+    return b"dpgdcc20" + struct.pack("<Q", position)
 
-put("fuzz_rng", "seeded.state", mt_state(2385, 624))
-put("fuzz_rng", "mid-block.state", mt_state(4357, 311))
+put("fuzz_rng", "seeded.state", stream_state(0))
+put("fuzz_rng", "mid-block.state", stream_state(16 * 5 + 7))
+put("fuzz_rng", "far.state", stream_state((1 << 64) - 6))
 
 # ---- model files: the cnn's header (its parameters are too many for a seed) ----------
 cnn = b"DPGDMODL" + struct.pack("<IIIIIIQ", 1, 2, 1, 28, 28, 10, 0)

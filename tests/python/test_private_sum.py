@@ -147,3 +147,20 @@ def test_filter_view_and_per_point_report():
     assert rep["eps"][0] <= rep["eps"][3]
     del ps  # the view keeps the sum alive
     assert f.n == n
+
+
+def test_seed_keys_every_bit():
+    """Seeds up to 2^256 (int or decimal/0x text); seeds equal in their low 64 bits
+    give different noise, equal seeds (as int or text) the same."""
+    n, dim = 2, 64
+    z = np.zeros((n, dim))
+    lo = 0x0123456789ABCDEF
+    outs = [dpgd.PrivateSum(n, dim, 1.0, 1.0, seed=s).step(z)
+            for s in (lo, lo + 2**64, lo + 2**255, hex(lo + 2**255), str(lo))]
+    assert not np.array_equal(outs[0], outs[1])
+    assert not np.array_equal(outs[0], outs[2])
+    assert not np.array_equal(outs[1], outs[2])
+    assert np.array_equal(outs[2], outs[3]) and np.array_equal(outs[0], outs[4])
+    for bad in (2**256, -1, "0x", "12a", 1.5, True):
+        with pytest.raises(dpgd.Error):
+            dpgd.PrivateSum(n, dim, 1.0, 1.0, seed=bad)

@@ -29,7 +29,7 @@ static void config(dpgd_config *c, int filtered)
   snprintf(c->model_type, sizeof c->model_type, "softmax");
   c->train_steps = 12;
   c->train_lr = 0.5;
-  c->train_seed = 2385;
+  c->train_seed = dpgd_seed_from_u64(2385);
   c->train_eval_every = 0;
   c->privacy_clip = 1;
   c->privacy_epsilon = 1.5;

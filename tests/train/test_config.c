@@ -61,7 +61,8 @@ static void test_load_and_override(void **state)
   assert_int_equal(c.model_activation, 1);
   assert_int_equal(c.train_steps, 112);
   assert_true(c.train_lr == 2.385);
-  assert_true(c.train_seed == UINT64_MAX);
+  uint64_t seed = 0;
+  assert_true(dpgd_seed_to_u64(&c.train_seed, &seed) && seed == UINT64_MAX);
   assert_int_equal(c.filter_enabled, 1);
   assert_true(c.filter_k == 112 && c.privacy_sigma == 170 && c.privacy_clip == 10);
   assert_int_equal(dpgd_config_validate(&c), DPGD_OK);
@@ -138,6 +139,11 @@ static void test_bad_values(void **state)
       {"train.lr=0", "train.lr"},
       {"train.lr=NaN", "train.lr"},
       {"train.seed=-1", "train.seed"},
+      {"train.seed=18446744073709551616", "train.seed"},
+      {"train.seed=0x", "train.seed"},
+      {"train.seed=0x12g4", "train.seed"},
+      {"train.seed=0x10000000000000000000000000000000000000000000000000000000000000000",
+       "train.seed"},
       {"stopping.every=0", "stopping.every"},
       {"model.type=resnet", "model.type"},
       {"model.activation=gelu", "model.activation"},
@@ -290,6 +296,11 @@ static void test_round_trip_and_hash(void **state)
   assert_int_equal(dpgd_config_set(&a, "privacy.sigma=170.00000000000003"), DPGD_OK);
   assert_int_equal(dpgd_config_set(&a, "data.dir=/some/where"), DPGD_OK);
   assert_int_equal(dpgd_config_set(&a, "filter.enabled=true"), DPGD_OK);
+  /* A 256-bit seed (0x and 64 hex digits) round-trips with every bit. */
+  assert_int_equal(
+      dpgd_config_set(
+          &a, "train.seed=0xfedcba9876543210fedcba98765432100123456789abcdef0123456789abcdef"),
+      DPGD_OK);
   char path[512];
   snprintf(path, sizeof path, "%s/rt.ini", tmpdir);
   FILE *f = fopen(path, "w");
@@ -301,7 +312,12 @@ static void test_round_trip_and_hash(void **state)
   assert_true(a.train_lr == b.train_lr && a.privacy_sigma == b.privacy_sigma);
   assert_string_equal(a.data_dir, b.data_dir);
   assert_int_equal(a.filter_enabled, b.filter_enabled);
+  assert_memory_equal(&a.train_seed, &b.train_seed, sizeof a.train_seed);
   assert_true(dpgd_config_hash(&a) == dpgd_config_hash(&b));
+  /* A seed that differs only above bit 64 is another configuration. */
+  b.train_seed.b[0] ^= 1;
+  assert_true(dpgd_config_hash(&a) != dpgd_config_hash(&b));
+  b.train_seed = a.train_seed;
 
   /* The hash follows keys that change the computation, not output-only keys. */
   uint64_t h = dpgd_config_hash(&a);

@@ -41,7 +41,7 @@ static void config(dpgd_config *c, int secure)
   snprintf(c->model_type, sizeof c->model_type, "softmax");
   c->train_steps = STEPS;
   c->train_lr = 0.5;
-  c->train_seed = 2385;
+  c->train_seed = dpgd_seed_from_u64(2385);
   c->train_eval_every = 2;
   c->train_rng = secure ? DPGD_RNG_SECURE : DPGD_RNG_RESEARCH;
   c->privacy_sigma = 3.7;

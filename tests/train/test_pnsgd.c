@@ -375,7 +375,7 @@ static void test_order(void **state)
     base_config(&c, a, 300);
     c.data_n_test = 0;
     if (v == 1) snprintf(c.data_dir, sizeof c.data_dir, "%s", syn);
-    if (v == 2) c.train_seed = 99;
+    if (v == 2) c.train_seed = dpgd_seed_from_u64(99);
     dpgd_pnsgd *r = NULL;
     if (dpgd_pnsgd_open(&r, &c, NULL)) fail_msg("open: %s", dpgd_error_last());
     orders[v] = malloc(300 * sizeof(size_t));

@@ -54,7 +54,7 @@ static void test_clip_rows_contract(void **state)
 static dpgd_psum *open_psum(size_t n, size_t dim, double clip, double sigma, double budget,
                             int rng, uint64_t seed)
 {
-  dpgd_psum_params p = {n, dim, clip, sigma, budget, rng, seed};
+  dpgd_psum_params p = {n, dim, clip, sigma, budget, rng, dpgd_seed_from_u64(seed)};
   dpgd_psum *s = NULL;
   assert_int_equal(dpgd_psum_open(&s, &p), DPGD_OK);
   return s;
@@ -64,11 +64,11 @@ static void test_open_rejects(void **state)
 {
   (void)state;
   const dpgd_psum_params bad[] = {
-      {0, 3, 1, 1, INFINITY, 0, 1},   {2, 0, 1, 1, INFINITY, 0, 1},
-      {2, 3, 0, 1, INFINITY, 0, 1},   {2, 3, NAN, 1, INFINITY, 0, 1},
-      {2, 3, 1, -1, INFINITY, 0, 1},  {2, 3, 1, INFINITY, INFINITY, 0, 1},
-      {2, 3, 1, NAN, INFINITY, 0, 1}, {2, 3, 1, 1, 0, 0, 1},
-      {2, 3, 1, 1, NAN, 0, 1},        {2, 3, 1, 1, INFINITY, 7, 1}};
+      {0, 3, 1, 1, INFINITY, 0, {{[31] = 1}}},   {2, 0, 1, 1, INFINITY, 0, {{[31] = 1}}},
+      {2, 3, 0, 1, INFINITY, 0, {{[31] = 1}}},   {2, 3, NAN, 1, INFINITY, 0, {{[31] = 1}}},
+      {2, 3, 1, -1, INFINITY, 0, {{[31] = 1}}},  {2, 3, 1, INFINITY, INFINITY, 0, {{[31] = 1}}},
+      {2, 3, 1, NAN, INFINITY, 0, {{[31] = 1}}}, {2, 3, 1, 1, 0, 0, {{[31] = 1}}},
+      {2, 3, 1, 1, NAN, 0, {{[31] = 1}}},        {2, 3, 1, 1, INFINITY, 7, {{[31] = 1}}}};
   for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
     dpgd_psum *s = (dpgd_psum *)&bad; /* must be reset to NULL */
     dpgd_error_clear();

@@ -67,7 +67,7 @@ static dpgd_queries *open_q(const setup *s)
                            .kappa = s->kappa,
                            .clip = s->clip,
                            .rng = DPGD_RNG_RESEARCH,
-                           .seed = s->seed};
+                           .seed = dpgd_seed_from_u64(s->seed)};
   dpgd_queries *q = NULL;
   int st = dpgd_queries_open(&q, &p);
   if (st) fail_msg("dpgd_queries_open: status %d (%s)", st, dpgd_error_last());
@@ -489,7 +489,7 @@ static void test_noise_streams(void **state)
   dpgd_queries_free(r);
   dpgd_queries_free(q);
   dpgd_queries_free(NULL);
-  dpgd_queries_params p = {5, 2, 3.0, 0.5, 1.0, DPGD_RNG_SECURE, 0};
+  dpgd_queries_params p = {5, 2, 3.0, 0.5, 1.0, DPGD_RNG_SECURE, {{0}}};
   assert_int_equal(dpgd_queries_open(&q, &p), DPGD_OK);
   assert_int_equal(dpgd_queries_answer(q, values, a), DPGD_OK);
   assert_true(isfinite(a[0]) && isfinite(a[1]) && a[0] != a[1]);
@@ -623,7 +623,7 @@ static void expect_open_fails(dpgd_queries_params p, const char *what)
 static void test_open_rejects(void **state)
 {
   (void)state;
-  const dpgd_queries_params ok = {10, 2, 3.0, 0.5, 1.0, DPGD_RNG_RESEARCH, 1};
+  const dpgd_queries_params ok = {10, 2, 3.0, 0.5, 1.0, DPGD_RNG_RESEARCH, {{[31] = 1}}};
   dpgd_queries *q = NULL;
   assert_int_equal(dpgd_queries_open(&q, &ok), DPGD_OK);
   dpgd_queries_free(q);
@@ -648,7 +648,7 @@ static void test_open_rejects(void **state)
 static void test_open_rejects_infinite(void **state)
 {
   (void)state;
-  const dpgd_queries_params ok = {10, 2, 3.0, 0.5, 1.0, DPGD_RNG_RESEARCH, 1};
+  const dpgd_queries_params ok = {10, 2, 3.0, 0.5, 1.0, DPGD_RNG_RESEARCH, {{[31] = 1}}};
   dpgd_queries_params p = ok;
   p.budget = INFINITY, expect_open_fails(p, "budget inf"), p = ok;
   p.kappa = INFINITY, expect_open_fails(p, "kappa inf"), p = ok;

@@ -46,7 +46,7 @@ static size_t count_in(const unsigned char *in, size_t n)
 static void test_sampler_size(void **state)
 {
   (void)state;
-  dpgd_rng *r = dpgd_rng_alloc(DPGD_RNG_RESEARCH, 2385, DPGD_STREAM_SAMPLE);
+  dpgd_rng *r = dpgd_rng_alloc_u64(DPGD_RNG_RESEARCH, 2385, DPGD_STREAM_SAMPLE);
   const size_t cases[][2] = {{0, 5}, {1, 1}, {1, 9}, {3, 7}, {7, 7}, {100, 1000}, {999, 1000}};
   unsigned char in[1000];
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
@@ -59,7 +59,7 @@ static void test_sampler_size(void **state)
   assert_int_equal(dpgd_rng_sample_subset(r, 6, in, 5), DPGD_EINVAL);
   dpgd_error_clear();
   /* Secure mode draws from the OS generator: still exactly m. */
-  dpgd_rng *s = dpgd_rng_alloc(DPGD_RNG_SECURE, 0, DPGD_STREAM_SAMPLE);
+  dpgd_rng *s = dpgd_rng_alloc_u64(DPGD_RNG_SECURE, 0, DPGD_STREAM_SAMPLE);
   assert_int_equal(dpgd_rng_sample_subset(s, 37, in, 400), DPGD_OK);
   assert_int_equal(count_in(in, 400), 37);
   dpgd_rng_free(s);
@@ -70,9 +70,9 @@ static void test_sampler_size(void **state)
 static void test_sampler_deterministic(void **state)
 {
   (void)state;
-  dpgd_rng *a = dpgd_rng_alloc(DPGD_RNG_RESEARCH, 77, DPGD_STREAM_SAMPLE);
-  dpgd_rng *b = dpgd_rng_alloc(DPGD_RNG_RESEARCH, 77, DPGD_STREAM_SAMPLE);
-  dpgd_rng *c = dpgd_rng_alloc(DPGD_RNG_RESEARCH, 78, DPGD_STREAM_SAMPLE);
+  dpgd_rng *a = dpgd_rng_alloc_u64(DPGD_RNG_RESEARCH, 77, DPGD_STREAM_SAMPLE);
+  dpgd_rng *b = dpgd_rng_alloc_u64(DPGD_RNG_RESEARCH, 77, DPGD_STREAM_SAMPLE);
+  dpgd_rng *c = dpgd_rng_alloc_u64(DPGD_RNG_RESEARCH, 78, DPGD_STREAM_SAMPLE);
   unsigned char x[500], y[500], z[500];
   int differ = 0;
   for (int t = 0; t < 20; t++) {
@@ -106,7 +106,7 @@ static void test_sampler_subsets_uniform(void **state)
   double n_sub = gsl_sf_choose(N, M); /* 56 */
   size_t T = (size_t)n_sub * PER;
   size_t by_mask[1 << N] = {0}, overlap[M + 1] = {0};
-  dpgd_rng *r = dpgd_rng_alloc(DPGD_RNG_RESEARCH, 2385, DPGD_STREAM_SAMPLE);
+  dpgd_rng *r = dpgd_rng_alloc_u64(DPGD_RNG_RESEARCH, 2385, DPGD_STREAM_SAMPLE);
   unsigned char in[N];
   unsigned prev = 0;
   for (size_t t = 0; t < T; t++) {
@@ -147,7 +147,7 @@ static void test_sampler_points_uniform(void **state)
   (void)state;
   enum { N = 200, M = 13, T = 5000 };
   size_t cnt[N] = {0};
-  dpgd_rng *r = dpgd_rng_alloc(DPGD_RNG_RESEARCH, 9, DPGD_STREAM_SAMPLE);
+  dpgd_rng *r = dpgd_rng_alloc_u64(DPGD_RNG_RESEARCH, 9, DPGD_STREAM_SAMPLE);
   unsigned char in[N];
   for (int t = 0; t < T; t++) {
     assert_int_equal(dpgd_rng_sample_subset(r, M, in, N), DPGD_OK);

@@ -128,7 +128,7 @@ void tt_sampled_config(dpgd_config *c, const char *dir, const char *run, int sam
   c->train_sampling = sampling;
   c->train_steps = steps;
   c->train_lr = 0.5;
-  c->train_seed = 2385;
+  c->train_seed = dpgd_seed_from_u64(2385);
   c->train_eval_every = 4;
   c->privacy_sigma = 3.7;
   c->privacy_clip = 2.375;

@@ -132,7 +132,7 @@ typedef struct bench_opts {
 /* Seconds of one N(0, 1) draw per parameter (research rng): median of reps. */
 static int noise_seconds(double *sum, size_t P, size_t reps, double *out)
 {
-  dpgd_rng *g = dpgd_rng_alloc(DPGD_RNG_RESEARCH, 1, DPGD_STREAM_STEP);
+  dpgd_rng *g = dpgd_rng_alloc_u64(DPGD_RNG_RESEARCH, 1, DPGD_STREAM_STEP);
   if (!g) return DPGD_FAIL(DPGD_ENOMEM, "no memory for the noise stream");
   double t[MAX_REPS];
   int st = DPGD_OK;
@@ -152,7 +152,7 @@ static int noise_seconds(double *sum, size_t P, size_t reps, double *out)
 static int batch_seconds(dpgd_model *m, dpgd_grad_ws *ws, const dpgd_dataset *ds, size_t b,
                          size_t reps, double *caps, unsigned char *in, double *sum, double *out)
 {
-  dpgd_rng *g = dpgd_rng_alloc(DPGD_RNG_RESEARCH, 2385, DPGD_STREAM_SAMPLE);
+  dpgd_rng *g = dpgd_rng_alloc_u64(DPGD_RNG_RESEARCH, 2385, DPGD_STREAM_SAMPLE);
   if (!g) return DPGD_FAIL(DPGD_ENOMEM, "no memory for the sampler");
   double t[MAX_REPS];
   int st = DPGD_OK;

@@ -55,7 +55,9 @@ static void usage(FILE *f)
              "  --beta B          failure probability of the accuracy bound, 0 < B < 1\n"
              "                    (default 0.05): P(|answer - sum of capped values| > bound)\n"
              "                    <= B for each query\n"
-             "  --seed S          master seed of --rng research (default 1)\n"
+             "  --seed S          master seed of --rng research (default 1, public): decimal\n"
+             "                    below 2^64 or 0x and up to 64 hex digits; eps holds only\n"
+             "                    for a seed of 128+ bits of secret entropy kept secret\n"
              "  --rng MODE        research (reproducible from the seed; default) or secure\n"
              "                    (getrandom; for answers you release)\n"
              "  --out DIR         output directory, created; it must not hold answers.csv\n"
@@ -68,7 +70,7 @@ typedef struct {
   const char *data, *out;
   double budget, kappa, delta, beta;
   int have_budget, have_kappa, plain, diagnostics, rng;
-  uint64_t seed;
+  dpgd_seed seed;
 } qargs;
 
 /* Takes the value v of flag f. Returns 0, 1 after printing an error, or -1 when f is not
@@ -77,7 +79,8 @@ static int take_value(qargs *a, const char *f, const char *v)
 {
   static const char *const flags[] = {"--data",  "--out",  "--budget", "--kappa",
                                       "--delta", "--beta", "--seed",   "--rng"};
-  size_t k = 0, n = sizeof flags / sizeof flags[0], seed;
+  size_t k = 0, n = sizeof flags / sizeof flags[0];
+  char why[160];
   while (k < n && strcmp(f, flags[k])) k++;
   if (k == n) return -1;
   if (!v) {
@@ -92,9 +95,9 @@ static int take_value(qargs *a, const char *f, const char *v)
   case 4: return dpgd_cli_parse_double(f, v, &a->delta);
   case 5: return dpgd_cli_parse_double(f, v, &a->beta);
   case 6:
-    if (dpgd_cli_parse_size(f, v, &seed)) return 1;
-    a->seed = seed;
-    return 0;
+    if (!dpgd_seed_parse(&a->seed, v, why, sizeof why)) return 0;
+    dpgd_cli_usage_error(CMD, "--seed: %s", why);
+    return 1;
   default:
     if (!strcmp(v, "research") || !strcmp(v, "secure")) {
       a->rng = strcmp(v, "research") ? DPGD_RNG_SECURE : DPGD_RNG_RESEARCH;
@@ -128,7 +131,8 @@ static int check_args(const qargs *a)
 
 static int parse_args(qargs *a, int argc, char **argv)
 {
-  *a = (qargs){.delta = 1e-5, .beta = 0.05, .seed = 1, .rng = DPGD_RNG_RESEARCH};
+  *a = (qargs){.delta = 1e-5, .beta = 0.05, .rng = DPGD_RNG_RESEARCH};
+  a->seed = dpgd_seed_from_u64(1);
   for (int i = 1; i < argc; i++) {
     const char *f = argv[i];
     if (!strcmp(f, "--plain")) {
@@ -304,8 +308,9 @@ static int write_summary(const qrun *r)
   dpgd_report_json_num(f, dpgd_round_digits(dpgd_queries_sigma(r->q), 10, 1));
   fprintf(f, ", \"quantum\": %.17g,\n", dpgd_queries_quantum(r->q));
   summary_guarantee(f, r);
-  fprintf(f, " \"seed\": %llu, \"rng\": \"%s\"", (unsigned long long)r->a.seed,
-          dpgd_rng_mode_name(r->a.rng));
+  fputs(" \"seed\": ", f);
+  dpgd_report_json_seed(f, &r->a.seed);
+  fprintf(f, ", \"rng\": \"%s\"", dpgd_rng_mode_name(r->a.rng));
   if (r->a.rng == DPGD_RNG_RESEARCH)
     fprintf(f, ",\n \"caveat\": \"%s\"", DPGD_QUERIES_RESEARCH_CAVEAT);
   fprintf(f, "}\n");
