@@ -103,6 +103,11 @@ int dpgd_ledger_save(const dpgd_ledger *l, void **buf, size_t *len);
  * points, currency GDP, one order, the ledger's budget: B_norm, or INFINITY for
  * Algorithm 6). */
 int dpgd_ledger_load(dpgd_ledger *l, const void *buf, size_t len);
+/* Restores s(i) from the "spend" section of an older checkpoint (len = n doubles), then
+ * dpgd_ledger_check. DPGD_EFORMAT, the ledger unchanged, unless the ledger is the
+ * full-batch one (currency GDP, one order), whose whole state s(i) is; after a failed
+ * check the ledger must not be used. */
+int dpgd_ledger_load_spend(dpgd_ledger *l, const void *buf, size_t len);
 
 /* Sets the summation slack (see above); DPGD_EINVAL unless 0 <= slack < C. */
 int dpgd_ledger_set_slack(dpgd_ledger *l, double slack);
