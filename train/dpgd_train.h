@@ -222,6 +222,11 @@ int dpgd_ckpt_get(const dpgd_ckpt *c, const char *name, size_t want_len, const v
                   size_t *len);
 void dpgd_ckpt_free(dpgd_ckpt *c);
 
+/* The sentence a train.rng = secure run's outputs carry beside its eps (summary.json's
+ * "noise_caveat", a printed "caveat" line): its noise is floating point, a mitigation,
+ * not a proof. One sentence in one place, for as long as secure noise is floating point. */
+const char *dpgd_rng_secure_caveat(void);
+
 /* Writes len bytes to path atomically (temp file, fsync, rename, directory fsync). */
 int dpgd_write_atomic(const char *path, const void *buf, size_t len);
 

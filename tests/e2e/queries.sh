@@ -102,8 +102,10 @@ cmp -s "$TMP/f/answers.csv" "$TMP/f2/answers.csv" || fail "again: same seed, oth
 expect_ok secure "${Q[@]}" --data "$TMP/sparse.csv" --budget 4 --rng secure --out "$TMP/s"
 checks=$((checks + 1))
 grep -q 'warning' "$TMP/err" && fail "secure: a research caveat in secure mode"
+expect_out secure-caveat '^caveat      secure rng: .*floating point.*not a proof'
 py secure '
 s = summary("s"); assert s["rng"] == "secure" and "caveat" not in s, s
+assert "mitigat" in s["noise_caveat"] and "not a proof" in s["noise_caveat"], s
 assert rows("s/answers.csv") != rows("f/answers.csv")
 '
 # Dense users are capped; the comparison table of the README runs.

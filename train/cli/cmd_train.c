@@ -320,6 +320,7 @@ static int train_command(int argc, char **argv)
   printf("done        %zu steps; eps %.6g (%s, delta %g); results in %s (summary.json)\n",
          dpgd_run_step_index(r), dpgd_round_digits(dpgd_run_eps_now(r), 6, 1),
          dpgd_acct_method_name((dpgd_acct_method)p->report_method), p->delta, c->output_dir);
+  if (c->train_rng == DPGD_RNG_SECURE) printf("caveat      %s\n", dpgd_rng_secure_caveat());
   dpgd_run_free(r);
   return DPGD_EXIT_OK;
 }
