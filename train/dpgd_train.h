@@ -452,6 +452,11 @@ const dpgd_dataset *dpgd_run_train_set(const dpgd_run *r);
 void dpgd_report_num(FILE *f, double v);      /* %.10g; nothing when not finite */
 void dpgd_report_up(FILE *f, double v);       /* a privacy number: 10 digits rounded up */
 void dpgd_report_json_num(FILE *f, double v); /* %.10g, or null when not finite */
+/* What the odometer columns mean together (the comment line of points.csv and
+ * users.csv; train/RUN_FORMAT.md "points.csv"). */
+#define DPGD_ODOMETER_FAMILY_NOTE                                                              \
+  "The rows' (mu_i, eps_i) form one family of statements that hold together at the run's "     \
+  "delta: delta_level is the share of delta of the row's level, not a delta on its own."
 /* "level,delta_level,mu_i,eps_i" of a point whose total is mu2 (GDP units): its
  * odometer report (dpgd_odometer_report), the last three rounded up. */
 int dpgd_report_odometer_cols(FILE *f, const dpgd_odometer *o, double mu2);

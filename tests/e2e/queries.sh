@@ -55,6 +55,7 @@ for d, filt, clip, budget in (("f", "individual", 1, 4), ("p", "plain", 1, 30)):
     assert all(math.isfinite(float(r[1])) for r in a[1:])
     u = open(d + "/users.csv").read().splitlines()
     assert u[0].startswith("#") and "SENSITIVE" in u[0], u[0]
+    assert "delta_level is the share of delta" in u[0] and "not a delta on its own" in u[0], u[0]
     assert u[1].split(",")[:4] == ["user", "spend", "spend_frac", "active"], u[1]
     assert len(u) == 302, len(u)
     s = summary(d)
