@@ -575,15 +575,6 @@ typedef struct dpgd_audit_result {
 
 typedef struct dpgd_audit dpgd_audit;
 
-/* What <dir>/SENSITIVE says (one line): an audit directory is as private as the data. */
-#define DPGD_AUDIT_SENSITIVE_NOTE                                                              \
-  "SENSITIVE: audit_data/ is a byte-identical copy of the training data (owner-only, "         \
-  "mode 0600), and the audit is a separate use of that data: its run (model.bin, "             \
-  "metrics.csv, points.csv) adds its own eps to that of any other release from the same "      \
-  "data, and audit_scores.csv and audit.json are computed from the training data without "     \
-  "noise, so no guarantee covers them. Keep this directory as private as the data; ship "      \
-  "nothing from it (train/AUDIT.md)."
-
 /* Loads the config's data, makes the canaries, writes <dir>/audit_data (mode 0700, its
  * files 0600) and <dir>/SENSITIVE and opens the run in dir (a new run directory). eps_claimed: the exact eps at the run's delta of its
  * training releases (every step as the plan accounts it), the guarantee the audit tests.
