@@ -2,8 +2,9 @@
  * (train/DPSGD_FILTER.md): the per-point RDP of the Poisson-subsampled Gaussian at a
  * point's own sensitivity (docs/MATH.md "RDP curves"; Mironov, Talwar & Zhang 2019),
  * tabulated on a grid of sensitivities once per run, and the caps and charges of every
- * point of an RDP filter against that table (Feldman & Zrnic, Theorem 4.3 and Remark
- * 4.4). No fast-math: the comparisons with the budgets are exact (STYLE.md 12). */
+ * point of an RDP filter against that table (Feldman & Zrnic 2021, Theorems 4.3 and 4.5
+ * with Remark 4.4). No fast-math: the comparisons with the budgets are exact (STYLE.md
+ * 12). */
 #include <math.h>
 #include <stdlib.h>
 

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "audit_internal.h"
 
@@ -74,6 +75,9 @@ static int write_idx(const char *path, const uint8_t *data, size_t n, size_t row
   memcpy(buf + hdr, data, len - hdr);
   int rc = dpgd_write_atomic(path, buf, len);
   free(buf);
+  /* A copy of training data: its owner's alone (the directory is 0700 meanwhile). */
+  if (!rc && chmod(path, 0600))
+    rc = DPGD_FAIL(DPGD_EIO, "cannot make %s private (chmod 0600)", path);
   return rc;
 }
 
@@ -104,9 +108,20 @@ static int write_split(const char *dir, const char *prefix, const dpgd_dataset *
   return rc;
 }
 
+/* DIR/SENSITIVE, the marker of what the directory holds (train/AUDIT.md "Outputs"). */
+static int write_marker(const char *dir)
+{
+  char p[DPGD_CONFIG_PATH_MAX + 16];
+  snprintf(p, sizeof p, "%s/SENSITIVE", dir);
+  return dpgd_write_atomic(p, DPGD_AUDIT_SENSITIVE_NOTE "\n",
+                           strlen(DPGD_AUDIT_SENSITIVE_NOTE) + 1);
+}
+
 /* <dir>/audit_data: the base training set followed by ALL M canaries (n = n_base + M is
  * public; an excluded canary is a null point of the run, docs/MATH.md
- * "Neighbours"), and the base test set. The config is pointed at it. */
+ * "Neighbours"), and the base test set, in a directory of mode 0700 with files of mode
+ * 0600 (a byte-identical copy of the training data); <dir>/SENSITIVE says so. The
+ * config is pointed at it. */
 int dpgd_audit_write_data(dpgd_audit *a, const char *dir)
 {
   char data[DPGD_CONFIG_PATH_MAX];
@@ -114,9 +129,12 @@ int dpgd_audit_write_data(dpgd_audit *a, const char *dir)
   if (n < 0 || (size_t)n >= sizeof data)
     return DPGD_FAIL(DPGD_EINVAL, "audit directory name too long: %s", dir);
   char failed[DPGD_CONFIG_PATH_MAX];
-  if (dpgd_path_mkdirs(data, 0755, failed, sizeof failed))
+  if (dpgd_path_mkdirs(data, 0700, failed, sizeof failed))
     return DPGD_FAIL(DPGD_EIO, "cannot create directory %s", failed);
-  int rc = write_split(data, "train", a->base, a->canaries);
+  if (chmod(data, 0700)) /* it may have existed */
+    return DPGD_FAIL(DPGD_EIO, "cannot make %s private (chmod 0700)", data);
+  int rc = write_marker(dir);
+  if (!rc) rc = write_split(data, "train", a->base, a->canaries);
   if (!rc) rc = write_split(data, "t10k", a->test, NULL);
   if (rc) return rc;
   snprintf(a->cfg.data_dir, sizeof a->cfg.data_dir, "%s", data);

@@ -6,6 +6,15 @@
 
 #include "run_internal.h"
 
+/* What <dir>/SENSITIVE says (one line): an audit directory is as private as the data. */
+#define DPGD_AUDIT_SENSITIVE_NOTE                                                              \
+  "SENSITIVE: audit_data/ is a byte-identical copy of the training data (owner-only, "         \
+  "mode 0600), and the audit is a separate use of that data: its run (model.bin, "             \
+  "metrics.csv, points.csv) adds its own eps to that of any other release from the same "      \
+  "data, and audit_scores.csv and audit.json are computed from the training data without "     \
+  "noise, so no guarantee covers them. Keep this directory as private as the data; ship "      \
+  "nothing from it (train/AUDIT.md)."
+
 struct dpgd_audit {
   dpgd_config cfg; /* the audited config, pointed at the audit's data */
   dpgd_audit_params ap;

@@ -103,6 +103,11 @@ int dpgd_ledger_save(const dpgd_ledger *l, void **buf, size_t *len);
  * points, currency GDP, one order, the ledger's budget: B_norm, or INFINITY for
  * Algorithm 6). */
 int dpgd_ledger_load(dpgd_ledger *l, const void *buf, size_t len);
+/* Restores s(i) from the "spend" section of an older checkpoint (len = n doubles), then
+ * dpgd_ledger_check. DPGD_EFORMAT, the ledger unchanged, unless the ledger is the
+ * full-batch one (currency GDP, one order), whose whole state s(i) is; after a failed
+ * check the ledger must not be used. */
+int dpgd_ledger_load_spend(dpgd_ledger *l, const void *buf, size_t len);
 
 /* Sets the summation slack (see above); DPGD_EINVAL unless 0 <= slack < C. */
 int dpgd_ledger_set_slack(dpgd_ledger *l, double slack);
@@ -235,6 +240,11 @@ int dpgd_ckpt_read(dpgd_ckpt **out, const char *path, uint64_t config_hash);
 int dpgd_ckpt_get(const dpgd_ckpt *c, const char *name, size_t want_len, const void **data,
                   size_t *len);
 void dpgd_ckpt_free(dpgd_ckpt *c);
+
+/* The sentence a train.rng = secure run's outputs carry beside its eps (summary.json's
+ * "noise_caveat", a printed "caveat" line): its noise is floating point, a mitigation,
+ * not a proof. One sentence in one place, for as long as secure noise is floating point. */
+const char *dpgd_rng_secure_caveat(void);
 
 /* Writes len bytes to path atomically (temp file, fsync, rename, directory fsync). */
 int dpgd_write_atomic(const char *path, const void *buf, size_t len);
@@ -465,6 +475,11 @@ void dpgd_report_json_num(FILE *f, double v); /* %.10g, or null when not finite 
 /* A seed below 2^64 as its decimal number; null for a longer one (only such a seed can be
  * secret enough, and summary.json is the file a user shares: config.ini keeps it). */
 void dpgd_report_json_seed(FILE *f, const dpgd_seed *s);
+/* What the odometer columns mean together (the comment line of points.csv and
+ * users.csv; train/RUN_FORMAT.md "points.csv"). */
+#define DPGD_ODOMETER_FAMILY_NOTE                                                              \
+  "The rows' (mu_i, eps_i) form one family of statements that hold together at the run's "     \
+  "delta: delta_level is the share of delta of the row's level, not a delta on its own."
 /* "level,delta_level,mu_i,eps_i" of a point whose total is mu2 (GDP units): its
  * odometer report (dpgd_odometer_report), the last three rounded up. */
 int dpgd_report_odometer_cols(FILE *f, const dpgd_odometer *o, double mu2);
@@ -584,8 +599,8 @@ typedef struct dpgd_audit_result {
 
 typedef struct dpgd_audit dpgd_audit;
 
-/* Loads the config's data, makes the canaries, writes <dir>/audit_data and opens the run
- * in dir (a new run directory). eps_claimed: the exact eps at the run's delta of its
+/* Loads the config's data, makes the canaries, writes <dir>/audit_data (mode 0700, its
+ * files 0600) and <dir>/SENSITIVE and opens the run in dir (a new run directory). eps_claimed: the exact eps at the run's delta of its
  * training releases (every step as the plan accounts it), the guarantee the audit tests.
  * DP-SGD (Poisson sampling): the auditor also uses the step's sample of the BASE points
  * (independent of every canary's), never the canaries' samples. */

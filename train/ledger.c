@@ -7,6 +7,7 @@
  * No OpenMP here (STYLE.md 11) and no fast-math: the comparisons are exact. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "dpgd_train.h"
 #include "ledger_sg.h"
@@ -85,6 +86,25 @@ int dpgd_ledger_load(dpgd_ledger *l, const void *buf, size_t len)
   l->filter = f;
   l->spend = dpgd_filter_spent_data(f, 0);
   return DPGD_OK;
+}
+
+/* The "spend" section of an older checkpoint is the n doubles s(i) of the full-batch
+ * ledger, which is its whole state there. Any other ledger (filtered DP-SGD's RDP filter
+ * at its orders) holds more than s(i): writing s(i) into its first order would reset
+ * every other order's spend, so it is refused before anything is written. */
+int dpgd_ledger_load_spend(dpgd_ledger *l, const void *buf, size_t len)
+{
+  if (l->sg || dpgd_filter_n_orders(l->filter) != 1 ||
+      dpgd_filter_currency_of(l->filter) != DPGD_FILTER_GDP)
+    return DPGD_FAIL(DPGD_EFORMAT,
+                     "a 'spend' section holds only the full-batch ledger's s(i); this "
+                     "run's ledger (%zu orders, currency %d) cannot be restored from it",
+                     dpgd_filter_n_orders(l->filter), (int)dpgd_filter_currency_of(l->filter));
+  if (len != l->n * sizeof(double))
+    return DPGD_FAIL(DPGD_EFORMAT, "its 'spend' section is %zu bytes, expected %zu", len,
+                     l->n * sizeof(double));
+  memcpy(l->spend, buf, len);
+  return dpgd_ledger_check(l);
 }
 
 /* The sensitivity the accountant allows point i this step: the filter's cap of C against

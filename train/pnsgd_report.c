@@ -182,6 +182,7 @@ int dpgd_pnsgd_write_reports(const dpgd_pnsgd *r, double test_acc)
   fprintf(f, ", \"rng\": \"%s\",\n", dpgd_rng_mode_name(r->cfg.train_rng));
   if (r->cfg.train_rng != DPGD_RNG_SECURE)
     fprintf(f, " \"caveat\": \"%s\",\n", DPGD_RESEARCH_CAVEAT);
+  else fprintf(f, " \"noise_caveat\": \"%s\",\n", dpgd_rng_secure_caveat());
   fprintf(f, " \"nonprivate\": {\"wall_s\": %.3f}}\n", r->wall_s);
   int ok = fclose(f) == 0;
   if (rc) {

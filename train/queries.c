@@ -271,7 +271,7 @@ int dpgd_queries_write_users(const dpgd_queries *q, double delta, const char *pa
   FILE *f = open_memstream(&text, &len); /* then written atomically */
   if (!f) return DPGD_FAIL(DPGD_ENOMEM, "no memory for %s", path);
   fprintf(f, "# SENSITIVE: per-user privacy spend. Each row may be disclosed only to that "
-             "user; never publish or ship this file.\n"
+             "user; never publish or ship this file. " DPGD_ODOMETER_FAMILY_NOTE "\n"
              "user,spend,spend_frac,active,level,delta_level,mu_i,eps_i\n");
   for (size_t i = 0; i < q->p.n_users && !rc; i++) {
     double s = dpgd_filter_spent(q->f, i, 0);

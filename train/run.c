@@ -375,8 +375,10 @@ void dpgd_run_progress(const dpgd_run *r, char *buf, size_t len)
   if (isfinite(e)) snprintf(eps, sizeof eps, "%.4g", dpgd_round_digits(e, 4, 1));
   if (isfinite(e) && r->eps_step != r->m.step) /* output.eps_every: as of an earlier step */
     snprintf(eps + strlen(eps), sizeof eps - strlen(eps), " after step %zu", r->eps_step);
-  snprintf(buf, len, "step %llu/%zu  ETA %dm%02ds  eps %s (%s, delta %g)  test acc %s",
-           (unsigned long long)r->m.step, r->plan.steps, (int)(eta / 60), (int)fmod(eta, 60),
-           eps, dpgd_acct_method_name((dpgd_acct_method)r->plan.report_method), r->plan.delta,
-           acc);
+  /* The ETA follows the wall time, which depends on how many points are still active or
+   * sampled (the others are skipped unless train.constant_time): not private. */
+  snprintf(
+      buf, len, "step %llu/%zu  ETA %dm%02ds (not private)  eps %s (%s, delta %g)  test acc %s",
+      (unsigned long long)r->m.step, r->plan.steps, (int)(eta / 60), (int)fmod(eta, 60), eps,
+      dpgd_acct_method_name((dpgd_acct_method)r->plan.report_method), r->plan.delta, acc);
 }

@@ -158,9 +158,11 @@ static int write_points(dpgd_run *r)
   double q = (double)r->m.queries_done / (pl->tau * pl->tau) * (1 + 0x1p-50);
   /* spend_frac: of B_norm, or of the steps * C^2 a plain run charges at most. */
   double budget = pl->filtered ? l->budget : (double)pl->steps * pl->clip * pl->clip;
-  fprintf(f, "# SENSITIVE: per-point privacy spend of the training data. Each row may be "
-             "disclosed only to the owner of that point; never publish or ship this file.\n"
-             "index,label,spend,spend_frac,active,level,delta_level,mu_i,eps_i\n");
+  fprintf(f,
+          "# SENSITIVE: per-point privacy spend of the training data. Each row may be "
+          "disclosed only to the owner of that point; never publish or ship this file.%s\n"
+          "index,label,spend,spend_frac,active,level,delta_level,mu_i,eps_i\n",
+          pl->odometer.levels ? " " DPGD_ODOMETER_FAMILY_NOTE : "");
   int rc = DPGD_OK;
   for (size_t i = 0; i < l->n && !rc; i++) {
     double mu2 = (dpgd_ledger_point_mu2(l, i, pl->sigma) + q) * (1 + 0x1p-50);
@@ -244,6 +246,7 @@ static int write_summary(dpgd_run *r, double test_acc)
   dpgd_report_json_seed(f, &r->cfg.train_seed);
   fprintf(f, ", \"rng\": \"%s\",\n", dpgd_rng_mode_name(r->cfg.train_rng));
   if (!r->secure) fprintf(f, " \"caveat\": \"%s\",\n", DPGD_RESEARCH_CAVEAT);
+  else fprintf(f, " \"noise_caveat\": \"%s\",\n", dpgd_rng_secure_caveat());
   /* Timing depends on how many points were still active or sampled (the others are
    * skipped unless train.constant_time): data-dependent, so not covered by eps. */
   fprintf(f, " \"nonprivate\": {\"wall_s\": %.3f, \"constant_time\": %s}}\n", r->m.wall_s,

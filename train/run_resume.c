@@ -213,13 +213,13 @@ static int check_replay_and_data(dpgd_run *r, const dpgd_ckpt *ck, const char *p
 }
 
 /* The ledger: the "filter" section (the ledger's filter, dpgd_filter_serialize), or the
- * "spend" section (s(i) only) of a checkpoint written before it. Never reset: a
- * checkpoint with neither, or with a filter that does not load or match the run, is
- * refused. */
+ * "spend" section (s(i) only) of a full-batch checkpoint written before it. Never reset:
+ * a checkpoint with neither, with a filter that does not load or match the run, or with
+ * a "spend" section for a ledger that holds more than s(i), is refused. */
 static int restore_ledger(dpgd_run *r, const dpgd_ckpt *ck, const char *p)
 {
   const void *d;
-  size_t len, n = r->ledger->n;
+  size_t len;
   if (dpgd_ckpt_get(ck, "filter", 0, &d, &len) == DPGD_OK) {
     if (dpgd_ledger_load(r->ledger, d, len))
       return DPGD_FAIL(DPGD_EFORMAT,
@@ -233,13 +233,12 @@ static int restore_ledger(dpgd_run *r, const dpgd_ckpt *ck, const char *p)
                      "checkpoint %s has no privacy ledger (neither a 'filter' nor a 'spend' "
                      "section); resuming would reset every point's spend, so it is refused",
                      p);
-  if (len != n * sizeof(double))
+  if (dpgd_ledger_load_spend(r->ledger, d, len))
     return DPGD_FAIL(DPGD_EFORMAT,
-                     "checkpoint %s: its 'spend' section is %zu bytes, expected %zu; the "
-                     "privacy ledger cannot be restored, so it is refused",
-                     p, len, n * sizeof(double));
-  memcpy(r->ledger->spend, d, len);
-  return dpgd_ledger_check(r->ledger);
+                     "checkpoint %s: %s; the privacy ledger cannot be restored, so it is "
+                     "refused",
+                     p, dpgd_error_last());
+  return DPGD_OK;
 }
 
 /* The held bounds of filter.hold (DPSGD_FILTER.md section 3): without them the resumed

@@ -99,6 +99,37 @@ static void test_levels(void **state)
   assert_true(prev >= run && prev < run * 1.01);
 }
 
+/* train/RUN_FORMAT.md's worked example: the paper's eps = 0.3 filtered setting (sigma
+ * 170, C 10, B_norm 11200, 8 queries at tau 600, delta 1e-5). A point that spent a
+ * quarter of the budget (total 2800/1700^2 + 8/600^2, the queries included) is at level
+ * 17 and keeps its own statement; from half of it on (level 33) the top level's is
+ * smaller. The values are an independent evaluation (python3, math.erfc and bisection
+ * of the GDP curve of docs/MATH.md "The Gaussian curve": 0.147501744552 and 0.205657661775), which the
+ * rounded-up report may exceed by at most 1e-6. */
+static void test_run_format_example(void **state)
+{
+  (void)state;
+  double sc2 = 1700.0 * 1700.0, q = 8 / (600.0 * 600.0);
+  dpgd_odometer o;
+  assert_int_equal(dpgd_odometer_init(&o, sqrt(11200 / sc2 + q), 1 / (170.0 * 170.0), 1e-5),
+                   DPGD_OK);
+  assert_int_equal(o.levels, 64);
+  size_t level, m;
+  double mu, eps;
+  assert_int_equal(dpgd_odometer_report(&o, 2800 / sc2 + q, &m, &mu, &eps), DPGD_OK);
+  assert_int_equal(dpgd_odometer_level(&o, 2800 / sc2 + q, &level), DPGD_OK);
+  assert_int_equal(level, 17);
+  assert_int_equal(m, 17);
+  double d17 = dpgd_odometer_delta(&o, 17); /* 0.1 delta / 63, lowered by 2^-30 */
+  assert_true(d17 <= 1e-6 / 63 && d17 >= 1e-6 / 63 * (1 - 1e-8));
+  assert_true(eps >= 0.147501744552 * (1 - 1e-10) && eps <= 0.147501744552 + 1e-6);
+  assert_int_equal(dpgd_odometer_report(&o, 5600 / sc2 + q, &m, &mu, &eps), DPGD_OK);
+  assert_int_equal(dpgd_odometer_level(&o, 5600 / sc2 + q, &level), DPGD_OK);
+  assert_int_equal(level, 33);
+  assert_int_equal(m, 64);
+  assert_true(eps >= 0.205657661775 * (1 - 1e-10) && eps <= 0.205657661775 + 1e-6);
+}
+
 /* ---- the counter-example ---- */
 
 static uint64_t rng_state = 0x2385u;
@@ -189,6 +220,7 @@ int main(void)
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_init),
       cmocka_unit_test(test_levels),
+      cmocka_unit_test(test_run_format_example),
       cmocka_unit_test(test_counterexample),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -39,6 +39,14 @@ audit_ok() {
 expect_ok plain "$DPGD" audit "${ARGS[@]}" --out "$TMP/plain"
 expect_out plain-verdict '^verdict     no violation found'
 audit_ok plain "$TMP/plain" BELOW
+# The copy of the training data is its owner's alone, and the directory says it is sensitive.
+expect_out plain-sensitive "^sensitive   .*copy of the training data.*/SENSITIVE\)$"
+checks=$((checks + 1))
+modes=$(stat -c '%a' "$TMP/plain/audit_data" "$TMP/plain/audit_data"/* | sort -u | tr '\n' ' ')
+[ "$modes" = "600 700 " ] || fail "plain: audit_data modes '$modes', expected 700 and 600"
+checks=$((checks + 1))
+grep -q '^SENSITIVE: audit_data/ is a byte-identical copy of the training data' "$TMP/plain/SENSITIVE" ||
+  fail "plain: SENSITIVE missing or wrong"
 expect_ok planted "$PLANTED" audit "${ARGS[@]}" --out "$TMP/planted"
 expect_out planted-verdict '^verdict     CLAIM REFUTED'
 audit_ok planted "$TMP/planted" ABOVE

@@ -11,6 +11,12 @@ expect_ok "version command" "$DPGD" version
 expect_out "version command" '^dpgd [0-9]+\.[0-9]+\.[0-9]+$'
 expect_ok help "$DPGD" --help
 expect_out help 'train'
+# dpgd train --help says what must not leave or be duplicated: checkpoints, run copies,
+# and that points.csv's rows share the run's delta.
+expect_ok train-help "$DPGD" train --help
+expect_out train-help-share 'never share checkpoint\.bin'
+expect_out train-help-fork 'never fork a run'
+expect_out train-help-points "delta_level is a level's share of it"
 expect_fail unknown-command "unknown command 'frobnicate'" "$DPGD" frobnicate
 expect_fail no-command 'no command given' "$DPGD"
 

@@ -21,6 +21,10 @@ expect_section mnist-train-size train '^  image size +28 x 28 '
 expect_section mnist-train-hist train '^  histogram +0:5923 1:6742 2:5958 3:6131 4:5842 5:5421 6:5918 7:6265 8:5851 9:5949$'
 expect_section mnist-train-pixels train '^  pixels +mean 0\.1306[0-9]+ +std 0\.3081[0-9]+ '
 expect_section mnist-test-n test '^  examples +10000$'
+# Exact statistics of training data are labelled as such; the test split's are not.
+expect_section mnist-train-private train '^  privacy +diagnostic \(not private\): training data$'
+checks=$((checks + 1))
+section test | grep -q 'not private' && fail "mnist-test: labelled as training data"
 expect_section mnist-test-hist test '^  histogram +0:980 1:1135 2:1032 3:1010 4:982 5:892 6:958 7:1028 8:974 9:1009$'
 
 expect_ok images-file "$DPGD" data info "$MNIST/t10k-images-idx3-ubyte.gz"
@@ -28,6 +32,7 @@ expect_out images-file-format 'IDX images \(magic 0x00000803\)'
 expect_out images-file-n '^  examples +10000$'
 expect_out images-file-size '^  image size +28 x 28 \(784 pixels\)$'
 expect_ok labels-file "$DPGD" data info "$MNIST/train-labels-idx1-ubyte.gz"
+expect_out labels-file-private '^  privacy +diagnostic \(not private\): training data$'
 expect_out labels-file-hist '^  histogram +0:5923 1:6742 2:5958 3:6131 4:5842 5:5421 6:5918 7:6265 8:5851 9:5949$'
 
 expect_ok sample "$DPGD" data info --sparse "$SAMPLE"

@@ -16,6 +16,14 @@ expect_out eval-count 'test split: 40 examples'
 expect_out eval-acc '^accuracy  0\.[0-9]{4} \([0-9]+ of 40 correct\)$'
 expect_out eval-params '7850 parameters, 10 classes'
 checks=$((checks + 1))
+grep -q 'not private' "$TMP/out" && fail "eval on the test split labelled as training data"
+# On the training split the figures are a diagnostic of training data, labelled so.
+cp -r "$TMP/ds/testing" "$TMP/ds/training"
+expect_ok eval-train "$DPGD" eval --model "$TMP/m.bin" --data "$TMP/ds" --split train
+expect_out eval-train-split 'train split: 40 examples'
+expect_out eval-train-private '^privacy   diagnostic \(not private\): accuracy and loss on the training split$'
+expect_ok eval "$DPGD" eval --model "$TMP/m.bin" --data "$TMP/ds" --predictions "$TMP/p.csv"
+checks=$((checks + 1))
 [ "$(head -1 "$TMP/p.csv")" = index,label,pred ] && [ "$(wc -l <"$TMP/p.csv")" = 41 ] ||
   fail "predictions file: $(head -3 "$TMP/p.csv")"
 # the accuracy line agrees with the predictions file

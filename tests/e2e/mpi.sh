@@ -45,6 +45,11 @@ ranks() {
   checks=$((checks + 1))
   grep -q "^dpgd: mpi: $n ranks; median sum time" "$TMP/err" ||
     fail "$name-np$n: no mpi line on stderr: $(head -c 300 "$TMP/err")"
+  if [ "$n" -gt 1 ]; then
+    checks=$((checks + 1))
+    grep -q "^dpgd: mpi: trust boundary: ranks 1..$((n - 1)) receive the caps .* without noise" "$TMP/err" ||
+      fail "$name-np$n: no trust-boundary line on stderr: $(head -c 300 "$TMP/err")"
+  fi
   same "$name-np$n" "$TMP/$name.ref" "$TMP/$name.$n"
 }
 

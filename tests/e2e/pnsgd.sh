@@ -19,6 +19,15 @@ for f in metrics.csv checkpoint.bin; do
   checks=$((checks + 1)); [ ! -e "$RUN/$f" ] || fail "$f written: an intermediate iterate"
 done
 expect_acc learns "$RUN/summary.json" 0.3
+checks=$((checks + 1))
+grep -q '"noise_caveat"' "$RUN/summary.json" && fail "research run with a secure noise caveat"
+# Secure noise is floating point: summary.json and the last lines say it is a mitigation.
+expect_ok secure "$DPGD" train --config "$CFG" "${SET[@]}" --set train.rng=secure \
+  --out "$TMP/secure" --quiet
+expect_out secure-caveat '^caveat      secure rng: .*floating point.*not a proof'
+checks=$((checks + 1))
+grep -q '"noise_caveat": "secure rng: .*not a proof' "$TMP/secure/summary.json" ||
+  fail "secure pnsgd summary.json has no noise_caveat"
 
 # The setting as summary.json states it, passed to the accountant's command.
 read -r L S E R D <<<"$(python3 -c '

@@ -55,6 +55,7 @@ for d, filt, clip, budget in (("f", "individual", 1, 4), ("p", "plain", 1, 30)):
     assert all(math.isfinite(float(r[1])) for r in a[1:])
     u = open(d + "/users.csv").read().splitlines()
     assert u[0].startswith("#") and "SENSITIVE" in u[0], u[0]
+    assert "delta_level is the share of delta" in u[0] and "not a delta on its own" in u[0], u[0]
     assert u[1].split(",")[:4] == ["user", "spend", "spend_frac", "active"], u[1]
     assert len(u) == 302, len(u)
     s = summary(d)
@@ -102,8 +103,10 @@ cmp -s "$TMP/f/answers.csv" "$TMP/f2/answers.csv" || fail "again: same seed, oth
 expect_ok secure "${Q[@]}" --data "$TMP/sparse.csv" --budget 4 --rng secure --out "$TMP/s"
 checks=$((checks + 1))
 grep -q 'warning' "$TMP/err" && fail "secure: a research caveat in secure mode"
+expect_out secure-caveat '^caveat      secure rng: .*floating point.*not a proof'
 py secure '
 s = summary("s"); assert s["rng"] == "secure" and "caveat" not in s, s
+assert "mitigat" in s["noise_caveat"] and "not a proof" in s["noise_caveat"], s
 assert rows("s/answers.csv") != rows("f/answers.csv")
 '
 # A 128-bit seed (0x and 32 hex digits) keys the noise with every bit: one equal to the

@@ -41,7 +41,8 @@ grep -q '"algorithm": "filtered".*' "$R/summary.json" && grep -q '"rng": "resear
 checks=$((checks + 1))
 [ "$(wc -l < "$R/metrics.csv")" -eq 41 ] || fail "learn: metrics.csv should have 40 rows"
 checks=$((checks + 1))
-head -1 "$R/points.csv" | grep -q '^# SENSITIVE' && sed -n 2p "$R/points.csv" |
+head -1 "$R/points.csv" | grep -q '^# SENSITIVE.*one family of statements that hold together at the run.s delta: delta_level is the share of delta.*not a delta on its own' &&
+  sed -n 2p "$R/points.csv" |
   grep -qx 'index,label,spend,spend_frac,active,level,delta_level,mu_i,eps_i' || fail "learn: points.csv header"
 checks=$((checks + 1))
 [ "$(wc -l < "$R/points.csv")" -eq 3002 ] || fail "learn: points.csv should have 3000 rows"

@@ -124,10 +124,22 @@ awk -F, 'NR > 2 && !($3 >= 0 && $3 <= 30 && $4 <= 1) { bad++ } END { exit bad > 
   "$R/points.csv" || fail "points.csv: a spend outside [0, B_norm]"
 checks=$((checks + 1))
 [ "$(wc -l < "$R/points.csv")" -eq 302 ] || fail "points.csv should have 300 rows"
-# A secure run carries no research caveat, in summary.json or on stderr.
+# A secure run carries no research caveat, in summary.json or on stderr, but says that its
+# floating-point noise is a mitigation, not a proof, beside its eps (summary.json, last lines).
 checks=$((checks + 1))
-! grep -q caveat "$R/summary.json" && ! grep -qh 'warning: research' "$TMP"/s*.err ||
+! grep -q '"caveat"' "$R/summary.json" && ! grep -qh 'warning: research' "$TMP"/s*.err ||
   fail "secure run carries the research caveat"
+checks=$((checks + 1))
+grep -q '"noise_caveat": "secure rng: .*floating point.*not a proof' "$R/summary.json" ||
+  fail "secure summary.json has no noise_caveat: $(head -c 300 "$R/summary.json")"
+checks=$((checks + 1))
+grep -q '^done .*eps' "$TMP/s$session.out" &&
+  grep -q '^caveat      secure rng: .*floating point.*not a proof' "$TMP/s$session.out" ||
+  fail "secure run: no caveat line after its eps: $(tail -c 300 "$TMP/s$session.out")"
+# The progress line's ETA follows the wall time (data-dependent): labelled not private.
+checks=$((checks + 1))
+grep -Eq '^step [0-9]+/[0-9]+  ETA [0-9]+m[0-9]{2}s \(not private\)  eps ' "$TMP/s$session.err" ||
+  fail "progress line: ETA not labelled: $(head -c 300 "$TMP/s$session.err")"
 echo "secure: $kills kills in $session sessions; $T rows, $q_rows queries, mu $mu"
 
 # A secure run with rows after its checkpoint (as a dpgd without this check left them)

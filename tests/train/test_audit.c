@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <cmocka.h>
 
@@ -169,6 +170,46 @@ static void test_bad_params(void **state)
   assert_null(a);
 }
 
+/* The audit directory holds a byte-identical copy of the training data: audit_data/ is
+ * its owner's alone (0700, files 0600) under a permissive umask, even when it existed
+ * before, and DIR/SENSITIVE says what the directory holds. */
+static void test_data_copy_private(void **state)
+{
+  (void)state;
+  dpgd_config c;
+  config(&c, 0);
+  dpgd_audit_params p;
+  dpgd_audit_defaults(&p);
+  p.canaries = 10;
+  char out[1024], path[1200];
+  snprintf(out, sizeof out, "%s/private", dir);
+  assert_int_equal(mkdir(out, 0755), 0);
+  snprintf(path, sizeof path, "%s/audit_data", out);
+  assert_int_equal(mkdir(path, 0755), 0);
+  mode_t old = umask(022);
+  dpgd_audit *a = NULL;
+  int rc = dpgd_audit_open(&a, &c, out, &p);
+  umask(old);
+  assert_int_equal(rc, DPGD_OK);
+  struct stat st;
+  assert_int_equal(stat(path, &st), 0);
+  assert_int_equal(st.st_mode & 0777, 0700);
+  static const char *const files[] = {"train-images-idx3-ubyte", "train-labels-idx1-ubyte",
+                                      "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"};
+  for (int k = 0; k < 4; k++) {
+    snprintf(path, sizeof path, "%s/audit_data/%s", out, files[k]);
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600);
+  }
+  snprintf(path, sizeof path, "%s/SENSITIVE", out);
+  size_t len;
+  char *text = (char *)tt_slurp(path, &len);
+  assert_non_null(strstr(text, "copy of the training data"));
+  assert_non_null(strstr(text, "separate use"));
+  free(text);
+  dpgd_audit_free(a);
+}
+
 int main(void)
 {
   dir = tu_tmpdir();
@@ -177,7 +218,7 @@ int main(void)
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_alg6),       cmocka_unit_test(test_alg7),
       cmocka_unit_test(test_dpsgd),      cmocka_unit_test(test_reproducible_and_json),
-      cmocka_unit_test(test_bad_params),
+      cmocka_unit_test(test_bad_params), cmocka_unit_test(test_data_copy_private),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   if (rc == 0) tu_rmtree(dir);

@@ -365,6 +365,58 @@ static void test_resume_bit_identical(void **state)
   tt_assert_same_results(dir, "whole", "cut");
 }
 
+/* A checkpoint of an older dpgd keeps the full-batch ledger's s(i) as section "spend".
+ * Crafted for a cut filtered DP-SGD run (its "filter" section replaced by the first
+ * order's spends, every other section kept, CRC valid): loading it would reset the other
+ * 15 orders, so the resume is refused with one line and the run is not opened. */
+static void test_resume_refuses_legacy_spend(void **state)
+{
+  (void)state;
+  static const char *const names[] = {"meta",     "params", "best", "filter", "rngstep",
+                                      "rngquery", "acct",   "data", "replay", "rngsamp"};
+  enum { N = sizeof names / sizeof names[0] };
+  dpgd_config c;
+  filter_config(&c, "legacy", 4, 2);
+  tt_run_cut(&c, 7);
+  char p[700];
+  snprintf(p, sizeof p, "%s/legacy/checkpoint.bin", dir);
+  uint64_t hash = dpgd_config_hash(&c);
+  dpgd_ckpt *ck = NULL;
+  assert_int_equal(dpgd_ckpt_read(&ck, p, hash), DPGD_OK);
+  dpgd_ckpt_section sec[N];
+  size_t k = 0;
+  dpgd_filter *f = NULL;
+  for (size_t j = 0; j < N; j++) {
+    const void *d;
+    size_t len;
+    assert_int_equal(dpgd_ckpt_get(ck, names[j], 0, &d, &len), DPGD_OK);
+    memset(sec[k].name, 0, sizeof sec[k].name);
+    memcpy(sec[k].name, names[j], strlen(names[j]));
+    sec[k].data = d, sec[k].len = len;
+    if (!strcmp(names[j], "filter")) {
+      assert_int_equal(dpgd_filter_deserialize(&f, d, len), DPGD_OK);
+      assert_int_equal(dpgd_filter_n_orders(f), J);
+      assert_true(dpgd_filter_spent(f, 0, 0) > 0); /* a spend that a reset would lose */
+      memcpy(sec[k].name, "spend\0\0", 8);
+      sec[k].data = dpgd_filter_spent_data(f, 0);
+      sec[k].len = dpgd_filter_n(f) * sizeof(double);
+    }
+    k++;
+  }
+  assert_int_equal(dpgd_ckpt_write(p, hash, sec, k), DPGD_OK);
+  dpgd_ckpt_free(ck);
+  dpgd_filter_free(f);
+  assert_int_equal(dpgd_ckpt_read(&ck, p, hash), DPGD_OK); /* CRC-valid */
+  dpgd_ckpt_free(ck);
+  snprintf(p, sizeof p, "%s/legacy", dir);
+  dpgd_run *r = NULL;
+  assert_int_equal(dpgd_run_resume(&r, p), DPGD_EFORMAT);
+  assert_null(r);
+  assert_non_null(strstr(dpgd_error_last(), "'spend' section"));
+  assert_null(strchr(dpgd_error_last(), '\n'));
+  dpgd_error_clear();
+}
+
 /* Secure mode (sample and noise from the OS, a checkpoint every step) and constant time
  * (every point computed): the filtered run finishes, its budget of one full-rate step
  * reached, no order over it. */
@@ -611,6 +663,7 @@ int main(void)
       cmocka_unit_test(test_refresh_keeps_small_gradients_margin),
       cmocka_unit_test(test_run_charges_everyone),
       cmocka_unit_test(test_resume_bit_identical),
+      cmocka_unit_test(test_resume_refuses_legacy_spend),
       cmocka_unit_test(test_secure_constant_time),
       cmocka_unit_test(test_plan_and_calibration),
       cmocka_unit_test(test_hold_ledger),

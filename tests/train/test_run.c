@@ -749,7 +749,9 @@ static void test_secure_and_diverged(void **state)
   assert_memory_not_equal(pa, dpgd_run_params(b, NULL), P * sizeof(float));
   char *sum = (char *)SLURP("secA", "summary.json", &len);
   assert_non_null(strstr(sum, "\"rng\": \"secure\""));
-  assert_null(strstr(sum, "caveat"));
+  assert_null(strstr(sum, "\"caveat\"")); /* no research caveat; the noise caveat: */
+  assert_non_null(strstr(sum, "\"noise_caveat\": \"secure rng: "));
+  assert_non_null(strstr(sum, dpgd_rng_secure_caveat()));
   free(sum);
   dpgd_run_free(a);
   dpgd_run_free(b);

@@ -38,7 +38,10 @@ static void usage(FILE *f)
           "  --seed S         canaries and inclusion coins (default 1)\n"
           "  --confidence C   of the lower bound (default 0.95)\n"
           "  --out DIR        run directory: the run's files, audit.json,\n"
-          "                   audit_scores.csv, audit_scores.png, audit_data/\n"
+          "                   audit_scores.csv, audit_scores.png, SENSITIVE and\n"
+          "                   audit_data/ (a copy of the training data, mode 0600):\n"
+          "                   keep DIR as private as the data; an audit is a separate\n"
+          "                   use of the data, and its scores are covered by no guarantee\n"
           "  --quiet          no progress line\n");
 }
 
@@ -175,6 +178,9 @@ static void print_result(const dpgd_audit_result *res, const char *dir)
                                  ? "CLAIM REFUTED: the lower bound exceeds the claimed eps"
                                  : "no violation found (a lower bound proves no privacy)");
   printf("done        %zu steps in %.1f s; %s/audit.json\n", res->steps, res->wall_s, dir);
+  printf("sensitive   %s holds a copy of the training data and outputs no guarantee covers: "
+         "keep it as private as the data (%s/SENSITIVE)\n",
+         dir, dir);
 }
 
 int dpgd_cmd_audit_planted(int argc, char **argv, double noise_scale)

@@ -17,7 +17,8 @@ static void usage(FILE *f)
           "FOLDER\n\n"
           "data png writes examples as PNG files for 'dpgd predict' (dpgd data png --help).\n\n"
           "Prints the number of examples, image size, class histogram and pixel mean/std\n"
-          "(of p/255, over all pixels) of a dataset.\n\n"
+          "(of p/255, over all pixels) of a dataset. The training split's figures are\n"
+          "exact statistics of training data: a diagnostic (not private).\n\n"
           "  DIR    a dataset directory: both splits, train and test, each either the IDX\n"
           "         pair <p>-images-idx3-ubyte[.gz] + <p>-labels-idx1-ubyte[.gz] (p = train,\n"
           "         t10k) or a PNG folder training/ or testing/ laid out <label>/<index>.png\n"
@@ -74,6 +75,9 @@ static void print_split(const split_info *si, const char *split)
   else printf("%-11s PNG  %s/<label>/<index>.png\n", split, strrchr(si->src.images, '/') + 1);
   print_images(ds->pixels, ds->n, ds->rows, ds->cols);
   print_histogram(ds->labels, ds->n, ds->n_classes);
+  /* Exact counts and moments of the training set: no noise, so no eps covers them. */
+  if (!strcmp(split, "train"))
+    printf("  privacy     diagnostic (not private): training data\n");
   if (si->index)
     printf("  indices     %zu..%zu (sample, gaps allowed)\n", si->index[0],
            si->index[ds->n - 1]);
@@ -119,6 +123,9 @@ static int info_file(const char *path, int n_classes)
     }
     print_histogram(a->data, a->size, n_classes);
   }
+  const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+  if (!strncmp(base, "train", 5))
+    printf("  privacy     diagnostic (not private): training data\n");
   dpgd_data_idx_free(a);
   return DPGD_EXIT_OK;
 }

@@ -25,7 +25,8 @@ static void eval_usage(FILE *f)
           "  --model FILE       the model file\n"
           "  --data DIR         dataset directory (default: $DPGD_DATA_DIR, data/mnist,\n"
           "                     ../shared/data/mnist)\n"
-          "  --split S          test (default) or train\n"
+          "  --split S          test (default) or train (figures on training data are a\n"
+          "                     diagnostic, not private)\n"
           "  --n N              only the first N examples of the split\n"
           "  --predictions CSV  also write index,label,pred per example (index: the PNG\n"
           "                     file-name index, or the position in an IDX file)\n"
@@ -195,6 +196,10 @@ int dpgd_cmd_eval(int argc, char **argv)
     printf("accuracy  %.4f (%zu of %zu correct)\n", (double)correct / (double)ds->n, correct,
            ds->n);
     printf("loss      %.6f (mean cross-entropy)\n", loss / (double)ds->n);
+    /* A model's fit on the data it was trained on is exact, with no noise: it tells how
+     * the training points differ from others, which no eps covers. */
+    if (!strcmp(split, "train"))
+      printf("privacy   diagnostic (not private): accuracy and loss on the training split\n");
     if (pred_path) printf("predictions %s\n", pred_path);
   }
   free(pred);

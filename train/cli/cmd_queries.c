@@ -313,6 +313,7 @@ static int write_summary(const qrun *r)
   fprintf(f, ", \"rng\": \"%s\"", dpgd_rng_mode_name(r->a.rng));
   if (r->a.rng == DPGD_RNG_RESEARCH)
     fprintf(f, ",\n \"caveat\": \"%s\"", DPGD_QUERIES_RESEARCH_CAVEAT);
+  else fprintf(f, ",\n \"noise_caveat\": \"%s\"", dpgd_rng_secure_caveat());
   fprintf(f, "}\n");
   return out_commit(f, &text, &len, r->a.out, "summary.json");
 }
@@ -349,6 +350,7 @@ static void print_table(const qrun *r)
          a->kappa, dpgd_round_digits(sqrt(2 * a->kappa), 6, 1), a->delta,
          dpgd_round_digits(r->eps[DPGD_ACCT_EXACT], 6, 1),
          dpgd_round_digits(r->eps[DPGD_ACCT_ZCDP], 6, 1));
+  if (a->rng == DPGD_RNG_SECURE) printf("caveat      %s\n", dpgd_rng_secure_caveat());
   printf("out         %s (answers.csv, summary.json; users.csv is SENSITIVE)\n", a->out);
   if (a->diagnostics) {
     size_t active = dpgd_filter_n_active(dpgd_queries_filter(r->q));

@@ -61,12 +61,16 @@ static void usage(FILE *f)
       "train.algorithm = pnsgd: one pass of projected noisy SGD on softmax regression\n"
       "releasing only the last iterate (train/LASTITERATE.md; no checkpoints, no resume).\n"
       "Writes the run directory described in train/RUN_FORMAT.md: config.ini,\n"
-      "metrics.csv, model.bin, points.csv (SENSITIVE per-point report),\n"
-      "checkpoint.bin, summary.json (last).\n\n"
+      "metrics.csv, model.bin, points.csv (SENSITIVE per-point report; its rows' eps\n"
+      "hold together at the run's delta, delta_level is a level's share of it, not a\n"
+      "delta on its own), checkpoint.bin (training state: never share checkpoint.bin,\n"
+      "and never fork a run: resuming two copies of a run directory releases two\n"
+      "continuations that no eps covers), summary.json (last).\n\n"
       "  --config FILE    INI configuration (configs/*.ini)\n"
       "  --set S.K=V      override one key (repeatable)\n"
       "  --out DIR        run directory (overrides output.dir)\n"
-      "  --resume DIR     continue the unfinished run in DIR from its checkpoint; with\n"
+      "  --resume DIR     continue the unfinished run in DIR from its checkpoint (never\n"
+      "                   a copy of it as well: never fork a run); with\n"
       "                   train.rng = secure a checkpoint is written after every step,\n"
       "                   before its results, so no released step is ever redone\n"
       "  --quiet          no progress line\n"
@@ -331,6 +335,7 @@ static int train_command(int argc, char **argv)
   printf("done        %zu steps; eps %.6g (%s, delta %g); results in %s (summary.json)\n",
          dpgd_run_step_index(r), dpgd_round_digits(dpgd_run_eps_now(r), 6, 1),
          dpgd_acct_method_name((dpgd_acct_method)p->report_method), p->delta, c->output_dir);
+  if (c->train_rng == DPGD_RNG_SECURE) printf("caveat      %s\n", dpgd_rng_secure_caveat());
   dpgd_run_free(r);
   return DPGD_EXIT_OK;
 }

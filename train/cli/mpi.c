@@ -317,6 +317,14 @@ int dpgd_mpi_attach(dpgd_run *r)
   if (v && strcmp(v, "0") && !(ctx.check = malloc(P * sizeof(double))))
     return DPGD_FAIL(DPGD_ENOMEM, "no memory for DPGD_MPI_VERIFY");
   dpgd_run_set_sum(r, rank0_sum, NULL);
+  /* The noise is rank 0's alone (train/MPI.md "Trust boundary"): say so before any data
+   * leaves rank 0. */
+  if (ctx.size > 1)
+    fprintf(stderr,
+            "dpgd: mpi: trust boundary: ranks 1..%d receive the caps (which encode the "
+            "sample and every point's remaining budget) and send their partial sums without "
+            "noise, in clear: run them only where the training data may be (train/MPI.md)\n",
+            ctx.size - 1);
   return DPGD_OK;
 }
 
