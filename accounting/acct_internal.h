@@ -141,10 +141,16 @@ struct dpgd_accountant {
 #define ACCT_PLD_N_LAMBDA 40
 
 /* ---- gdp.c: the Gaussian curve (MATH.md section 2) ---- */
-/* log delta(eps) of mu-GDP (-inf if 0) with a bound on the absolute error of the log;
- * and delta itself already rounded up by its error bound (*err gets what was added). */
+/* An upper bound of log delta(eps) of mu-GDP (-inf if delta is 0), its error bound
+ * already included (*err = 0, kept for the callers that add one); and delta itself
+ * rounded up (*err gets the distance to a lower bound of the truth). GDP.md. */
 double dpgd_acct_gdp_log_delta_e(double mu, double eps, double *err);
 double dpgd_acct_gdp_delta_e(double mu, double eps, double *err);
+/* Bracket [*lo, *hi] of log delta of mu-GDP at z = (eps - mu^2/2)/mu (0 < mu < inf). */
+void dpgd_acct_gdp_log_delta_z(double mu, double z, double *lo, double *hi);
+/* eps(delta) of mu-GDP (rounded up) and *err, its distance to a lower bound of the
+ * truth; DPGD_ERANGE where eps exceeds the double range. */
+int dpgd_acct_gdp_epsilon_e(double mu, double delta, double *eps, double *err);
 
 /* Brent root bracketing on [lo, hi] with GSL's abort handler off; returns the
  * upper or lower bracket end at convergence. */

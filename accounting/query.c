@@ -29,6 +29,14 @@ static int zcdp_delta(const dpgd_accountant *a, double eps, dpgd_acct_value *out
   return DPGD_OK;
 }
 
+/* mu = sqrt(sum count mu_j^2) rounded up past the sum's and the root's rounding (the
+ * curve grows with mu, so a larger mu is on the private side). */
+static double gauss_mu_up(const dpgd_accountant *a)
+{
+  double s = dpgd_acct_gauss_mu2(a) * (1 + 2 * ((double)a->n + 2) * DBL_EPSILON);
+  return sqrt(s) * (1 + 2 * DBL_EPSILON);
+}
+
 static int check_query(const dpgd_accountant *a, dpgd_acct_method m, dpgd_acct_value *out)
 {
   if (!a || !out) return DPGD_FAIL(DPGD_EINVAL, "accountant query: NULL argument");
@@ -55,14 +63,8 @@ int dpgd_acct_epsilon(const dpgd_accountant *a, dpgd_acct_method m, double delta
   if (a->n == 0) return DPGD_OK;
   switch (m) {
   case DPGD_ACCT_EXACT:
-    if (dpgd_acct_all_gaussian(a)) {
-      double e;
-      st = dpgd_gdp_epsilon(sqrt(dpgd_acct_gauss_mu2(a)), delta, &e);
-      if (st) return st;
-      out->value = e;
-      out->err = e * 16 * DBL_EPSILON;
-      return DPGD_OK;
-    }
+    if (dpgd_acct_all_gaussian(a))
+      return dpgd_acct_gdp_epsilon_e(gauss_mu_up(a), delta, &out->value, &out->err);
     return dpgd_acct_exact_epsilon(a, delta, out);
   case DPGD_ACCT_ZCDP: return zcdp_epsilon(a, delta, out);
   default: return dpgd_acct_rdp_epsilon(a, m, delta, out);
@@ -82,7 +84,7 @@ int dpgd_acct_delta(const dpgd_accountant *a, dpgd_acct_method m, double eps,
   switch (m) {
   case DPGD_ACCT_EXACT:
     if (dpgd_acct_all_gaussian(a)) {
-      out->value = dpgd_acct_gdp_delta_e(sqrt(dpgd_acct_gauss_mu2(a)), eps, &out->err);
+      out->value = dpgd_acct_gdp_delta_e(gauss_mu_up(a), eps, &out->err);
       return DPGD_OK;
     }
     return dpgd_acct_exact_delta(a, eps, out);
