@@ -169,6 +169,8 @@ double dpgd_acct_round_down(double x); /* x decreased by a few ulps */
 /* ---- accountant.c ---- */
 int dpgd_acct_all_gaussian(const dpgd_accountant *a); /* 1 if every entry is Gaussian */
 double dpgd_acct_gauss_mu2(const dpgd_accountant *a); /* sum count mu^2 of Gaussian entries */
+/* sqrt of that sum without under- or overflow, rounded up (the private side). */
+double dpgd_acct_gauss_mu_up(const dpgd_accountant *a);
 /* Adds the entry as is (merging with the last one when equal); used by deserialise. */
 int dpgd_acct_push(dpgd_accountant *a, const acct_entry *en);
 

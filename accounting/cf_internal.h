@@ -99,6 +99,9 @@ double dpgd_acct_cf_find_c(cf_ctx *x);
 int dpgd_acct_cf_integrate_tail(gsl_function *F, const void *ctx, tail_fn *tail, int estimate,
                                 int fixed, double T0, double base, double *val, double *err);
 void dpgd_acct_cf_clamp_delta(dpgd_acct_value *out, double v, double err);
+/* 1 if an integration of this thread stopped on the estimated tail since the last reset
+ * (CF_BOUNDS.md section 3: an estimate, not a proof); reset clears the flag. */
+int dpgd_acct_cf_tail_estimated(int reset);
 int dpgd_acct_cf_formula_b(const dpgd_accountant *a, int dir, double eps, const atoms *at,
                            lm_memo *memo, dpgd_acct_value *out);
 /* Gauss-Legendre nodes and weights on [-1, 1] (this thread's, after dpgd_acct_cf_gl_init). */
