@@ -189,9 +189,10 @@ double dpgd_acct_gauss_mu2(const dpgd_accountant *a)
   return s;
 }
 
-/* sqrt(sum count mu_j^2) scaled by the largest mu_j (no underflow of mu_j^2 nor overflow),
- * rounded up past the sum's, the scaling's and the root's rounding (GDP.md section 4). */
-double dpgd_acct_gauss_mu_up(const dpgd_accountant *a)
+/* sqrt(sum count mu_j^2) scaled by the largest mu_j (neither mu_j^2 underflows nor the
+ * sum overflows); pad = 1 rounds it up past the sum's, the scaling's and the root's
+ * rounding (GDP.md section 4). */
+static double gauss_mu(const dpgd_accountant *a, int pad)
 {
   double m = 0, s = 0;
   for (size_t i = 0; i < a->n; i++)
@@ -202,14 +203,17 @@ double dpgd_acct_gauss_mu_up(const dpgd_accountant *a)
       double r = a->e[i].par[0] / m;
       s += (double)a->e[i].count * r * r;
     }
+  if (!pad) return m * sqrt(s);
   s *= 1 + 4 * ((double)a->n + 2) * DBL_EPSILON;
   return m * sqrt(s) * (1 + 4 * DBL_EPSILON);
 }
 
+double dpgd_acct_gauss_mu_up(const dpgd_accountant *a) { return gauss_mu(a, 1); }
+
 double dpgd_acct_gdp_mu(const dpgd_accountant *a)
 {
   if (!a || !dpgd_acct_all_gaussian(a)) return NAN;
-  return dpgd_acct_gauss_mu_up(a);
+  return gauss_mu(a, 0);
 }
 
 size_t dpgd_acct_n_entries(const dpgd_accountant *a) { return a ? a->n : 0; }

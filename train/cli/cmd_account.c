@@ -432,7 +432,7 @@ static void print_answers(const options *o, const answer *r, const char *what,
   if (o->json) printf("{%s, \"methods\": {", head_json);
   else if (clip2 != 0)
     printf("%-12s %-18s %-12s %s\n", "method", what, clip2 > 0 ? "full steps" : "", "time ms");
-  else printf("%-12s %-18s %-12s %s\n", "method", what, "error bound", "time ms");
+  else printf("%-12s %-18s %-12s %s\n", "method", what, "err included", "time ms");
   int first = 1;
   for (int m = 0; m < DPGD_ACCT_N_METHODS; m++) {
     if (!(o->methods >> m & 1)) continue;
@@ -497,7 +497,11 @@ static void account_usage(FILE *f)
           "Privacy of the composition of the given mechanisms under every accounting\n"
           "method (MATH.md sections 2-4): eps for a delta (default --delta 1e-5), or delta\n"
           "for an eps. Each value is an upper bound that includes its numerical error\n"
-          "bound (printed beside it); a method that does not apply prints n/a and why.\n"
+          "bound, printed beside it as 'err included' (already added, not to be added\n"
+          "again; for eps it is the root finder's tolerance, the delta-side errors of the\n"
+          "exact method being folded into the value itself). 'bound: ...' after an exact\n"
+          "row names a valid fallback bound where no exact path answered. A method that\n"
+          "does not apply prints n/a and why.\n"
           "Where the exact value comes from the privacy-loss distribution (few subsampled\n"
           "releases at a small rate), the line ends with 'pld h=STEP' and its error bound\n"
           "is the width of a proven bracket [lower bound, value] around the truth.\n\n"
