@@ -70,7 +70,8 @@ struct dpgd_accountant {
 /* Most panels one subsampled-Gaussian moment integral may use (NaN beyond: the
  * contour quadrature then reports a non-finite integrand). */
 #define ACCT_SG_MAX_PANELS 2000
-/* Grid points and safety factor of the total variation V behind |M(c+it)| <= V/t. */
+/* Grid cells and extra factor of the proven total-variation bound V behind
+ * |M(c+it)| <= V/t (CF_BOUNDS.md section 2). */
 #define ACCT_SG_TV_POINTS 4001
 #define ACCT_SG_TV_SAFETY 1.05
 /* Doublings of the contour's truncation point T before the tail bound is accepted as
@@ -108,7 +109,8 @@ struct dpgd_accountant {
 #define ACCT_EPS_PASSES 4
 /* Evaluations of delta(eps) the eps search remembers (Brent may ask for one again). */
 #define ACCT_EPS_KNOWN 8
-/* Factor on the estimated contour tail where no closed bound is small enough. */
+/* Factor on the estimated contour tail where no closed bound is small enough (an
+ * estimate, labelled in the answer's note: CF_BOUNDS.md section 3). */
 #define ACCT_TAIL_SAFETY 10.0
 
 /* PLD path of the exact method (pld*.c, accounting/PLD.md). Relative width of the

@@ -58,7 +58,8 @@ typedef struct lm_memo {
  * estimates plus the final tail bound. With `estimate` set (subsampled Gaussians
  * without a Gaussian entry, where no useful closed bound on |M(c + it)| is known), the
  * loop may also stop when the last piece and T |f(T)| are both below the tolerance; the
- * tail is then estimated as ACCT_TAIL_SAFETY times their sum (an estimate, not a proof).
+ * tail is then estimated as ACCT_TAIL_SAFETY times their sum (an estimate, not a proof:
+ * CF_BOUNDS.md section 3; such answers are labelled through dpgd_acct_exact_note).
  * `base` >= 0 is a part of the answer known apart from this integral (the enumerated
  * atoms' delta beside the integral of R = M - D >= 0): the tolerances are relative to
  * base + |integral|, so a continuous part far smaller than the atoms' delta is not
