@@ -245,8 +245,8 @@ static void test_calibration(void **state)
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_gaussian_sweep),  cmocka_unit_test(test_gaussian_huge_mu),
-      cmocka_unit_test(test_rr_sweep),        cmocka_unit_test(test_laplace_discrete),
+      cmocka_unit_test(test_gaussian_sweep), cmocka_unit_test(test_gaussian_huge_mu),
+      cmocka_unit_test(test_rr_sweep),       cmocka_unit_test(test_laplace_discrete),
       cmocka_unit_test(test_calibration),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
