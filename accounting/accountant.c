@@ -1,6 +1,7 @@
 /* accountant.c -- the accountant object: a symbolic list of (mechanism, count) entries
  * (docs/MATH.md "Mechanisms"), with input validation and merging of consecutive equal
  * entries. */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -189,10 +190,31 @@ double dpgd_acct_gauss_mu2(const dpgd_accountant *a)
   return s;
 }
 
+/* sqrt(sum count mu_j^2) scaled by the largest mu_j (neither mu_j^2 underflows nor the
+ * sum overflows); pad = 1 rounds it up past the sum's, the scaling's and the root's
+ * rounding (GDP.md section 4). */
+static double gauss_mu(const dpgd_accountant *a, int pad)
+{
+  double m = 0, s = 0;
+  for (size_t i = 0; i < a->n; i++)
+    if (a->e[i].kind == ACCT_GAUSSIAN) m = fmax(m, a->e[i].par[0]);
+  if (m == 0) return 0;
+  for (size_t i = 0; i < a->n; i++)
+    if (a->e[i].kind == ACCT_GAUSSIAN) {
+      double r = a->e[i].par[0] / m;
+      s += (double)a->e[i].count * r * r;
+    }
+  if (!pad) return m * sqrt(s);
+  s *= 1 + 4 * ((double)a->n + 2) * DBL_EPSILON;
+  return m * sqrt(s) * (1 + 4 * DBL_EPSILON);
+}
+
+double dpgd_acct_gauss_mu_up(const dpgd_accountant *a) { return gauss_mu(a, 1); }
+
 double dpgd_acct_gdp_mu(const dpgd_accountant *a)
 {
   if (!a || !dpgd_acct_all_gaussian(a)) return NAN;
-  return sqrt(dpgd_acct_gauss_mu2(a));
+  return gauss_mu(a, 0);
 }
 
 size_t dpgd_acct_n_entries(const dpgd_accountant *a) { return a ? a->n : 0; }

@@ -70,7 +70,8 @@ struct dpgd_accountant {
 /* Most panels one subsampled-Gaussian moment integral may use (NaN beyond: the
  * contour quadrature then reports a non-finite integrand). */
 #define ACCT_SG_MAX_PANELS 2000
-/* Grid points and safety factor of the total variation V behind |M(c+it)| <= V/t. */
+/* Grid cells and extra factor of the proven total-variation bound V behind
+ * |M(c+it)| <= V/t (CF_BOUNDS.md section 2). */
 #define ACCT_SG_TV_POINTS 4001
 #define ACCT_SG_TV_SAFETY 1.05
 /* Doublings of the contour's truncation point T before the tail bound is accepted as
@@ -108,7 +109,8 @@ struct dpgd_accountant {
 #define ACCT_EPS_PASSES 4
 /* Evaluations of delta(eps) the eps search remembers (Brent may ask for one again). */
 #define ACCT_EPS_KNOWN 8
-/* Factor on the estimated contour tail where no closed bound is small enough. */
+/* Factor on the estimated contour tail where no closed bound is small enough (an
+ * estimate, labelled in the answer's note: CF_BOUNDS.md section 3). */
 #define ACCT_TAIL_SAFETY 10.0
 
 /* PLD path of the exact method (pld*.c, accounting/PLD.md). Relative width of the
@@ -141,10 +143,16 @@ struct dpgd_accountant {
 #define ACCT_PLD_N_LAMBDA 40
 
 /* ---- gdp.c: the Gaussian curve (docs/MATH.md "The Gaussian curve") ---- */
-/* log delta(eps) of mu-GDP (-inf if 0) with a bound on the absolute error of the log;
- * and delta itself already rounded up by its error bound (*err gets what was added). */
+/* An upper bound of log delta(eps) of mu-GDP (-inf if delta is 0), its error bound
+ * already included (*err = 0, kept for the callers that add one); and delta itself
+ * rounded up (*err gets the distance to a lower bound of the truth). GDP.md. */
 double dpgd_acct_gdp_log_delta_e(double mu, double eps, double *err);
 double dpgd_acct_gdp_delta_e(double mu, double eps, double *err);
+/* Bracket [*lo, *hi] of log delta of mu-GDP at z = (eps - mu^2/2)/mu (0 < mu < inf). */
+void dpgd_acct_gdp_log_delta_z(double mu, double z, double *lo, double *hi);
+/* eps(delta) of mu-GDP (rounded up) and *err, its distance to a lower bound of the
+ * truth; DPGD_ERANGE where eps exceeds the double range. */
+int dpgd_acct_gdp_epsilon_e(double mu, double delta, double *eps, double *err);
 
 /* Brent root bracketing on [lo, hi] with GSL's abort handler off; returns the
  * upper or lower bracket end at convergence. */
@@ -163,6 +171,8 @@ double dpgd_acct_round_down(double x); /* x decreased by a few ulps */
 /* ---- accountant.c ---- */
 int dpgd_acct_all_gaussian(const dpgd_accountant *a); /* 1 if every entry is Gaussian */
 double dpgd_acct_gauss_mu2(const dpgd_accountant *a); /* sum count mu^2 of Gaussian entries */
+/* sqrt of that sum without under- or overflow, rounded up (the private side). */
+double dpgd_acct_gauss_mu_up(const dpgd_accountant *a);
 /* Adds the entry as is (merging with the last one when equal); used by deserialise. */
 int dpgd_acct_push(dpgd_accountant *a, const acct_entry *en);
 

@@ -1,6 +1,7 @@
 /* calibrate.c -- noise and budget calibration (docs/MATH.md "Calibration"): bracket and solve
  * with GSL's Brent on a monotone eps(delta), then verify the rounded answer against the
  * target and step it in the private direction (sigma up, B_norm down) until it holds. */
+#include <float.h>
 #include <math.h>
 
 #include <gsl/gsl_math.h>
@@ -24,18 +25,29 @@ static double calib_mu(const calib *c, double x)
   return exp(x / 2) / c->sigma_clip; /* mu = sqrt(B)/(sigma C) */
 }
 
-/* eps at the calibrated entry's mu, minus the target. */
+/* log(eps at the calibrated entry's mu / target), clamped to [-1e4, 1e4]: the sign of
+ * eps - target on a scale Brent handles at every magnitude (eps from 0 to overflow). A
+ * mu that overflows (no noise) or an eps out of the double range (DPGD_ERANGE) counts as
+ * "not private enough" rather than as an error, so the bracket search steps back. */
 static double calib_eval(calib *c, double mu)
 {
   acct_entry *last = &c->acc->e[c->acc->n - 1];
+  if (!(mu < INFINITY)) return 1e4;
   last->par[0] = mu;
   dpgd_acct_value v;
   int st = dpgd_acct_epsilon(c->acc, c->m, c->delta, &v);
+  if (st == DPGD_ERANGE && mu > 1) {
+    dpgd_error_clear();
+    return 1e4;
+  }
   if (st) {
     c->status = st;
     return GSL_NAN;
   }
-  return v.value - c->eps;
+  /* aimed 64 ulps below the target, so that the same composition accounted in another
+   * order or grouping (a few ulps apart) still meets it */
+  double f = log(v.value) - (log(c->eps) - 64 * DBL_EPSILON);
+  return f < -1e4 ? -1e4 : f > 1e4 ? 1e4 : f;
 }
 
 static double calib_f(double x, void *vp) { return calib_eval(vp, calib_mu(vp, x)); }

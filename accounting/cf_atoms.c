@@ -29,13 +29,13 @@ static void nfold_rec(const double *l, const double *lw, size_t k, uint64_t n, s
 {
   if (i == k - 1) {
     out[*m].l = loss + (double)n * l[i];
-    out[*m].lw = logw + (double)n * lw[i] - gsl_sf_lnfact((unsigned)n);
+    out[*m].lw = logw + (n ? (double)n * lw[i] : 0) - gsl_sf_lnfact((unsigned)n);
     (*m)++;
     return;
   }
   for (uint64_t j = 0; j <= n; j++)
     nfold_rec(l, lw, k, n - j, i + 1, loss + (double)j * l[i],
-              logw + (double)j * lw[i] - gsl_sf_lnfact((unsigned)j), out, m);
+              logw + (j ? (double)j * lw[i] : 0) - gsl_sf_lnfact((unsigned)j), out, m);
 }
 
 /* Number of atoms of the n-fold composition of k outcomes: C(n + k - 1, k - 1), or
@@ -48,6 +48,21 @@ static double nfold_size(size_t k, uint64_t n)
     if (s > ACCT_ENUM_MAX_ATOMS) return INFINITY;
   }
   return s;
+}
+
+/* An entry's atoms with log weights, formed in log space where the weight would
+ * underflow (randomized response and Laplace at a large parameter: weight e^{-eps0}). */
+static size_t entry_log_atoms(const acct_entry *en, int dir, double *l, double *lw)
+{
+  size_t k = dpgd_acct_cf_entry_atoms(en, dir, l, lw);
+  for (size_t j = 0; j < k; j++) lw[j] = log(lw[j]);
+  if (en->kind == ACCT_RR) { /* p = 1/(1 + e^{-eps0}), 1 - p = p e^{-eps0} */
+    lw[0] = -log1p(exp(-en->par[0]));
+    lw[1] = lw[0] - en->par[0];
+  } else if (en->kind == ACCT_LAPLACE) {
+    lw[1] = -M_LN2 - en->par[0];
+  }
+  return k;
 }
 
 void dpgd_acct_cf_atoms_free(atoms *at)
@@ -90,8 +105,7 @@ int dpgd_acct_cf_enumerate(const dpgd_accountant *a, int dir, atoms *res)
   cur[0].l = 0, cur[0].lw = 0;
   for (size_t i = 0; i < a->n; i++) {
     const acct_entry *en = &a->e[i];
-    size_t k = dpgd_acct_cf_entry_atoms(en, dir, l, lw);
-    for (size_t j = 0; j < k; j++) lw[j] = log(lw[j]);
+    size_t k = entry_log_atoms(en, dir, l, lw);
     size_t m1 = 0;
     nfold_rec(l, lw, k, en->count, 0, 0, gsl_sf_lnfact((unsigned)en->count), one, &m1);
     size_t mm = 0;
@@ -170,7 +184,8 @@ double dpgd_acct_cf_atoms_delta(const atoms *at, double eps, double *err)
   }
   double s = 0;
   for (size_t i = lo; i < at->n; i++) s += exp(at->at[i].lw) * -expm1(eps - at->at[i].l);
-  *err = s * (at->n - lo + 8) * 4 * DBL_EPSILON;
+  /* each term relative 4 ulps; an exp that underflows loses less than DBL_MIN */
+  *err = s * (at->n - lo + 8) * 4 * DBL_EPSILON + (double)(at->n - lo) * DBL_MIN;
   return s;
 }
 

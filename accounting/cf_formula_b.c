@@ -282,6 +282,16 @@ static int quad_fixed(gsl_function *F, double a, double b, double abstol, double
  * without-replacement Laplace entry (set and restored by dpgd_acct_cf_formula_b). */
 static _Thread_local double tail_rel = ACCT_TAIL_RELTOL;
 
+/* Set when an integration stopped on the estimated tail (not a proven bound). */
+static _Thread_local int tail_estimated;
+
+int dpgd_acct_cf_tail_estimated(int reset)
+{
+  int v = tail_estimated;
+  if (reset) tail_estimated = 0;
+  return v;
+}
+
 int dpgd_acct_cf_integrate_tail(gsl_function *F, const void *ctx, tail_fn *tail, int estimate,
                                 int fixed, double T0, double base, double *val, double *err)
 {
@@ -311,6 +321,7 @@ int dpgd_acct_cf_integrate_tail(gsl_function *F, const void *ctx, tail_fn *tail,
       double est = ACCT_TAIL_SAFETY * (fabs(r) + e + hi * fabs(F->function(hi, F->params)));
       if (est <= tol) {
         tb = est;
+        tail_estimated = 1;
         break;
       }
     }
@@ -386,11 +397,13 @@ static double max_loss(const dpgd_accountant *a, int dir)
   return m;
 }
 
+/* delta = max(v, 0) + err, at most 1 and at least DBL_MIN: every caller has checked that
+ * some loss exceeds eps (delta > 0 then), and a positive delta never prints as 0. */
 void dpgd_acct_cf_clamp_delta(dpgd_acct_value *out, double v, double err)
 {
   out->err = err;
   v = fmax(v, 0) + err;
-  out->value = v > 1 ? 1 : v;
+  out->value = v > 1 ? 1 : v < DBL_MIN ? DBL_MIN : v;
 }
 
 int dpgd_acct_cf_formula_b(const dpgd_accountant *a, int dir, double eps, const atoms *at,

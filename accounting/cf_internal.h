@@ -58,7 +58,8 @@ typedef struct lm_memo {
  * estimates plus the final tail bound. With `estimate` set (subsampled Gaussians
  * without a Gaussian entry, where no useful closed bound on |M(c + it)| is known), the
  * loop may also stop when the last piece and T |f(T)| are both below the tolerance; the
- * tail is then estimated as ACCT_TAIL_SAFETY times their sum (an estimate, not a proof).
+ * tail is then estimated as ACCT_TAIL_SAFETY times their sum (an estimate, not a proof:
+ * CF_BOUNDS.md section 3; such answers are labelled through dpgd_acct_exact_note).
  * `base` >= 0 is a part of the answer known apart from this integral (the enumerated
  * atoms' delta beside the integral of R = M - D >= 0): the tolerances are relative to
  * base + |integral|, so a continuous part far smaller than the atoms' delta is not
@@ -99,6 +100,9 @@ double dpgd_acct_cf_find_c(cf_ctx *x);
 int dpgd_acct_cf_integrate_tail(gsl_function *F, const void *ctx, tail_fn *tail, int estimate,
                                 int fixed, double T0, double base, double *val, double *err);
 void dpgd_acct_cf_clamp_delta(dpgd_acct_value *out, double v, double err);
+/* 1 if an integration of this thread stopped on the estimated tail since the last reset
+ * (CF_BOUNDS.md section 3: an estimate, not a proof); reset clears the flag. */
+int dpgd_acct_cf_tail_estimated(int reset);
 int dpgd_acct_cf_formula_b(const dpgd_accountant *a, int dir, double eps, const atoms *at,
                            lm_memo *memo, dpgd_acct_value *out);
 /* Gauss-Legendre nodes and weights on [-1, 1] (this thread's, after dpgd_acct_cf_gl_init). */

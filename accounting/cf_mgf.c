@@ -261,9 +261,12 @@ double dpgd_acct_cf_sg_log_mgf_real(double q, double sigma, int dir, double c)
   return lv;
 }
 
-/* V: total variation of h/u' with h = phi_sigma e^{Re(w) u}, so that
- * |M(c + i t)| <= V/t (integration by parts). Evaluated on a grid of
- * ACCT_SG_TV_POINTS points over the window, inflated by ACCT_SG_TV_SAFETY. */
+/* V >= the total variation of f = phi_sigma e^{Re(w) u} / u' over the real line, so that
+ * |M(c + i t)| <= V/t (integration by parts; accounting/CF_BOUNDS.md section 2). A proven
+ * bound, not a sample: on each cell [o_i, o_i + h] of a grid over the window,
+ * |(log f)'| <= L_i = (max|o| + |Re w| + 2)/sigma^2 gives |f'| <= L_i min(f_i, f_{i+1})
+ * e^{L_i h}; beyond the window f is monotone (checked) and adds its end value.
+ * INFINITY where the left tail cannot be shown monotone. */
 static double sg_tv_eval(double q, double sigma, double rw);
 
 /* sg_tv remembers its last arguments and value: a contour integral and an eps search
@@ -277,31 +280,42 @@ double dpgd_acct_cf_sg_tv(double q, double sigma, double rw)
   return lv;
 }
 
+/* log f(o) (up to the common constant) and u'(o) sigma^2 = s(x) in (0, 1). */
+static double sg_log_f(double l1, double lq, double sigma, double rw, double o, double *s)
+{
+  double s2 = sigma * sigma, x = (2 * o - 1) / (2 * s2);
+  double u = sg_u_c(l1, lq, sigma, o);
+  *s = exp(lq + x - u);
+  /* log u' = log q + x - u - 2 log sigma */
+  return -o * o / (2 * s2) + rw * u - (lq + x - u) + 2 * log(sigma);
+}
+
 static double sg_tv_eval(double q, double sigma, double rw)
 {
-  double lo, hi;
+  double lo, hi, s_lo, s_hi, s2 = sigma * sigma;
   sg_window(sigma, rw, &lo, &hi);
-  double prev = 0, tv = 0, lmax = -INFINITY;
-  double *l = malloc(ACCT_SG_TV_POINTS * sizeof *l);
-  if (!l) return INFINITY;
-  double l1 = log1p(-q), lq = log(q), ls = log(sigma);
-  for (int i = 0; i < ACCT_SG_TV_POINTS; i++) {
-    double o = lo + (hi - lo) * i / (ACCT_SG_TV_POINTS - 1);
-    double x = (2 * o - 1) / (2 * sigma * sigma);
-    double u = sg_u_c(l1, lq, sigma, o);
-    /* log u' = log q + x - u - 2 log sigma */
-    l[i] = -o * o / (2 * sigma * sigma) - 0.5 * log(2 * M_PI) - ls + rw * u -
-           (lq + x - u - 2 * ls);
-    if (l[i] > lmax) lmax = l[i];
+  double l1 = log1p(-q), lq = log(q);
+  /* left of lo: (log f)' = (-o - 1)/sigma^2 + (rw + 1) u' with u' <= u'(lo), > 0 */
+  double llo = sg_log_f(l1, lq, sigma, rw, lo, &s_lo);
+  double lhi = sg_log_f(l1, lq, sigma, rw, hi, &s_hi);
+  if (!(-lo - 1 + fmin(rw + 1, 0) * s_lo > 0)) return INFINITY;
+  /* right of hi > max(0, rw): (log f)' <= (-o - 1 + max(rw + 1, 0))/sigma^2 < 0 */
+  const int n = ACCT_SG_TV_POINTS;
+  double h = (hi - lo) / (n - 1), m = fmax(llo, lhi), sum = exp(llo - m) + exp(lhi - m);
+  double prev = llo, s;
+  for (int i = 1; i < n; i++) {
+    double o = lo + h * i;
+    double l = sg_log_f(l1, lq, sigma, rw, o, &s);
+    double L = (fmax(fabs(o), fabs(o - h)) + fabs(rw) + 2) / s2;
+    double lc = fmin(prev, l) + L * h + log(L * h) + 1e-9 * (1 + fabs(l));
+    if (lc > m) {
+      sum *= exp(m - lc);
+      m = lc;
+    }
+    sum += exp(lc - m);
+    prev = l;
   }
-  for (int i = 0; i < ACCT_SG_TV_POINTS; i++) {
-    double v = exp(l[i] - lmax);
-    tv += fabs(v - prev);
-    prev = v;
-  }
-  tv += prev; /* back to 0 beyond the window */
-  free(l);
-  return ACCT_SG_TV_SAFETY * tv * exp(lmax);
+  return ACCT_SG_TV_SAFETY * sum * exp(m - 0.5 * log(2 * M_PI) - log(sigma));
 }
 
 /* ---- moment functions of the other mechanisms ---- */

@@ -1,4 +1,6 @@
-/* cf_search.c -- */
+/* cf_search.c -- the exact method's dispatch: closed form for one subsampled release, the
+ * eps(delta) search over formula B, the PLD path where it applies, and the fallback to a
+ * valid bound (RDP conversions, basic composition) where no exact path answers. */
 #include <float.h>
 #include <math.h>
 #include <pthread.h>
@@ -125,17 +127,79 @@ static int exact_delta_s(const dpgd_accountant *a, double eps, search *S, dpgd_a
   return DPGD_OK;
 }
 
+/* sum_j count_j eps_j when every entry is pure eps_j-DP (randomized response, Laplace,
+ * discrete pairs: the largest |loss| of either direction), +inf otherwise; rounded up. */
+static double pure_dp_eps(const dpgd_accountant *a)
+{
+  double s = 0;
+  for (size_t i = 0; i < a->n; i++) {
+    const acct_entry *en = &a->e[i];
+    double m = 0;
+    if (en->kind == ACCT_RR || en->kind == ACCT_LAPLACE) m = en->par[0];
+    else if (en->kind == ACCT_DISCRETE)
+      for (size_t j = 0; j < en->k; j++)
+        if (en->p[j] > 0) m = fmax(m, fabs(log(en->p[j]) - log(en->q[j])));
+    if (en->kind != ACCT_RR && en->kind != ACCT_LAPLACE && en->kind != ACCT_DISCRETE)
+      return INFINITY;
+    s += (double)en->count * m * (1 + 8 * DBL_EPSILON);
+  }
+  return dpgd_acct_round_up(s * (1 + 2 * (double)a->n * DBL_EPSILON));
+}
+
+/* Where no exact path answers (out of its numerical range), the best valid bound: the
+ * RDP conversions of Mironov / Balle et al. and, for pure-DP entries, basic composition
+ * (eps = sum of the eps_j, delta 0). The note names it; st is returned if none applies. */
+static int exact_fallback(const dpgd_accountant *a, int want_eps, double x, int st,
+                          dpgd_acct_value *out)
+{
+  if (st == DPGD_ENOMEM || st == DPGD_EINVAL) return st;
+  char why[160];
+  snprintf(why, sizeof why, "%s", dpgd_error_last());
+  dpgd_acct_value best = {INFINITY, 0};
+  const char *name = NULL;
+  const dpgd_acct_method ms[2] = {DPGD_ACCT_RDP_CLASSIC, DPGD_ACCT_RDP_BALLE};
+  for (int i = 0; i < 2; i++) {
+    dpgd_acct_value v;
+    int s2 = want_eps ? dpgd_acct_rdp_epsilon(a, ms[i], x, &v)
+                      : dpgd_acct_rdp_delta(a, ms[i], x, &v);
+    if (!s2 && v.value < best.value) best = v, name = dpgd_acct_method_name(ms[i]);
+  }
+  double pe = pure_dp_eps(a);
+  if (want_eps && pe < best.value) best.value = pe, best.err = 0, name = "basic composition";
+  if (!want_eps && x >= pe) best.value = best.err = 0, name = "basic composition";
+  dpgd_error_clear();
+  if (!name || !isfinite(best.value))
+    return DPGD_FAIL(st, "%s; no fallback bound applies", why);
+  char note[64];
+  snprintf(note, sizeof note, "bound: %s (exact path out of range)", name);
+  dpgd_acct_exact_note_set(note);
+  *out = best;
+  return DPGD_OK;
+}
+
+/* The note of an answer whose contour integral stopped on the estimated tail. */
+static int estimated_note(void)
+{
+  if (dpgd_acct_cf_tail_estimated(1) && !dpgd_acct_exact_note()[0])
+    dpgd_acct_exact_note_set("cf, contour tail estimated (CF_BOUNDS.md 3)");
+  return DPGD_OK;
+}
+
 /* Where the characteristic-function path fails (the contour integral of few subsampled
  * releases at a small rate converges too slowly), the PLD path answers. */
 int dpgd_acct_exact_delta(const dpgd_accountant *a, double eps, dpgd_acct_value *out)
 {
-  if (few_sg(a) && a->e[0].count > 1) return dpgd_acct_pld_delta(a, eps, out);
-  int st = exact_delta_s(a, eps, NULL, out);
-  if (st && dpgd_acct_pld_applies(a)) {
-    dpgd_error_clear();
-    st = dpgd_acct_pld_delta(a, eps, out);
+  int st;
+  dpgd_acct_cf_tail_estimated(1);
+  if (few_sg(a) && a->e[0].count > 1) st = dpgd_acct_pld_delta(a, eps, out);
+  else {
+    st = exact_delta_s(a, eps, NULL, out);
+    if (st && dpgd_acct_pld_applies(a)) {
+      dpgd_error_clear();
+      st = dpgd_acct_pld_delta(a, eps, out);
+    }
   }
-  return st;
+  return st ? exact_fallback(a, 0, eps, st, out) : estimated_note();
 }
 
 typedef struct {
@@ -197,12 +261,14 @@ static void search_centre(eps_root *r, double eps_c, double f0)
  * answer is far from where c was chosen (ACCT_EPS_RECENTRE). */
 static int exact_epsilon_s(eps_root *r, double delta, dpgd_acct_value *out)
 {
-  dpgd_acct_value rv;
+  dpgd_acct_value rv = {0, 0};
   double hi = 1;
-  if (dpgd_acct_rdp_epsilon(r->a, DPGD_ACCT_RDP_BALLE, delta, &rv) == DPGD_OK && rv.value > 0 &&
-      rv.value < 1e4)
-    hi = rv.value;
+  if (dpgd_acct_rdp_epsilon(r->a, DPGD_ACCT_RDP_BALLE, delta, &rv) != DPGD_OK) rv.value = 0;
+  if (rv.value > 0 && rv.value < 1e4) hi = rv.value;
   dpgd_error_clear();
+  /* far beyond the search's range (1e4 below): the fallback bound answers at once */
+  if (rv.value > 4e4 && isfinite(rv.value))
+    return DPGD_FAIL(DPGD_ERANGE, "exact eps(delta=%g) far exceeds 1e4", delta);
   if (dpgd_acct_cf_gl_init()) return DPGD_ENOMEM;
   double centre = 0.9 * hi;
   search_centre(r, centre, NAN);
@@ -248,7 +314,11 @@ static int exact_epsilon_s(eps_root *r, double delta, dpgd_acct_value *out)
 
 int dpgd_acct_exact_epsilon(const dpgd_accountant *a, double delta, dpgd_acct_value *out)
 {
-  if (few_sg(a) && a->e[0].count > 1) return dpgd_acct_pld_epsilon(a, delta, out);
+  dpgd_acct_cf_tail_estimated(1);
+  if (few_sg(a) && a->e[0].count > 1) {
+    int st = dpgd_acct_pld_epsilon(a, delta, out);
+    return st ? exact_fallback(a, 1, delta, st, out) : DPGD_OK;
+  }
   search S;
   memset(&S, 0, sizeof S);
   eps_root r = {.a = a, .target = delta, .floor = ACCT_EPS_FLOOR * delta, .S = &S};
@@ -258,5 +328,5 @@ int dpgd_acct_exact_epsilon(const dpgd_accountant *a, double delta, dpgd_acct_va
     dpgd_error_clear();
     st = dpgd_acct_pld_epsilon(a, delta, out);
   }
-  return st;
+  return st ? exact_fallback(a, 1, delta, st, out) : estimated_note();
 }

@@ -64,9 +64,11 @@ typedef struct {
 } dpgd_acct_value;
 
 /* ---- The Gaussian curve (docs/MATH.md "The Gaussian curve"), mu-GDP ---- */
-/* delta(eps) for mu-GDP, log-space second term; rounded up by a few ulps. */
+/* delta(eps) for mu-GDP from a two-sided bracket in log space, valid at every mu
+ * (accounting/GDP.md); the upper end, never below DBL_MIN for mu > 0. */
 double dpgd_gdp_delta(double mu, double eps);
-/* Smallest eps >= 0 with delta(eps) <= delta (rounded up). */
+/* Smallest eps >= 0 with delta(eps) <= delta (rounded up); 0 exactly when delta >=
+ * 2 Phi(mu/2) - 1; DPGD_ERANGE where eps exceeds the double range (mu >~ 1.9e154). */
 int dpgd_gdp_epsilon(double mu, double delta, double *eps);
 /* Largest mu whose curve gives eps(delta) <= eps (rounded down). */
 int dpgd_gdp_mu(double eps, double delta, double *mu);
@@ -327,7 +329,10 @@ int dpgd_acct_delta(const dpgd_accountant *a, dpgd_acct_method m, double eps,
 /* Which algorithm gave this thread's last exact answer: "" for the characteristic
  * function or a closed form, "pld h=<step>" for the privacy-loss-distribution path
  * (compositions of subsampled Gaussians where the contour integral fails; its error
- * bound is the width of its bracket). */
+ * bound is the width of its bracket), "cf, contour tail estimated ..." where the
+ * contour integral's tail was estimated rather than bounded (accounting/CF_BOUNDS.md 3),
+ * "bound: NAME ..." where no exact path answered and the value is the valid bound NAME
+ * (an RDP conversion or basic composition). */
 const char *dpgd_acct_exact_note(void);
 
 /* Serialisation for checkpoints: a versioned, checksummed byte string.

@@ -7,24 +7,31 @@
 
 #include "acct_internal.h"
 
+/* rho = mu^2/2: eps = rho + 2 sqrt(rho log(1/delta)) = mu (mu/2 + sqrt(2 log(1/delta))),
+ * formed from mu so that neither mu^2 underflows nor the terms cancel (GDP.md 4). */
 static int zcdp_epsilon(const dpgd_accountant *a, double delta, dpgd_acct_value *out)
 {
-  double rho = dpgd_acct_gauss_mu2(a) / 2;
-  double v = rho + 2 * sqrt(rho * -log(delta));
+  double mu = dpgd_acct_gauss_mu_up(a);
+  double v = mu * (0.5 * mu + sqrt(-2 * log(delta)));
+  if (!(v < DBL_MAX / 2))
+    return DPGD_FAIL(DPGD_ERANGE, "zcdp: eps exceeds the double range (mu = %g)", mu);
   out->err = fabs(v) * 8 * DBL_EPSILON;
   out->value = dpgd_acct_round_up(v);
   return DPGD_OK;
 }
 
+/* delta = exp(-(eps - rho)^2 / (4 rho)) = exp(-z^2/2), z = (eps - mu^2/2)/mu, for eps > rho. */
 static int zcdp_delta(const dpgd_accountant *a, double eps, dpgd_acct_value *out)
 {
-  double rho = dpgd_acct_gauss_mu2(a) / 2;
-  double d;
-  if (rho == 0) d = 0;
-  else if (eps <= rho) d = 1;
-  else d = exp(-(eps - rho) * (eps - rho) / (4 * rho));
+  double mu = dpgd_acct_gauss_mu_up(a), d;
+  if (mu == 0) d = 0;
+  else {
+    double z = mu < 1e150 ? fma(-mu, 0.5 * mu, eps) / mu : eps / mu - 0.5 * mu;
+    z *= 1 - 4 * DBL_EPSILON;           /* z rounded towards 0 ... */
+    d = z <= 0 ? 1 : exp(-0.5 * z * z); /* ... and delta up (exp: 1 ulp) */
+    if (d < 1) d = d * (1 + 8 * DBL_EPSILON) + DBL_MIN;
+  }
   out->err = d * 16 * DBL_EPSILON;
-  d = dpgd_acct_round_up(d);
   out->value = d > 1 ? 1 : d;
   return DPGD_OK;
 }
@@ -55,14 +62,8 @@ int dpgd_acct_epsilon(const dpgd_accountant *a, dpgd_acct_method m, double delta
   if (a->n == 0) return DPGD_OK;
   switch (m) {
   case DPGD_ACCT_EXACT:
-    if (dpgd_acct_all_gaussian(a)) {
-      double e;
-      st = dpgd_gdp_epsilon(sqrt(dpgd_acct_gauss_mu2(a)), delta, &e);
-      if (st) return st;
-      out->value = e;
-      out->err = e * 16 * DBL_EPSILON;
-      return DPGD_OK;
-    }
+    if (dpgd_acct_all_gaussian(a))
+      return dpgd_acct_gdp_epsilon_e(dpgd_acct_gauss_mu_up(a), delta, &out->value, &out->err);
     return dpgd_acct_exact_epsilon(a, delta, out);
   case DPGD_ACCT_ZCDP: return zcdp_epsilon(a, delta, out);
   default: return dpgd_acct_rdp_epsilon(a, m, delta, out);
@@ -82,7 +83,7 @@ int dpgd_acct_delta(const dpgd_accountant *a, dpgd_acct_method m, double eps,
   switch (m) {
   case DPGD_ACCT_EXACT:
     if (dpgd_acct_all_gaussian(a)) {
-      out->value = dpgd_acct_gdp_delta_e(sqrt(dpgd_acct_gauss_mu2(a)), eps, &out->err);
+      out->value = dpgd_acct_gdp_delta_e(dpgd_acct_gauss_mu_up(a), eps, &out->err);
       return DPGD_OK;
     }
     return dpgd_acct_exact_delta(a, eps, out);

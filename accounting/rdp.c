@@ -42,7 +42,7 @@ static double rdp_entry(const acct_entry *en, double a)
   }
   case ACCT_RR: {
     double e0 = en->par[0];
-    double lp = -log1p(exp(-e0)), lq = -log1p(exp(e0)); /* log p, log(1-p) */
+    double lp = -log1p(exp(-e0)), lq = lp - e0; /* log p, log(1-p): no overflow */
     double l = logsumexp2(a * lp + (1 - a) * lq, a * lq + (1 - a) * lp);
     return l / (a - 1);
   }

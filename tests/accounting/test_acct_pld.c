@@ -57,7 +57,7 @@ static void test_agrees_with_cf(void **state)
   dpgd_accountant *a = sg_new(0.01, 0.8, 100);
   dpgd_acct_value cf, p;
   assert_int_equal(dpgd_acct_epsilon(a, DPGD_ACCT_EXACT, 1e-5, &cf), DPGD_OK);
-  assert_string_equal(dpgd_acct_exact_note(), ""); /* the characteristic function answered */
+  assert_true(strncmp(dpgd_acct_exact_note(), "pld", 3) != 0); /* the contour answered */
   assert_int_equal(dpgd_acct_pld_epsilon(a, 1e-5, &p), DPGD_OK);
   assert_true(fabs(p.value - cf.value) <= 1e-3 * cf.value);
   assert_true(p.value - p.err <= cf.value + cf.err && cf.value - cf.err <= p.value);

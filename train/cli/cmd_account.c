@@ -462,7 +462,7 @@ static void print_answers(const options *o, const answer *r, const char *what,
   if (o->json) printf("{%s, \"methods\": {", head_json);
   else if (clip2 != 0)
     printf("%-12s %-18s %-12s %s\n", "method", what, clip2 > 0 ? "full steps" : "", "time ms");
-  else printf("%-12s %-18s %-12s %s\n", "method", what, "error bound", "time ms");
+  else printf("%-12s %-18s %-12s %s\n", "method", what, "err included", "time ms");
   int first = 1;
   for (int m = 0; m < DPGD_ACCT_N_METHODS; m++) {
     if (!(o->methods >> m & 1)) continue;
@@ -527,8 +527,11 @@ static void account_usage(FILE *f)
           "Privacy of the composition of the given mechanisms under every accounting\n"
           "method (formulas and their sources: docs/MATH.md): eps for a delta (default\n"
           "--delta 1e-5), or delta for an eps. Each value is an upper bound that includes\n"
-          "its numerical error bound (printed beside it); a method that does not apply\n"
-          "prints n/a and why.\n"
+          "its numerical error bound, printed beside it as 'err included' (already added,\n"
+          "not to be added again; for eps it is the root finder's tolerance, the delta-side\n"
+          "errors of the exact method being folded into the value itself). 'bound: ...'\n"
+          "after an exact row names a valid fallback bound where no exact path answered. A\n"
+          "method that does not apply prints n/a and why.\n"
           "Where the exact value comes from the privacy-loss distribution (few subsampled\n"
           "releases at a small rate), the line ends with 'pld h=STEP' and its error bound\n"
           "is the width of a proven bracket [lower bound, value] around the truth.\n\n"
