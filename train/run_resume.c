@@ -79,6 +79,37 @@ int dpgd_run_write_checkpoint(dpgd_run *r)
   return rc;
 }
 
+/* The step of a metrics row, which must be prev + 1 and followed by a comma; 0, or 4
+ * (damaged) with *s untouched. */
+static int metrics_row_step(const char *line, uint64_t prev, uint64_t *s)
+{
+  char *end = NULL;
+  if (line[0] < '0' || line[0] > '9') return 4;
+  errno = 0;
+  unsigned long long v = strtoull(line, &end, 10);
+  if (errno || *end != ',' || v != prev + 1) return 4;
+  *s = v;
+  return 0;
+}
+
+/* The one-line refusal of a metrics.csv that does not match the checkpoint. */
+static int metrics_damaged(const char *p, int why, uint64_t lineno, uint64_t last,
+                           uint64_t step)
+{
+  if (why == 3)
+    return DPGD_FAIL(DPGD_EFORMAT,
+                     "%s ends at step %llu but the checkpoint is at step %llu: rows are "
+                     "missing (the file was cut or edited); restore it, or start a new run",
+                     p, (unsigned long long)last, (unsigned long long)step);
+  return DPGD_FAIL(DPGD_EFORMAT,
+                   "%s line %llu is not %s: the file was edited or damaged after the run "
+                   "wrote it; restore it, or start a new run",
+                   p, (unsigned long long)lineno,
+                   why == 1   ? "this run's header"
+                   : why == 2 ? "complete (a partial line with more after it)"
+                              : "the next step's row");
+}
+
 /* Keeps the header and the rows of steps <= step (rows after a checkpoint are written
  * again by the resumed run; their count goes to r->redone), then reopens for appending.
  * *last: the step of the last row kept (0: none). A secure run with rows after its
@@ -98,9 +129,20 @@ static int trim_metrics(dpgd_run *r, uint64_t step, uint64_t *last)
   uint64_t after = 0; /* first dropped step */
   *last = 0;
   r->redone = 0;
-  while (mem && (len = getline(&line, &cap, f)) > 0) {
-    if (line[len - 1] != '\n') break; /* a partial last line from the kill */
-    uint64_t s = first ? 0 : strtoull(line, NULL, 10);
+  int bad = 0;
+  uint64_t prev = 0, lineno = 0;
+  while (mem && !bad && (len = getline(&line, &cap, f)) > 0) {
+    lineno++;
+    if (line[len - 1] != '\n') {
+      /* A partial line is the kill's only if nothing follows it. */
+      bad = getc(f) != EOF ? 2 : 0;
+      break;
+    }
+    uint64_t s = 0;
+    if (first) bad = strcmp(line, dpgd_run_metrics_header(r->cfg.output_diagnostics)) ? 1 : 0;
+    else bad = metrics_row_step(line, prev, &s);
+    if (bad) break;
+    prev = s;
     if (s > step) {
       if (!r->redone++) after = s;
       continue;
@@ -113,6 +155,14 @@ static int trim_metrics(dpgd_run *r, uint64_t step, uint64_t *last)
   fclose(f);
   if (!mem) return DPGD_FAIL(DPGD_ENOMEM, "no memory to rewrite %s", p);
   fclose(mem);
+  /* Rows the checkpoint says were written must all be there: research rows reach the
+   * disk before their checkpoint, secure rows up to the step before it (its own row is
+   * in the checkpoint). Anything else is a file that was cut or edited. */
+  if (!bad && (first || (r->secure ? *last + 1 < step : *last < step))) bad = 3;
+  if (bad) {
+    free(text);
+    return metrics_damaged(p, bad, lineno, *last, step);
+  }
   /* Research: rows after the checkpoint were released; replaying them is harmless only
    * if it reproduces them bit for bit (same noise, same gradients), which needs the
    * same build, BLAS kernel and chunking (not the thread or MPI rank count: the
