@@ -77,7 +77,7 @@ int dpgd_data_idx_read(dpgd_dataset **out, const char *images_path, const char *
  * file, a duplicate index and a gap are each reported with the file they concern. */
 int dpgd_data_png_read(dpgd_dataset **out, const char *split_dir, int n_classes);
 
-/* Same for a sample of such a folder (e.g. ../shared/data/mnist_png_sample), whose
+/* Same for a sample of such a folder (e.g. mnist_png_sample), whose
  * indices need not be contiguous: examples are ordered by index, gaps are allowed,
  * duplicates are not, and *index (malloc'ed, free it) gets each example's file-name
  * index, so example i is example index[i] of the full split. */
@@ -117,10 +117,10 @@ int dpgd_data_load_sparse(dpgd_dataset **out, size_t **index /* (n) */, const ch
                           const char *split);
 
 /* Resolves the dataset directory: explicit (flag or config) wins and must be a
- * directory; else $DPGD_DATA_DIR if set and non-empty (must be a directory); else the
- * first of data/mnist (under the current directory) and ../shared/data/mnist that
- * holds a dataset (a train split, IDX or PNG). Writes the chosen path into buf. Fails
- * with a message listing what was tried. */
+ * directory; else $DPGD_DATA_DIR if set and non-empty (must be a directory); else
+ * data/mnist (under the current directory) if it holds a dataset (a train split, IDX
+ * or PNG). Writes the chosen path into buf. Fails with a message listing what was
+ * tried. */
 int dpgd_data_find_dir(char *buf, size_t buflen, const char *explicit_dir);
 
 /* ---- Using a dataset ---------------------------------------------------------- */

@@ -58,8 +58,7 @@ static const char *const algorithm_names[] = {"gd", "pnsgd", NULL};
 /* clang-format off: one key per entry, its help on the next line */
 static const key_spec schema[] = {
     {KEY(data, dir), T_PATH, "", NULL, NOHASH,
-     "dataset directory (IDX or PNG tree); empty = $DPGD_DATA_DIR, data/mnist, "
-     "../shared/data/mnist"},
+     "dataset directory (IDX or PNG tree); empty = $DPGD_DATA_DIR, else data/mnist"},
     {KEY(data, n_train), T_SIZE, "0", NULL, 0,
      "use the first n training examples (n is then the public dataset size); 0 = all"},
     {KEY(data, n_test), T_SIZE, "0", NULL, 0, "use the first n test examples; 0 = all"},
