@@ -128,6 +128,16 @@ int dpgd_data_find_dir(char *buf, size_t buflen, const char *explicit_dir);
 /* Keeps only the first n examples (n <= ds->n); used for test subsets. */
 int dpgd_data_truncate(dpgd_dataset *ds, size_t n);
 
+/* Largest magnitude a normalised pixel (p/255 - mean) / std may reach: beyond it the
+ * models' float arithmetic overflows (NaN losses and predictions). */
+#define DPGD_DATA_NORM_MAX 1e6
+
+/* Checks a pixel normalisation before it is used: mean finite, std > 0 and finite, and
+ * (p/255 - mean) / std of magnitude at most DPGD_DATA_NORM_MAX for every pixel p (in
+ * float as unpack computes it). what names the source in the message ("--mean/--std",
+ * "data.mean/data.std"). DPGD_EINVAL otherwise. */
+int dpgd_data_check_norm(double mean, double std, const char *what);
+
 /* Writes normalised floats of examples [first, first + count) into out. */
 void dpgd_data_unpack(float *out /* (count, d) row-major */, const dpgd_dataset *ds,
                       size_t first, size_t count);

@@ -4,6 +4,7 @@
  * Every error names the key (and the file and line when there is one). */
 #include "dpgd_accounting.h"
 #include "dpgd_config.h"
+#include "dpgd_data.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -479,7 +480,7 @@ static int check_ranges_again(const dpgd_config *c)
     return DPGD_FAIL(DPGD_EINVAL, "%s must be > 0 (got %g)", NAME(train_lr), c->train_lr);
   if (!(c->data_std > 0) || !isfinite(c->data_std))
     return DPGD_FAIL(DPGD_EINVAL, "%s must be > 0 (got %g)", NAME(data_std), c->data_std);
-  return DPGD_OK;
+  return dpgd_data_check_norm(c->data_mean, c->data_std, "data.mean/data.std");
 }
 
 /* Individual filtering under subsampling (train/DPSGD_FILTER.md): the budget is in
