@@ -67,6 +67,22 @@ void dpgd_data_pixel_moments(double *mean, double *std, const uint8_t *px, size_
   *std = sqrt(v);
 }
 
+int dpgd_data_check_norm(double mean, double std, const char *what)
+{
+  if (!isfinite(mean) || !(std > 0) || !isfinite(std))
+    return DPGD_FAIL(DPGD_EINVAL, "%s: mean %g and std %g: expected a finite mean and std > 0",
+                     what, mean, std);
+  /* The extremes are p = 0 and p = 255; unpack's float factors must stay finite too. */
+  double far = fmax(fabs(mean), fabs(1 - mean)) / std;
+  float fstd = (float)std, scale = 1.0f / (255.0f * fstd), shift = (float)mean / fstd;
+  if (!(far <= DPGD_DATA_NORM_MAX) || !(fstd > 0) || !isfinite(scale) || !isfinite(shift))
+    return DPGD_FAIL(DPGD_EINVAL,
+                     "%s: (p/255 - %g) / %g reaches %.3g in magnitude, above %g (std too "
+                     "small for the float arithmetic of the models)",
+                     what, mean, std, far, DPGD_DATA_NORM_MAX);
+  return DPGD_OK;
+}
+
 void dpgd_data_unpack(float *out, const dpgd_dataset *ds, size_t first, size_t count)
 {
   const float scale = 1.0f / (255.0f * ds->std);

@@ -77,7 +77,7 @@ int dpgd_data_idx_read(dpgd_dataset **out, const char *images_path, const char *
  * file, a duplicate index and a gap are each reported with the file they concern. */
 int dpgd_data_png_read(dpgd_dataset **out, const char *split_dir, int n_classes);
 
-/* Same for a sample of such a folder (e.g. ../shared/data/mnist_png_sample), whose
+/* Same for a sample of such a folder (e.g. mnist_png_sample), whose
  * indices need not be contiguous: examples are ordered by index, gaps are allowed,
  * duplicates are not, and *index (malloc'ed, free it) gets each example's file-name
  * index, so example i is example index[i] of the full split. */
@@ -123,16 +123,26 @@ int dpgd_data_load_sparse(dpgd_dataset **out, size_t **index /* (n) */, const ch
                           const char *split);
 
 /* Resolves the dataset directory: explicit (flag or config) wins and must be a
- * directory; else $DPGD_DATA_DIR if set and non-empty (must be a directory); else the
- * first of data/mnist (under the current directory) and ../shared/data/mnist that
- * holds a dataset (a train split, IDX or PNG). Writes the chosen path into buf. Fails
- * with a message listing what was tried. */
+ * directory; else $DPGD_DATA_DIR if set and non-empty (must be a directory); else
+ * data/mnist (under the current directory) if it holds a dataset (a train split, IDX
+ * or PNG). Writes the chosen path into buf. Fails with a message listing what was
+ * tried. */
 int dpgd_data_find_dir(char *buf, size_t buflen, const char *explicit_dir);
 
 /* ---- Using a dataset ---------------------------------------------------------- */
 
 /* Keeps only the first n examples (n <= ds->n); used for test subsets. */
 int dpgd_data_truncate(dpgd_dataset *ds, size_t n);
+
+/* Largest magnitude a normalised pixel (p/255 - mean) / std may reach: beyond it the
+ * models' float arithmetic overflows (NaN losses and predictions). */
+#define DPGD_DATA_NORM_MAX 1e6
+
+/* Checks a pixel normalisation before it is used: mean finite, std > 0 and finite, and
+ * (p/255 - mean) / std of magnitude at most DPGD_DATA_NORM_MAX for every pixel p (in
+ * float as unpack computes it). what names the source in the message ("--mean/--std",
+ * "data.mean/data.std"). DPGD_EINVAL otherwise. */
+int dpgd_data_check_norm(double mean, double std, const char *what);
 
 /* Writes normalised floats of examples [first, first + count) into out. */
 void dpgd_data_unpack(float *out /* (count, d) row-major */, const dpgd_dataset *ds,

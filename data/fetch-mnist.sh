@@ -4,17 +4,22 @@
 # moves the files into place only when all four are verified, so the destination never
 # holds a partial or corrupt file.
 #
-#   data/fetch-mnist.sh [--from DIR] [DEST]        DEST defaults to data/mnist here
+#   data/fetch-mnist.sh [--from DIR | --prefer DIR] [DEST]   DEST defaults to data/mnist here
+#
+#   --from DIR    copy from DIR (the four files, .gz or raw); never downloads
+#   --prefer DIR  as --from DIR when DIR exists, otherwise download (the quickstart and
+#                 tests/run.sh use it with ../shared/data/mnist, so that CI stays offline)
 #
 # Environment: DPGD_MNIST_MIRRORS  space-separated base URLs tried in order (each gets
-#                                  <file>.gz appended; default: the list below)
+#                                  <file>.gz appended; default: the list below); http://,
+#                                  https:// or file:///ABSOLUTE/DIR (a local mirror)
 #              DPGD_FETCH_TOOL     curl or wget (default: curl if installed, else wget)
 #              DPGD_FETCH_TIMEOUT  seconds per connection attempt (default 20)
 set -euo pipefail
 
 FILES="train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte t10k-labels-idx1-ubyte"
-# MD5 of the decompressed files (as in ../shared/data/mnist/MD5SUMS; the official .gz
-# files are recompressed by some mirrors, the content never changes).
+# MD5 of the decompressed files (the official MNIST files; the official .gz files are
+# recompressed by some mirrors, the content never changes).
 md5_of() {
   case $1 in
   train-images-idx3-ubyte) echo 6bbc9ace898e44ae57da46a324031adb ;;
@@ -34,6 +39,7 @@ usage() {
 }
 
 FROM=""
+PREFER=""
 DEST=""
 while [ $# -gt 0 ]; do
   case $1 in
@@ -41,13 +47,21 @@ while [ $# -gt 0 ]; do
   --from)
     [ $# -ge 2 ] || { echo "fetch-mnist: error: --from needs a directory" >&2; exit 2; }
     FROM=$2; shift 2 ;;
+  --prefer)
+    [ $# -ge 2 ] || { echo "fetch-mnist: error: --prefer needs a directory" >&2; exit 2; }
+    PREFER=$2; shift 2 ;;
   -*) echo "fetch-mnist: error: unknown option '$1' (see --help)" >&2; exit 2 ;;
   *)
     [ -z "$DEST" ] || { echo "fetch-mnist: error: one DEST expected" >&2; exit 2; }
     DEST=$1; shift ;;
   esac
 done
+[ -z "$FROM" ] || [ -z "$PREFER" ] || { echo "fetch-mnist: error: --from and --prefer exclude each other" >&2; exit 2; }
 [ -n "$DEST" ] || DEST="$(cd "$(dirname "$0")" && pwd)/mnist"
+if [ -n "$PREFER" ] && [ -d "$PREFER" ]; then
+  say "$PREFER exists: files missing here are copied from it, not downloaded"
+  FROM=$PREFER
+fi
 [ -z "$FROM" ] || [ -d "$FROM" ] || die "--from $FROM: no such directory"
 for tool in gzip md5sum; do
   command -v $tool >/dev/null || die "$tool is needed (Debian: apt-get install gzip coreutils)"
@@ -62,7 +76,14 @@ verify() {
 }
 
 fetch_url() { # URL OUT
-  local timeout=${DPGD_FETCH_TIMEOUT:-20}
+  local timeout=${DPGD_FETCH_TIMEOUT:-20} path
+  case $1 in
+  file://*) # a local mirror, whatever the tool (wget has no file://): file:///DIR/NAME
+    path=${1#file://}
+    path=${path#localhost}
+    [ -f "$path" ] && cp -- "$path" "$2"
+    return ;;
+  esac
   case $TOOL in
   curl) curl -fsSL --connect-timeout "$timeout" --retry 1 -o "$2" "$1" ;;
   wget) wget -q -T "$timeout" -t 2 -O "$2" "$1" ;;
@@ -70,17 +91,25 @@ fetch_url() { # URL OUT
 }
 
 if [ -z "$FROM" ]; then
+  MIRRORS=${DPGD_MNIST_MIRRORS:-$DEFAULT_MIRRORS}
+  [ -n "$(echo $MIRRORS)" ] || die "DPGD_MNIST_MIRRORS is set but lists no mirror"
+  REMOTE=""
+  for m in $MIRRORS; do
+    case $m in
+    file:///* | file://localhost/*) ;;
+    file://*) die "DPGD_MNIST_MIRRORS: $m: a file:// mirror needs an absolute path (file:///DIR)" ;;
+    *) REMOTE=1 ;;
+    esac
+  done
   TOOL=${DPGD_FETCH_TOOL:-}
   if [ -z "$TOOL" ]; then
     if command -v curl >/dev/null; then TOOL=curl; elif command -v wget >/dev/null; then TOOL=wget; fi
   fi
   case $TOOL in
-  curl | wget) command -v "$TOOL" >/dev/null || die "$TOOL is not installed (Debian: apt-get install $TOOL)" ;;
-  "") die "neither curl nor wget is installed (Debian: apt-get install curl)" ;;
+  curl | wget) command -v "$TOOL" >/dev/null || [ -z "$REMOTE" ] || die "$TOOL is not installed (Debian: apt-get install $TOOL)" ;;
+  "") [ -z "$REMOTE" ] || die "neither curl nor wget is installed (Debian: apt-get install curl)" ;;
   *) die "DPGD_FETCH_TOOL=$TOOL: expected curl or wget" ;;
   esac
-  MIRRORS=${DPGD_MNIST_MIRRORS:-$DEFAULT_MIRRORS}
-  [ -n "$(echo $MIRRORS)" ] || die "DPGD_MNIST_MIRRORS is set but lists no mirror"
 fi
 
 # Staging happens beside DEST (same file system), so the final mv is a rename.

@@ -105,8 +105,8 @@ int dpgd_data_load_sparse(dpgd_dataset **out, size_t **index, const char *dir,
   return load(out, index, dir, split);
 }
 
-/* A default directory is taken only if it holds a train split (IDX or PNG), so an
- * empty or unrelated data/mnist does not shadow the shared copy. */
+/* The default directory is taken only if it holds a train split (IDX or PNG), so an
+ * empty or unrelated data/mnist is reported as no dataset. */
 static int holds_dataset(const char *dir)
 {
   dpgd_data_source src;
@@ -138,12 +138,9 @@ int dpgd_data_find_dir(char *buf, size_t buflen, const char *explicit_dir)
   if (explicit_dir && explicit_dir[0]) return choose(buf, buflen, explicit_dir, "given");
   const char *env = getenv("DPGD_DATA_DIR");
   if (env && env[0]) return choose(buf, buflen, env, "from $DPGD_DATA_DIR");
-  static const char *const defaults[] = {"data/mnist", "../shared/data/mnist"};
-  for (size_t k = 0; k < sizeof defaults / sizeof defaults[0]; k++)
-    if (holds_dataset(defaults[k])) return choose(buf, buflen, defaults[k], "default");
-  return DPGD_FAIL(
-      DPGD_EIO,
-      "no dataset found: no --data DIR or data directory in the config, "
-      "$DPGD_DATA_DIR unset, and neither data/mnist nor ../shared/data/mnist holds one (run "
-      "data/fetch-mnist.sh)");
+  if (holds_dataset("data/mnist")) return choose(buf, buflen, "data/mnist", "default");
+  return DPGD_FAIL(DPGD_EIO,
+                   "no dataset found: no --data DIR or data directory in the config, "
+                   "$DPGD_DATA_DIR unset, and data/mnist (under the current directory) "
+                   "holds none (run data/fetch-mnist.sh)");
 }

@@ -4,6 +4,7 @@
  * Every error names the key (and the file and line when there is one). */
 #include "dpgd_accounting.h"
 #include "dpgd_config.h"
+#include "dpgd_data.h"
 
 #include <errno.h>
 #include <math.h>
@@ -58,8 +59,7 @@ static const char *const algorithm_names[] = {"gd", "pnsgd", NULL};
 /* clang-format off: one key per entry, its help on the next line */
 static const key_spec schema[] = {
     {KEY(data, dir), T_PATH, "", NULL, NOHASH,
-     "dataset directory (IDX or PNG tree); empty = $DPGD_DATA_DIR, data/mnist, "
-     "../shared/data/mnist"},
+     "dataset directory (IDX or PNG tree); empty = $DPGD_DATA_DIR, else data/mnist"},
     {KEY(data, n_train), T_SIZE, "0", NULL, 0,
      "use the first n training examples (n is then the public dataset size); 0 = all"},
     {KEY(data, n_test), T_SIZE, "0", NULL, 0, "use the first n test examples; 0 = all"},
@@ -303,8 +303,8 @@ static int parse_value(dpgd_config *c, const key_spec *k, const char *text, char
   case T_ENUM:
   case T_NAME: return parse_name(field, sizeof c->model_type, k, text, why, whylen);
   case T_PATH:
-    if (strlen(text) >= DPGD_CONFIG_PATH_MAX) {
-      snprintf(why, whylen, "path longer than %d characters", DPGD_CONFIG_PATH_MAX - 1);
+    if (dpgd_config_check_path(text, "path")) {
+      snprintf(why, whylen, "%s", dpgd_error_last());
       return DPGD_EINVAL;
     }
     snprintf(field, DPGD_CONFIG_PATH_MAX, "%s", text);
@@ -336,6 +336,7 @@ typedef struct {
   int lineno;     /* lines read so far */
   int error_line; /* line of the first error found here; 0 = none */
   char error[512];
+  char section[64]; /* the last [section] line's, for key lines split here */
   unsigned char seen[N_KEYS];
 } load_state;
 
@@ -346,8 +347,11 @@ static void load_error(load_state *st, const char *fmt, const char *a, const cha
   snprintf(st->error, sizeof st->error, fmt, a, b);
 }
 
+static int ini_handler_fn(void *user, const char *section, const char *name, const char *value);
+
 /* inih's reader: whole-line comments are dropped here, so help comments of any length
- * pass; a key line longer than inih's buffer is an error, never silently split. */
+ * pass; a key line longer than inih's buffer (a long path) is split here and handed to
+ * the handler; any other line that long is an error, never silently split. */
 static char *ini_reader_fn(char *str, int num, void *stream)
 {
   load_state *st = stream;
@@ -360,10 +364,18 @@ static char *ini_reader_fn(char *str, int num, void *stream)
     snprintf(str, (size_t)num, "\n");
     return str;
   }
+  if (*p == '[')
+    snprintf(st->section, sizeof st->section, "%.*s", (int)strcspn(p + 1, "]"), p + 1);
+  char *name, *value;
+  if (len >= num - 1 && !dpgd_config_split_line(st->line, &name, &value)) {
+    ini_handler_fn(st, st->section, name, value); /* a long key line (a path) is split here */
+    snprintf(str, (size_t)num, "\n");
+    return str;
+  }
   if (len >= num - 1) {
     char limit[32];
     snprintf(limit, sizeof limit, "%d", num - 3);
-    load_error(st, "line longer than %s characters%s (use --set for long values)", limit, "");
+    load_error(st, "line longer than %s characters%s", limit, "");
     snprintf(str, (size_t)num, "\n");
     return str;
   }
@@ -493,7 +505,14 @@ static int check_ranges_again(const dpgd_config *c)
     return DPGD_FAIL(DPGD_EINVAL, "%s must be > 0 (got %g)", NAME(train_lr), c->train_lr);
   if (!(c->data_std > 0) || !isfinite(c->data_std))
     return DPGD_FAIL(DPGD_EINVAL, "%s must be > 0 (got %g)", NAME(data_std), c->data_std);
-  return DPGD_OK;
+  if (memchr(c->output_dir, 0, sizeof c->output_dir) == NULL ||
+      memchr(c->data_dir, 0, sizeof c->data_dir) == NULL)
+    return DPGD_FAIL(DPGD_EINVAL, "%s or %s is not terminated", NAME(output_dir),
+                     NAME(data_dir));
+  int rc = dpgd_config_check_path(c->output_dir, NAME(output_dir));
+  if (!rc) rc = dpgd_config_check_path(c->data_dir, NAME(data_dir));
+  if (!rc) rc = dpgd_data_check_norm(c->data_mean, c->data_std, "data.mean/data.std");
+  return rc;
 }
 
 /* Individual filtering under subsampling (train/DPSGD_FILTER.md): the budget is in

@@ -117,6 +117,14 @@ int dpgd_config_load(dpgd_config *c, const char *path);
 /* Same, from a buffer (fuzzing, tests); name is used in messages. */
 int dpgd_config_load_mem(dpgd_config *c, const void *buf, size_t len, const char *name);
 
+/* DPGD_OK if path (what names it in the message) fits a config field and config.ini can
+ * carry it back: shorter than DPGD_CONFIG_PATH_MAX, no line break, no leading or
+ * trailing blank, no ';' after a blank (an INI comment). */
+int dpgd_config_check_path(const char *path, const char *what);
+/* Splits an INI key line "name = value ; comment" in place as inih does (both trimmed);
+ * for lines longer than inih's buffer. DPGD_EINVAL if it is not a key line. */
+int dpgd_config_split_line(char *line, char **name, char **value);
+
 /* Applies one override "section.key=value". */
 int dpgd_config_set(dpgd_config *c, const char *assignment);
 

@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build-mpi} MODEL=${2:-softmax} STEPS=${3:-10}
 DPGD=$(cd "$BUILD/train" && pwd)/dpgd
-MNIST=${DPGD_MNIST_DIR:-$(cd .. && pwd)/shared/data/mnist}
+MNIST=${DPGD_MNIST_DIR:-data/mnist}
 export OMP_NUM_THREADS=1 OMPI_MCA_btl_vader_single_copy_mechanism=none
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT

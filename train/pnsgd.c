@@ -260,6 +260,7 @@ int dpgd_pnsgd_open(dpgd_pnsgd **out, const dpgd_config *c, const char *run_dir)
   int rc = dpgd_config_validate(c);
   if (!rc && c->train_algorithm != DPGD_ALGO_PNSGD)
     rc = DPGD_FAIL(DPGD_EINVAL, "%s is not pnsgd", NAME(train_algorithm));
+  if (!rc && run_dir) rc = dpgd_config_check_path(run_dir, "run directory");
   if (rc) return rc;
   dpgd_pnsgd *r = calloc(1, sizeof *r);
   if (!r) return DPGD_FAIL(DPGD_ENOMEM, "no memory for the run");

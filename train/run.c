@@ -298,6 +298,7 @@ static int create_metrics(dpgd_run *r)
 int dpgd_run_open(dpgd_run **out, const dpgd_config *c, const char *run_dir)
 {
   *out = NULL;
+  if (run_dir && dpgd_config_check_path(run_dir, "run directory")) return DPGD_EINVAL;
   dpgd_run *r = calloc(1, sizeof *r);
   if (!r) return DPGD_FAIL(DPGD_ENOMEM, "no memory for the run");
   r->lock_fd = r->metrics = -1;

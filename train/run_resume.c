@@ -375,6 +375,7 @@ static int restore_metrics(dpgd_run *r, const run_meta *m)
 int dpgd_run_resume(dpgd_run **out, const char *run_dir)
 {
   *out = NULL;
+  if (dpgd_config_check_path(run_dir, "run directory")) return DPGD_EINVAL;
   dpgd_run *r = calloc(1, sizeof *r);
   if (!r) return DPGD_FAIL(DPGD_ENOMEM, "no memory for the run");
   r->lock_fd = r->metrics = -1;

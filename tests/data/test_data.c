@@ -636,20 +636,29 @@ static void test_find_dir(void **state)
   char *dir = tu_tmpdir();
   char cwd[1024], buf[1024], p[700];
   assert_non_null(getcwd(cwd, sizeof cwd));
-  /* Work one level down, so that the ../shared default lands inside the temp folder
-   * (a /tmp/shared on the machine would otherwise be found). */
+  /* Work one level down, beside a dataset in ../shared/data/mnist: the library looks in
+   * no directory outside the one it runs in (the project's own machines keep MNIST
+   * there; a user's would not). */
+  const size_t index[1] = {0};
+  const uint8_t labels[1] = {2};
+  snprintf(p, sizeof p, "%s/shared", dir);
+  assert_int_equal(mkdir(p, 0755), 0);
+  snprintf(p, sizeof p, "%s/shared/data", dir);
+  assert_int_equal(mkdir(p, 0755), 0);
+  snprintf(p, sizeof p, "%s/shared/data/mnist", dir);
+  assert_int_equal(mkdir(p, 0755), 0);
+  snprintf(p, sizeof p, "%s/shared/data/mnist/training", dir);
+  tu_png_tree(p, index, labels, 1, PW, PH);
   snprintf(p, sizeof p, "%s/work", dir);
   assert_int_equal(mkdir(p, 0755), 0);
   assert_int_equal(chdir(p), 0);
   unsetenv("DPGD_DATA_DIR");
   expect_error(dpgd_data_find_dir(buf, sizeof buf, NULL), DPGD_EIO, "no dataset found",
-               "../shared/data/mnist");
+               "data/mnist (under the current directory) holds none");
   /* An empty data/mnist does not count as a dataset. */
   mkdir("data", 0755);
   mkdir("data/mnist", 0755);
   expect_error(dpgd_data_find_dir(buf, sizeof buf, ""), DPGD_EIO, "no dataset found", NULL);
-  const size_t index[1] = {0};
-  const uint8_t labels[1] = {2};
   tu_png_tree("data/mnist/training", index, labels, 1, PW, PH);
   assert_int_equal(dpgd_data_find_dir(buf, sizeof buf, NULL), DPGD_OK);
   assert_string_equal(buf, "data/mnist");

@@ -1,39 +1,54 @@
 /* test_data_mnist.c -- the readers on the real MNIST files (label mnist): counts and
  * class histograms as published, the first labels everyone knows, the torchvision
- * normalisation constants, and the PNG sample decoding to exactly the IDX pixels at
- * the indices its file names give. */
+ * normalisation constants, and a PNG sample (written from the IDX files at test time)
+ * decoding to exactly the IDX pixels at the indices its file names give. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include <cmocka.h>
 
 #include "dpgd_data.h"
+#include "png_sample.h"
+#include "testutil.h"
 
 static char mnist[4096], sample[4200];
+static char *sample_tmp; /* the temp folder of a sample written here, removed at the end */
 
-/* DPGD_MNIST_DIR if set and non-empty, else DPGD_MNIST_DIR_DEFAULT; the PNG sample
- * is mnist_png_sample beside it (DPGD_MNIST_PNG_SAMPLE overrides). */
+/* DPGD_MNIST_DIR if set and non-empty (at test time), else DPGD_MNIST_DIR_DEFAULT (the
+ * repository's data/mnist). The PNG sample is DPGD_MNIST_PNG_SAMPLE if set, else written
+ * here from the IDX files: the first 10 examples of each class of each split. */
 static void find_dirs(void)
 {
   const char *m = getenv("DPGD_MNIST_DIR");
   if (!m || !m[0]) m = getenv("DPGD_MNIST_DIR_DEFAULT");
-  if (!m || !m[0]) m = "../shared/data/mnist";
+  if (!m || !m[0]) m = "data/mnist";
   snprintf(mnist, sizeof mnist, "%s", m);
   const char *s = getenv("DPGD_MNIST_PNG_SAMPLE");
   if (s && s[0]) {
     snprintf(sample, sizeof sample, "%s", s);
-  } else {
-    snprintf(sample, sizeof sample, "%s/../mnist_png_sample", mnist);
-    struct stat sb;
-    const char *def = getenv("DPGD_MNIST_DIR_DEFAULT");
-    if (stat(sample, &sb) != 0 && def && def[0])
-      snprintf(sample, sizeof sample, "%s/../mnist_png_sample", def);
+    return;
   }
+  sample_tmp = tu_tmpdir();
+  snprintf(sample, sizeof sample, "%s/mnist_png_sample", sample_tmp);
+}
+
+static int write_sample(void **state)
+{
+  (void)state;
+  if (sample_tmp) tu_png_sample(mnist, sample, 10);
+  return 0;
+}
+
+static int remove_sample(void **state)
+{
+  (void)state;
+  if (sample_tmp) tu_rmtree(sample_tmp);
+  free(sample_tmp);
+  return 0;
 }
 
 static dpgd_dataset *load(const char *dir, const char *split)
@@ -136,7 +151,7 @@ int main(void)
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_mnist_train),
       cmocka_unit_test(test_mnist_test),
-      cmocka_unit_test(test_png_sample_matches_idx),
+      cmocka_unit_test_setup_teardown(test_png_sample_matches_idx, write_sample, remove_sample),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,8 +6,15 @@ only: the PNG writer below is the minimal one the PNG spec allows (one IDAT, fil
 import gzip, os, shutil, struct, sys, zlib
 
 mnist, sample, out = sys.argv[1:4]
-img = gzip.open(os.path.join(mnist, "t10k-images-idx3-ubyte.gz")).read()
-lab = gzip.open(os.path.join(mnist, "t10k-labels-idx1-ubyte.gz")).read()
+
+
+def read_idx(name):  # an MNIST file of the directory, gzip or raw
+    path = os.path.join(mnist, name)
+    return gzip.open(path + ".gz").read() if os.path.exists(path + ".gz") else open(path, "rb").read()
+
+
+img = read_idx("t10k-images-idx3-ubyte")
+lab = read_idx("t10k-labels-idx1-ubyte")
 os.makedirs(out, exist_ok=True)
 
 
@@ -82,7 +89,7 @@ def png_case(name, label, index, data):
 
 first = sorted(os.listdir(os.path.join(sample, "training", "3")), key=lambda s: int(s[:-4]))[0]
 i3 = int(first[:-4])                                   # an existing file: training/3/<i3>.png
-train_img = gzip.open(os.path.join(mnist, "train-images-idx3-ubyte.gz")).read()
+train_img = read_idx("train-images-idx3-ubyte")
 rows = [train_img[16 + 784 * i3 + 28 * y: 16 + 784 * i3 + 28 * y + 28] for y in range(28)]
 png_case("png_rgb", 3, i3, png(2, 8, 28, 28, [bytes(v for p in r for v in (p, p, p)) for r in rows]))
 png_case("png_16bit", 3, i3, png(0, 16, 28, 28, [bytes(v for p in r for v in (p, p)) for r in rows]))

@@ -2,9 +2,7 @@
 # single IDX files, the PNG sample, and one corrupted copy of the good files per defect
 # (made by corrupt_data.py): each must fail with its one-line error, not crash.
 . "$(dirname "$0")/lib.sh"
-# The PNG sample lies beside the MNIST directory (or beside the default one).
-SAMPLE=${DPGD_MNIST_PNG_SAMPLE:-$MNIST/../mnist_png_sample}
-[ -d "$SAMPLE" ] || SAMPLE=${DPGD_MNIST_DIR_DEFAULT:-}/../mnist_png_sample
+png_sample "$TMP/mnist_png_sample"   # lib.sh: written from the IDX files
 
 # section SPLIT: the lines of one split of the last output (split header to next one).
 section() { awk -v s="$1" '/^[a-z]/ { on = ($1 == s) } on' "$TMP/out"; }

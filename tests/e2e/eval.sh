@@ -93,6 +93,38 @@ printf '[data]\nmean = x\n' >"$TMP/run/config.ini"
 expect_fail bad-config 'config.ini:2' "$DPGD" predict --model "$TMP/run/model.bin" "${imgs[0]}"
 expect_fail half-norm 'both --mean and --std' "$DPGD" predict --model "$TMP/m.bin" --mean 0.2 "${imgs[0]}"
 expect_fail bad-std '--std must be positive' "$DPGD" eval --model "$TMP/m.bin" --mean 0.2 --std 0
+# A normalisation the float arithmetic cannot carry (NaN predictions before) is refused,
+# from the flags and from config.ini, by eval, predict and train alike.
+for sd in 1e-300 1e-45 1e-9; do
+  expect_fail "tiny-std-$sd" "--mean/--std: .*above 1e\+06" \
+    "$DPGD" eval --model "$TMP/m.bin" --data "$TMP/ds" --mean 0.2 --std "$sd"
+  expect_fail "tiny-std-predict-$sd" "--mean/--std: .*above 1e\+06" \
+    "$DPGD" predict --model "$TMP/m.bin" --mean 0.2 --std "$sd" "${imgs[0]}"
+done
+expect_fail huge-mean "--mean/--std: .*above 1e\+06" \
+  "$DPGD" eval --model "$TMP/m.bin" --data "$TMP/ds" --mean 1e300 --std 1
+expect_ok ok-small-std "$DPGD" eval --model "$TMP/m.bin" --data "$TMP/ds" --mean 0.5 --std 1e-5
+expect_out ok-small-std-acc '^accuracy  [01]\.[0-9]{4} '
+printf '[data]\nmean = 0.5\nstd = 1e-300\n' >"$TMP/run/config.ini"
+expect_fail tiny-std-config "run/config\.ini: .*above 1e\+06" \
+  "$DPGD" predict --model "$TMP/run/model.bin" "${imgs[0]}"
+expect_fail tiny-std-train "data\.mean/data\.std: .*above 1e\+06" \
+  "$DPGD" train --config "${DPGD_SOURCE_DIR:-.}/configs/softmax.ini" --set data.dir="$TMP/ds" \
+  --set data.std=1e-300 --dry-run
+
+# --model RUN_DIR means RUN_DIR/model.bin (and its config.ini), with or without a slash
+printf '[data]\nmean = 0.5\nstd = 0.2\n' >"$TMP/run/config.ini"
+for arg in "$TMP/run" "$TMP/run/"; do
+  expect_ok "eval-run-dir-$arg" "$DPGD" eval --model "$arg" --data "$TMP/ds" --predictions "$TMP/p4.csv"
+  expect_out "eval-run-dir-norm-$arg" '\(p/255 - 0\.5\) / 0\.2 \(.*run/config\.ini\)'
+  checks=$((checks + 1))
+  cmp -s "$TMP/p2.csv" "$TMP/p4.csv" || fail "eval --model $arg differs from --model $arg/model.bin"
+done
+expect_ok predict-run-dir "$DPGD" predict --model "$TMP/run" "${imgs[@]:0:12}"
+checks=$((checks + 1))
+[ "$(awk '{ print $3 }' "$TMP/out" | tr '\n' ' ')" = "$(sed -n 2,13p "$TMP/p2.csv" | cut -d, -f3 | tr '\n' ' ')" ] ||
+  fail "predict --model RUN_DIR disagrees with eval"
+expect_fail eval-dir-no-model "$TMP/ds/model\.bin" "$DPGD" eval --model "$TMP/ds" --data "$TMP/ds"
 
 # bad options
 expect_fail eval-no-model 'no --model' "$DPGD" eval --data "$TMP/ds"

@@ -1,8 +1,9 @@
 # fetch.sh -- data/fetch-mnist.sh end to end against HTTP servers on 127.0.0.1: one
-# serving the good MNIST files, one serving a corrupted label file, and a dead port.
-# Checks fallback between mirrors, refusal of corrupt data with nothing half-written,
-# the offline message, --from, idempotence, replacement of a corrupt local file, and
-# that what lands in DEST has the MD5s of ../shared/data/mnist/MD5SUMS.
+# serving the good MNIST files, one serving a corrupted label file, and a dead port; and
+# against file:// mirrors (local directories, with curl and with wget). Checks fallback
+# between mirrors, refusal of corrupt data with nothing half-written, the offline
+# message, --from, --prefer, idempotence, replacement of a corrupt local file, and that
+# what lands in DEST has the published MD5s of the decompressed MNIST files.
 . "$(dirname "$0")/lib.sh"
 FETCH=${DPGD_SOURCE_DIR:-$(dirname "$0")/../..}/data/fetch-mnist.sh
 PIDS=""
@@ -23,10 +24,15 @@ serve() {
   return 1
 }
 
-# MD5s of a DEST against the MD5SUMS file shipped with the shared data.
-SUMS=$MNIST/MD5SUMS
-[ -f "$SUMS" ] || SUMS=${DPGD_MNIST_DIR_DEFAULT:-}/MD5SUMS
-[ -f "$SUMS" ] || { fail "no MD5SUMS beside $MNIST or in DPGD_MNIST_DIR_DEFAULT"; finish; }
+# The published MD5s of the four decompressed MNIST files (the test's own copy, not the
+# script's).
+SUMS=$TMP/MD5SUMS
+cat >"$SUMS" <<'SUMS'
+6bbc9ace898e44ae57da46a324031adb  train-images-idx3-ubyte
+a25bea736e30d166cdddb491f175f624  train-labels-idx1-ubyte
+2646ac647ad5339dbf082846283269ea  t10k-images-idx3-ubyte
+27ae3e4e09519cfbb04c329615203637  t10k-labels-idx1-ubyte
+SUMS
 check_md5s() {
   local name=$1 dest=$2 f want got
   checks=$((checks + 1))
@@ -59,13 +65,18 @@ fetch_fail() {
   fi
 }
 
-serve "$MNIST" || { fail "cannot start the good server"; finish; }
+# The good mirror: the four .gz files of $MNIST (gzipped here where $MNIST holds raw ones).
+G=$TMP/good
+mkdir -p "$G" "$TMP/bad"
+for f in train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; do
+  if [ -f "$MNIST/$f.gz" ]; then ln -s "$(cd "$MNIST" && pwd)/$f.gz" "$G/$f.gz"
+  else gzip -1c "$MNIST/$f" >"$G/$f.gz" || fail "no $f(.gz) in $MNIST"; fi
+  [ "$f" = train-labels-idx1-ubyte ] || ln -s "$G/$f.gz" "$TMP/bad/"
+done
+serve "$G" || { fail "cannot start the good server"; finish; }
 GOOD=$URL
-mkdir -p "$TMP/bad"
-for f in "$MNIST"/*.gz; do ln -s "$f" "$TMP/bad/"; done
-rm "$TMP/bad/train-labels-idx1-ubyte.gz"
 # Valid gzip, wrong content: label 100 changed.
-python3 - "$MNIST/train-labels-idx1-ubyte.gz" "$TMP/bad/train-labels-idx1-ubyte.gz" <<'PY'
+python3 - "$G/train-labels-idx1-ubyte.gz" "$TMP/bad/train-labels-idx1-ubyte.gz" <<'PY'
 import gzip, sys
 d = bytearray(gzip.open(sys.argv[1]).read()); d[8 + 100] = (d[8 + 100] + 1) % 10
 open(sys.argv[2], "wb").write(gzip.compress(bytes(d), compresslevel=1))
@@ -97,6 +108,24 @@ for tool in curl wget; do
   [ "$(ls -A "$dest" | wc -l)" -eq 4 ] || fail "fallback-$tool: $dest holds $(ls -A "$dest")"
   nothing_left "fallback-$tool" "$TMP/p-$tool" "$TMP/p-$tool/none"
 done
+# file:// mirrors (a local copy, as tests/run.sh's path on a machine without network is
+# checked): a missing directory, then the corrupt copy, then the good one, with either
+# tool (wget has no file:// of its own); a relative file:// URL is refused.
+for tool in curl wget; do
+  dest=$TMP/f-$tool/mnist
+  DPGD_FETCH_TOOL=$tool DPGD_MNIST_MIRRORS="file://$TMP/none/ file://$TMP/bad file://$G/" \
+    expect_ok "file-$tool" bash "$FETCH" "$dest"
+  grep -q "train-labels-idx1-ubyte.gz: MD5 check failed" "$TMP/err" ||
+    fail "file-$tool: corrupt local mirror not reported: $(head -c 400 "$TMP/err")"
+  check_md5s "file-$tool" "$dest"
+  nothing_left "file-$tool" "$TMP/f-$tool" "$TMP/f-$tool/none"
+done
+DPGD_MNIST_MIRRORS="file://$TMP/bad/" fetch_fail file-corrupt-only \
+  "could not get a verified train-labels-idx1-ubyte.gz" bash "$FETCH" "$TMP/f1/mnist"
+nothing_left file-corrupt-only "$TMP/f1" "$TMP/f1/mnist"
+DPGD_MNIST_MIRRORS="file://data/mnist" fetch_fail file-relative \
+  "file://data/mnist: a file:// mirror needs an absolute path" bash "$FETCH" "$TMP/f1/mnist"
+
 dest=$TMP/p-curl/mnist
 command -v curl >/dev/null || dest=$TMP/p-wget/mnist
 expect_ok fetched-info "$DPGD" data info "$dest"
@@ -107,19 +136,28 @@ DPGD_MNIST_MIRRORS="$DEAD" expect_ok idempotent bash "$FETCH" "$dest"
 grep -q "already present and verified" "$TMP/err" || fail "idempotent: $(cat "$TMP/err")"
 
 # A corrupt local file (raw, read before the .gz) is replaced, and the raw one removed.
-gzip -dc "$MNIST/t10k-labels-idx1-ubyte.gz" | head -c 5000 >"$dest/t10k-labels-idx1-ubyte"
+gzip -dc "$G/t10k-labels-idx1-ubyte.gz" | head -c 5000 >"$dest/t10k-labels-idx1-ubyte"
 rm "$dest/t10k-labels-idx1-ubyte.gz"
 DPGD_MNIST_MIRRORS="$GOOD" expect_ok replace bash "$FETCH" "$dest"
 [ ! -e "$dest/t10k-labels-idx1-ubyte" ] || fail "replace: the corrupt raw file is still there"
 check_md5s replace "$dest"
 
 # --from: a good local copy, and one with a corrupt file (refused, nothing written).
-expect_ok from-dir bash "$FETCH" --from "$MNIST" "$TMP/p2/mnist"
+expect_ok from-dir bash "$FETCH" --from "$G" "$TMP/p2/mnist"
 check_md5s from-dir "$TMP/p2/mnist"
 fetch_fail from-corrupt "bad/train-labels-idx1-ubyte.gz: MD5 of the decompressed data does not match" \
   bash "$FETCH" --from "$TMP/bad" "$TMP/p3/mnist"
 nothing_left from-corrupt "$TMP/p3" "$TMP/p3/mnist"
 fetch_fail from-missing "--from $TMP/p3: neither train-images-idx3-ubyte.gz nor" bash "$FETCH" --from "$TMP/p3" "$TMP/p4/mnist"
+# --prefer DIR: DIR there, it is copied from (a dead mirror is never asked); DIR absent,
+# the mirrors are used.
+DPGD_MNIST_MIRRORS="$DEAD" expect_ok prefer-dir bash "$FETCH" --prefer "$G" "$TMP/p5/mnist"
+check_md5s prefer-dir "$TMP/p5/mnist"
+DPGD_MNIST_MIRRORS="file://$G" expect_ok prefer-absent bash "$FETCH" --prefer "$TMP/none" "$TMP/p6/mnist"
+check_md5s prefer-absent "$TMP/p6/mnist"
+fetch_fail prefer-corrupt "bad/train-labels-idx1-ubyte.gz: MD5 of the decompressed data does not match" \
+  bash "$FETCH" --prefer "$TMP/bad" "$TMP/p7/mnist"
+fetch_fail from-prefer "exclude each other" bash "$FETCH" --from "$MNIST" --prefer "$MNIST" "$TMP/p8"
 fetch_fail bad-option "unknown option '--frm'" bash "$FETCH" --frm x
 
 finish

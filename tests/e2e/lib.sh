@@ -1,9 +1,10 @@
 # lib.sh -- helpers for the end-to-end scripts: source it, call check/fail, end with
-# `finish`. DPGD_BIN is set by ctest; MNIST is found like the unit tests find it.
+# `finish`. DPGD_BIN is set by ctest; MNIST is found like the unit tests find it:
+# $DPGD_MNIST_DIR at test time, else DPGD_MNIST_DIR_DEFAULT (the repository's data/mnist).
 set -u
 DPGD=${DPGD_BIN:-dpgd}
 MNIST=${DPGD_MNIST_DIR:-}
-[ -n "$MNIST" ] || MNIST=${DPGD_MNIST_DIR_DEFAULT:-../shared/data/mnist}
+[ -n "$MNIST" ] || MNIST=${DPGD_MNIST_DIR_DEFAULT:-data/mnist}
 # Fashion-MNIST (Debian's dataset-fashion-mnist; .ci/run installs it, scripts skip it
 # when absent, saying so with fashion_absent).
 FASHION=${DPGD_FASHION_DIR:-/usr/share/datasets/fashion-mnist}
@@ -13,6 +14,17 @@ failures=0
 checks=0
 
 fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+
+# png_sample DIR: writes a PNG sample of $MNIST into DIR (DIR/training|testing/<label>/
+# <index>.png, the first 10 examples of each class; tests/data/png_sample.c), or takes
+# $DPGD_MNIST_PNG_SAMPLE when set; the path is left in $SAMPLE.
+png_sample() {
+  SAMPLE=${DPGD_MNIST_PNG_SAMPLE:-}
+  [ -z "$SAMPLE" ] || return 0
+  SAMPLE=$1
+  "${DPGD_BUILD_DIR:-build}/tests/data/mnist_png_sample" "$MNIST" "$SAMPLE" >"$TMP/sample.err" 2>&1 ||
+    fail "mnist_png_sample $MNIST $SAMPLE failed: $(head -c 300 "$TMP/sample.err")"
+}
 
 fashion_absent() {
   echo "note: $FASHION not present (apt-get install dataset-fashion-mnist), not tested"

@@ -8,8 +8,7 @@
 . "$(dirname "$0")/lib.sh"
 SRC=${DPGD_SOURCE_DIR:-$(dirname "$0")/../..}
 CFG=$SRC/configs/softmax.ini
-SAMPLE=${DPGD_MNIST_PNG_SAMPLE:-$MNIST/../mnist_png_sample}
-[ -d "$SAMPLE" ] || SAMPLE=${DPGD_MNIST_DIR_DEFAULT:-}/../mnist_png_sample
+png_sample "$TMP/mnist_png_sample"   # lib.sh: written from the IDX files
 export OMP_NUM_THREADS=1
 SUB=(--set data.dir="$MNIST" --set data.n_train=1000 --set data.n_test=500
      --set model.threads=1 --set output.progress=false)

@@ -109,6 +109,34 @@ expect_fail too-many 'n_train' "$DPGD" train --config "$CFG" "${SUB[@]}" \
   --set data.n_train=70000 --out "$TMP/b5"
 expect_fail bad-arg 'unknown argument' "$DPGD" train --config "$CFG" --bogus
 
+# 3b. Long paths: a run directory and a data directory whose config.ini lines are longer
+# than inih's line buffer (200 characters) resume bit for bit like section 2's run; a
+# run directory longer than the limit, or one config.ini cannot carry back, is refused
+# before anything is written (it was cut to another directory, exit 0).
+LONG=$TMP/$(printf 'd%.0s' $(seq 1 200))/$(printf 'e%.0s' $(seq 1 200))
+mkdir -p "$LONG"
+ln -s "$(cd "$MNIST" && pwd)" "$LONG/mnist"
+ln -s "$TMP/full" "$TMP/ref"
+SET=("${SUB[@]}" "${KILLSET[@]}" --set data.dir="$LONG/mnist")
+expect_kill_resume long-paths "$LONG/run" 30
+checks=$((checks + 1))
+grep -qx "dir = $LONG/run" "$LONG/run/config.ini" || fail "long-paths: output.dir not in config.ini"
+HUGE=$TMP/$(printf 'f%.0s' $(seq 1 250))/$(printf 'g%.0s' $(seq 1 250))
+HUGE=$HUGE/$(printf 'h%.0s' $(seq 1 250))/$(printf 'i%.0s' $(seq 1 250))/run
+expect_fail out-too-long "run directory: path of 1[0-9]{3} characters, longer than 1023" \
+  "$DPGD" train --config "$CFG" "${SUB[@]}" --out "$HUGE"
+expect_fail dir-too-long "output.dir: .*longer than 1023" \
+  "$DPGD" train --config "$CFG" "${SUB[@]}" --set output.dir="$HUGE"
+expect_fail out-comment "would start a comment in config.ini" \
+  "$DPGD" train --config "$CFG" "${SUB[@]}" --out "$TMP/a ;b"
+expect_fail out-space "ending with a space" "$DPGD" train --config "$CFG" "${SUB[@]}" --out "$TMP/sp "
+expect_fail out-newline "line break" "$DPGD" train --config "$CFG" "${SUB[@]}" --out "$TMP/a
+b"
+expect_fail resume-too-long "run directory: path of" "$DPGD" train --resume "$HUGE"
+checks=$((checks + 1))
+[ -z "$(ls -d "$TMP"/f* "$TMP/a ;b" "$TMP/sp " "$TMP/a"* 2>/dev/null)" ] ||
+  fail "refused run directories were created: $(ls -d "$TMP"/f* "$TMP"/a* "$TMP/sp " 2>/dev/null)"
+
 # 4. Fashion-MNIST (Debian's dataset-fashion-mnist; .ci/run installs it): the shipped
 # config trains on a subset far above chance.
 if [ -d "$FASHION" ]; then

@@ -6,7 +6,8 @@ synthetic IDX set (6 x 6 images, 30 + 10 examples), once with research noise and
 secure, and its checkpoint.bin, model.bin, metrics.csv, points.csv and summary.json (and
 the checkpoint's acct/rngstep/rngquery sections) become seeds; the rest is written here
 (accountant states of every mechanism, PNG variants, .sweep files, edge-case CSV/JSON).
-PNG seeds are MNIST samples from ../shared/data/mnist_png_sample. Every file is < 64 KB.
+PNG seeds are MNIST images, written from data/mnist's IDX files by the test program
+tests/data/mnist_png_sample of DPGD's build tree. Every file is < 64 KB.
 The run's files carry its wall time and build id, so a rerun rewrites a few bytes."""
 import glob, os, random, shutil, struct, subprocess, sys, tempfile, zlib
 
@@ -105,10 +106,14 @@ cnn = b"DPGDMODL" + struct.pack("<IIIIIIQ", 1, 2, 1, 28, 28, 10, 0)
 put("fuzz_model", "cnn-header.model", cnn + struct.pack("<I", zlib.crc32(cnn)))
 
 # ---- PNG: MNIST samples and variants a folder may hold --------------------------------
-pngs = sorted(glob.glob(os.path.join(here, "..", "..", "..", "shared", "data", "mnist_png_sample", "*", "*", "*.png")))
+sample_dir = tempfile.mkdtemp()
+subprocess.run([os.path.join(os.path.dirname(dpgd), "..", "tests", "data", "mnist_png_sample"),
+                os.path.join(here, "..", "..", "data", "mnist"), os.path.join(sample_dir, "s")], check=True)
+pngs = sorted(glob.glob(os.path.join(sample_dir, "s", "*", "*", "*.png")))
 for p in pngs[:4] + pngs[-2:]:
     put("fuzz_png", "mnist-" + os.path.relpath(p, os.path.dirname(os.path.dirname(os.path.dirname(p)))).replace("/", "-"),
         open(p, "rb").read())
+shutil.rmtree(sample_dir)
 
 
 def chunk(kind, data):

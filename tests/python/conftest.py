@@ -55,7 +55,8 @@ def gdp_epsilon(mu, delta):
 
 def mnist_dir():
     for d in (os.environ.get("DPGD_MNIST_DIR"), os.environ.get("DPGD_MNIST_DIR_DEFAULT"),
-              os.path.join(ROOT, "..", "shared", "data", "mnist")):
-        if d and os.path.exists(os.path.join(d, "train-images-idx3-ubyte.gz")):
+              os.path.join(ROOT, "data", "mnist")):
+        if d and any(os.path.exists(os.path.join(d, "train-images-idx3-ubyte" + ext))
+                     for ext in (".gz", "")):
             return d
-    pytest.fail("MNIST not found (set DPGD_MNIST_DIR)")
+    pytest.fail("MNIST not found (run data/fetch-mnist.sh, or set DPGD_MNIST_DIR)")

@@ -116,7 +116,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--opacus-src", required=True)
     ap.add_argument("--dpgd", default="build/train/dpgd")
-    ap.add_argument("--data", default=os.environ.get("DPGD_MNIST_DIR", "../shared/data/mnist"))
+    ap.add_argument("--data", default=os.environ.get("DPGD_MNIST_DIR", "data/mnist"))
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--batch", default="256,1024")
     ap.add_argument("--steps", type=int, default=100)

@@ -16,15 +16,15 @@
 static void eval_usage(FILE *f)
 {
   fprintf(f,
-          "usage: dpgd eval --model FILE [--data DIR] [--split test|train] [--n N]\n"
+          "usage: dpgd eval --model FILE|RUN_DIR [--data DIR] [--split test|train] [--n N]\n"
           "                 [--predictions CSV]\n\n"
           "Accuracy and mean cross-entropy of a saved model (RUN_DIR/model.bin) on a split\n"
           "of a dataset directory (IDX files or a PNG folder; PNG samples with gaps in the\n"
           "indices, such as mnist_png_sample, are accepted). Runs on OpenMP's default\n"
           "number of threads (OMP_NUM_THREADS); the results do not depend on it.\n\n"
-          "  --model FILE       the model file\n"
-          "  --data DIR         dataset directory (default: $DPGD_DATA_DIR, data/mnist,\n"
-          "                     ../shared/data/mnist)\n"
+          "  --model FILE       the model file, or a run directory (its model.bin)\n"
+          "  --data DIR         dataset directory (default: $DPGD_DATA_DIR, else\n"
+          "                     data/mnist)\n"
           "  --split S          test (default) or train (figures on training data are a\n"
           "                     diagnostic, not private)\n"
           "  --n N              only the first N examples of the split\n"
@@ -39,7 +39,7 @@ static void eval_usage(FILE *f)
 static void predict_usage(FILE *f)
 {
   fprintf(f,
-          "usage: dpgd predict --model FILE [--mean M --std S] IMAGE.png...\n\n"
+          "usage: dpgd predict --model FILE|RUN_DIR [--mean M --std S] IMAGE.png...\n\n"
           "Classifies 8-bit grayscale PNG images of the model's input size (28 x 28 for\n"
           "MNIST) with a saved model (RUN_DIR/model.bin). One line per image:\n"
           "  IMAGE.png: class K  p 0:P0 1:P1 ...\n"
@@ -54,6 +54,19 @@ static int option_value(const char *cmd, int argc, char **argv, int *i, const ch
 {
   if (*i + 1 >= argc) return dpgd_cli_usage_error(cmd, "%s needs a value", argv[*i]);
   *val = argv[++*i];
+  return 0;
+}
+
+/* The model file of --model ARG: ARG itself, or ARG/model.bin when ARG is a directory
+ * (a run directory of 'dpgd train'). Written into buf. */
+static int model_file(char *buf, size_t len, const char *cmd, const char *arg)
+{
+  size_t n = strlen(arg);
+  int k = dpgd_path_is_dir(arg)
+              ? snprintf(buf, len, "%s%smodel.bin", arg, n && arg[n - 1] == '/' ? "" : "/")
+              : snprintf(buf, len, "%s", arg);
+  if (k < 0 || (size_t)k >= len)
+    return dpgd_cli_usage_error(cmd, "--model %s: path too long", arg);
   return 0;
 }
 
@@ -85,6 +98,8 @@ static int resolve_norm(norm *nm, const char *cmd, const char *model_path)
         dpgd_cli_parse_double("--std", nm->std_text, &sd))
       return DPGD_EXIT_USAGE;
     if (!(sd > 0)) return dpgd_cli_usage_error(cmd, "--std must be positive");
+    if (dpgd_data_check_norm(m, sd, "--mean/--std"))
+      return dpgd_cli_usage_error(cmd, "%s", dpgd_error_last());
     nm->mean = (float)m;
     nm->std = (float)sd;
     snprintf(nm->from, sizeof nm->from, "--mean/--std");
@@ -103,6 +118,7 @@ static int resolve_norm(norm *nm, const char *cmd, const char *model_path)
   dpgd_config c;
   dpgd_config_defaults(&c);
   int st = dpgd_config_load(&c, nm->from);
+  if (!st) st = dpgd_data_check_norm(c.data_mean, c.data_std, nm->from);
   if (st) return dpgd_cli_status_error(st, "");
   nm->mean = (float)c.data_mean;
   nm->std = (float)c.data_std;
@@ -126,6 +142,7 @@ typedef struct {
   const char *model_path, *data, *split, *pred_path, *n_text;
   size_t n_max;
   norm nm;
+  char model_buf[4200]; /* the model file (model_file) */
 } eval_args;
 
 /* Fills *a from argv and checks it; returns DPGD_EXIT_OK or the exit status. */
@@ -146,6 +163,9 @@ static int parse_eval_args(eval_args *a, int argc, char **argv)
     if (rc) return rc;
   }
   if (!a->model_path) return dpgd_cli_usage_error("eval", "no --model FILE given");
+  if (model_file(a->model_buf, sizeof a->model_buf, "eval", a->model_path))
+    return DPGD_EXIT_USAGE;
+  a->model_path = a->model_buf;
   if (strcmp(a->split, "test") && strcmp(a->split, "train"))
     return dpgd_cli_usage_error("eval", "--split '%s': expected test or train", a->split);
   if (a->n_text && dpgd_cli_parse_size("--n", a->n_text, &a->n_max)) return DPGD_EXIT_USAGE;
@@ -249,6 +269,9 @@ int dpgd_cmd_predict(int argc, char **argv)
     else images[n++] = argv[i];
   }
   if (!rc && !model_path) rc = dpgd_cli_usage_error("predict", "no --model FILE given");
+  char model_buf[4200];
+  if (!rc && !(rc = model_file(model_buf, sizeof model_buf, "predict", model_path)))
+    model_path = model_buf;
   if (!rc && !n) rc = dpgd_cli_usage_error("predict", "no IMAGE.png given");
   if (!rc) rc = resolve_norm(&nm, "predict", model_path);
   dpgd_model *m = NULL;
