@@ -67,8 +67,7 @@ int dpgd_data_png_write(const char *path, const dpgd_dataset *ds, size_t i)
   int close_bad = fclose(fp) != 0;
   if (bad || close_bad || rename(tmp, path) != 0) {
     remove(tmp);
-    return DPGD_FAIL(DPGD_EIO, "cannot write %s: %s", path,
-                     w.why[0] ? w.why : strerror(errno));
+    return DPGD_FAIL(DPGD_EIO, "cannot write %s: %s", path, w.why[0] ? w.why : strerror(errno));
   }
   return DPGD_OK;
 }

@@ -13,15 +13,19 @@ int dpgd_config_check_path(const char *path, const char *what)
     return DPGD_FAIL(DPGD_EINVAL, "%s: path of %zu characters, longer than %d", what, n,
                      DPGD_CONFIG_PATH_MAX - 1);
   if (strpbrk(path, "\n\r"))
-    return DPGD_FAIL(DPGD_EINVAL, "%s: a path with a line break cannot be written to "
-                     "config.ini", what);
+    return DPGD_FAIL(DPGD_EINVAL,
+                     "%s: a path with a line break cannot be written to "
+                     "config.ini",
+                     what);
   if (n && (strchr(" \t", path[0]) || strchr(" \t", path[n - 1])))
-    return DPGD_FAIL(DPGD_EINVAL, "%s: '%s': a path starting or ending with a space cannot "
-                     "be written to config.ini", what, path);
+    return DPGD_FAIL(DPGD_EINVAL,
+                     "%s: '%s': a path starting or ending with a space cannot "
+                     "be written to config.ini",
+                     what, path);
   for (size_t i = 1; i < n; i++)
     if (path[i] == ';' && (path[i - 1] == ' ' || path[i - 1] == '\t'))
-      return DPGD_FAIL(DPGD_EINVAL, "%s: '%s': ' ;' would start a comment in config.ini",
-                       what, path);
+      return DPGD_FAIL(DPGD_EINVAL, "%s: '%s': ' ;' would start a comment in config.ini", what,
+                       path);
   return DPGD_OK;
 }
 

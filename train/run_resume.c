@@ -115,27 +115,21 @@ static int metrics_damaged(const char *p, int why, uint64_t lineno, uint64_t las
  * *last: the step of the last row kept (0: none). A secure run with rows after its
  * checkpoint is refused, file untouched: those steps were released and cannot be
  * replayed (only a run written before secure runs checkpointed every step has them). */
-static int trim_metrics(dpgd_run *r, uint64_t step, uint64_t *last)
+/* Copies metrics.csv's header and rows of steps <= step from f to mem, checking each
+ * line (metrics_row_step); counts the rows after step in r->redone (*after: the first).
+ * Returns 0 or the damage code, *lineno the line it concerns. */
+static int scan_rows(dpgd_run *r, FILE *f, FILE *mem, uint64_t step, uint64_t *last,
+                     uint64_t *after, uint64_t *lineno)
 {
-  char p[PATHLEN];
-  dpgd_run_path_in(p, r, "metrics.csv");
-  FILE *f = fopen(p, "r");
-  if (!f) return DPGD_FAIL(DPGD_EIO, "cannot open %s: %s", p, strerror(errno));
-  char *text = NULL, *line = NULL;
-  size_t tlen = 0, cap = 0;
-  FILE *mem = open_memstream(&text, &tlen);
+  char *line = NULL;
+  size_t cap = 0;
   ssize_t len;
-  int first = 1;
-  uint64_t after = 0; /* first dropped step */
-  *last = 0;
-  r->redone = 0;
-  int bad = 0;
-  uint64_t prev = 0, lineno = 0;
-  while (mem && !bad && (len = getline(&line, &cap, f)) > 0) {
-    lineno++;
+  int first = 1, bad = 0;
+  uint64_t prev = 0;
+  while (!bad && (len = getline(&line, &cap, f)) > 0) {
+    ++*lineno;
     if (line[len - 1] != '\n') {
-      /* A partial line is the kill's only if nothing follows it. */
-      bad = getc(f) != EOF ? 2 : 0;
+      bad = getc(f) != EOF ? 2 : 0; /* a partial line is the kill's only if it is last */
       break;
     }
     uint64_t s = 0;
@@ -144,7 +138,7 @@ static int trim_metrics(dpgd_run *r, uint64_t step, uint64_t *last)
     if (bad) break;
     prev = s;
     if (s > step) {
-      if (!r->redone++) after = s;
+      if (!r->redone++) *after = s;
       continue;
     }
     if (!first) *last = s;
@@ -152,13 +146,29 @@ static int trim_metrics(dpgd_run *r, uint64_t step, uint64_t *last)
     fputs(line, mem);
   }
   free(line);
+  return bad ? bad : first ? 3 : 0;
+}
+
+static int trim_metrics(dpgd_run *r, uint64_t step, uint64_t *last)
+{
+  char p[PATHLEN];
+  dpgd_run_path_in(p, r, "metrics.csv");
+  FILE *f = fopen(p, "r");
+  if (!f) return DPGD_FAIL(DPGD_EIO, "cannot open %s: %s", p, strerror(errno));
+  char *text = NULL;
+  size_t tlen = 0;
+  FILE *mem = open_memstream(&text, &tlen);
+  uint64_t after = 0, lineno = 0; /* first dropped step; line of a damage */
+  *last = 0;
+  r->redone = 0;
+  int bad = mem ? scan_rows(r, f, mem, step, last, &after, &lineno) : 0;
   fclose(f);
   if (!mem) return DPGD_FAIL(DPGD_ENOMEM, "no memory to rewrite %s", p);
   fclose(mem);
   /* Rows the checkpoint says were written must all be there: research rows reach the
    * disk before their checkpoint, secure rows up to the step before it (its own row is
    * in the checkpoint). Anything else is a file that was cut or edited. */
-  if (!bad && (first || (r->secure ? *last + 1 < step : *last < step))) bad = 3;
+  if (!bad && (r->secure ? *last + 1 < step : *last < step)) bad = 3;
   if (bad) {
     free(text);
     return metrics_damaged(p, bad, lineno, *last, step);

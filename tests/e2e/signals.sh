@@ -32,6 +32,42 @@ stop_and_resume() {
   expect_same_as_ref "$name" "$dir"
 }
 
+# A resume checks metrics.csv against the checkpoint: rows cut off, a line of garbage
+# appended, an edited header are refused on one line (file untouched), while a partial
+# last line (what a kill leaves) is cut and the run ends with the uninterrupted bytes.
+damaged_metrics() {
+  local dir=$TMP/damaged
+  start_run damaged "$dir" 4
+  kill -TERM $run_pid
+  wait $run_pid
+  local c
+  for c in cut garbage header partial; do
+    rm -rf "$TMP/d-$c" && cp -a "$dir" "$TMP/d-$c"
+    local m=$TMP/d-$c/metrics.csv
+    case $c in
+      cut) sed -i '$d' "$m" ;;
+      garbage) echo "garbage,1,2" >>"$m" ;;
+      header) sed -i '1s/step,eps_exact/step,eps_edited/' "$m" ;;
+      partial) printf '%s' "$(($(wc -l <"$m"))),0.12" >>"$m" ;;
+    esac
+    cp "$m" "$TMP/before-$c"
+    if [ $c = partial ]; then
+      expect_ok "metrics $c: resume" "$DPGD" train --resume "$TMP/d-$c" --quiet
+      expect_same_as_ref "metrics $c" "$TMP/d-$c"
+      continue
+    fi
+    case $c in
+      cut) pat="ends at step [0-9]+ but the checkpoint is at step [0-9]+: rows are missing" ;;
+      garbage) pat="line [0-9]+ is not the next step's row: the file was edited or damaged" ;;
+      header) pat="line 1 is not this run's header" ;;
+    esac
+    expect_fail "metrics $c: resume refused" "$pat" "$DPGD" train --resume "$TMP/d-$c" --quiet
+    checks=$((checks + 1))
+    cmp -s "$m" "$TMP/before-$c" || fail "metrics $c: a refused resume changed metrics.csv"
+  done
+}
+
 stop_and_resume term TERM 143
 stop_and_resume int INT 130
+damaged_metrics
 finish

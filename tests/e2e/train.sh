@@ -134,8 +134,8 @@ expect_fail out-newline "line break" "$DPGD" train --config "$CFG" "${SUB[@]}" -
 b"
 expect_fail resume-too-long "run directory: path of" "$DPGD" train --resume "$HUGE"
 checks=$((checks + 1))
-[ -z "$(ls -d "$TMP"/f* "$TMP/a ;b" "$TMP/sp " "$TMP/a"* 2>/dev/null)" ] ||
-  fail "refused run directories were created: $(ls -d "$TMP"/f* "$TMP"/a* "$TMP/sp " 2>/dev/null)"
+[ -z "$(ls -d "$TMP"/ffff* "$TMP/a ;b" "$TMP/sp " "$TMP/a"* 2>/dev/null)" ] ||
+  fail "refused run directories were created: $(ls -d "$TMP"/ffff* "$TMP"/a* "$TMP/sp " 2>/dev/null)"
 
 # 4. Fashion-MNIST (Debian's dataset-fashion-mnist; .ci/run installs it): the shipped
 # config trains on a subset far above chance.

@@ -33,9 +33,11 @@ static int parse(png_args *a, int argc, char **argv)
     const char *f = argv[i];
     int valued = !strcmp(f, "--split") || !strcmp(f, "--first") || !strcmp(f, "--count") ||
                  !strcmp(f, "--out");
-    if (f[0] == '-' && f[1] && !valued) return dpgd_cli_usage_error(CMD, "unknown option '%s'", f);
+    if (f[0] == '-' && f[1] && !valued)
+      return dpgd_cli_usage_error(CMD, "unknown option '%s'", f);
     if (!valued) {
-      if (a->dir) return dpgd_cli_usage_error(CMD, "one DIR expected, got '%s' and '%s'", a->dir, f);
+      if (a->dir)
+        return dpgd_cli_usage_error(CMD, "one DIR expected, got '%s' and '%s'", a->dir, f);
       a->dir = f;
       continue;
     }
