@@ -124,7 +124,7 @@ int dpgd_odometer_report(const dpgd_odometer *o, double mu2, size_t *level, doub
  *   ZCDP  one budget of sum rho (x^2 / (2 sigma^2));
  *   RDP   a budget eps(a) per order a (a x^2 / (2 sigma^2) each); a point stays active
  *         while EVERY order is below its budget and halts as soon as ANY order reaches
- *         it. Seed 003's Remark 4.4 gives (a_j, B_j)-RDP for all j only while all the
+ *         it. Feldman & Zrnic's Remark 4.4 gives (a_j, B_j)-RDP for all j only while all the
  *         filters continue; halting only when every order is over (an order chosen after
  *         the fact) would be the data-dependent choice the odometer warns against.
  * Units: sigma is measured in whatever unit the caller likes; the costs and budgets are
@@ -187,7 +187,7 @@ double *dpgd_filter_spent_data(dpgd_filter *f, size_t order);
  * DPGD_ERANGE naming the first violating point otherwise. */
 int dpgd_filter_check(const dpgd_filter *f);
 
-/* The (eps, delta)-DP filter of seed 003 (Algorithm 4, Theorem 4.9): pure eps_t-DP
+/* The (eps, delta)-DP filter of Feldman & Zrnic (2021) (Algorithm 4, Theorem 4.9): pure eps_t-DP
  * releases, a point continues while sum eps_t^2 / 2 <= B*, B* = (sqrt(log(1/delta) + eps)
  * - sqrt(log(1/delta)))^2 the zCDP level whose classic conversion is (eps, delta).
  * dpgd_filter_dp_budget gives B* (rounded down) for a ZCDP filter's budget;

@@ -86,7 +86,7 @@ double dpgd_filter_budget(const dpgd_filter *f, size_t order)
 
 /* ---- Rounding in the private direction ----
  * Privacy needs every stored spend to be >= the exact real sum of the exact costs of
- * the charges it took (seed 003, Theorems 4.3 and 4.5, hold for the real sums). Round
+ * the charges it took (Feldman & Zrnic 2021, Theorems 4.3 and 4.5, hold for the real sums). Round
  * to nearest can round a product, a quotient or a sum DOWN, and k charges could then
  * exceed the budget by about k u B. So the cost and the accumulation round UP, using
  * the exact error of each operation (an fma gives the error of a product and the
@@ -179,7 +179,7 @@ static double order_cap(const dpgd_filter *f, size_t j, double s, double want, d
 }
 
 /* RDP: the smallest of the orders' caps, so that every order stays within its budget
- * (Remark 4.4 of seed 003: the guarantee at every order needs every filter to CONT). */
+ * (Remark 4.4 of Feldman & Zrnic (2021): the guarantee at every order needs every filter to CONT). */
 double dpgd_filter_cap(const dpgd_filter *f, size_t i, double want, double sigma)
 {
   if (i >= f->n || !(want > 0) || !isfinite(want) || !(sigma > 0) || !isfinite(sigma))
@@ -254,7 +254,7 @@ double dpgd_filter_point_mu2(const dpgd_filter *f, size_t i, double unit)
   return f->spent[i] / f->coef[0] / (unit * unit) * (1 + 0x1p-50);
 }
 
-/* Theorem 4.9 of seed 003: B* = (sqrt(L + eps) - sqrt(L))^2, L = log(1/delta), written
+/* Theorem 4.9 of Feldman & Zrnic (2021): B* = (sqrt(L + eps) - sqrt(L))^2, L = log(1/delta), written
  * as eps^2 / (sqrt(L + eps) + sqrt(L))^2 to avoid the cancellation, and rounded down (a
  * budget: the private direction is smaller). */
 int dpgd_filter_dp_budget(double eps, double delta, double *rho)

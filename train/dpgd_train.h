@@ -486,7 +486,7 @@ int dpgd_report_odometer_cols(FILE *f, const dpgd_odometer *o, double mu2);
 /* {"level_mu2": ..., "levels": L, "delta_split": [delta_1, ..., delta_L]} */
 void dpgd_report_json_odometer(FILE *f, const dpgd_odometer *o);
 
-/* ===== Sparse linear queries (seed 003, Theorem 1.2 and Corollary 4.7) ===============
+/* ===== Sparse linear queries (Feldman & Zrnic 2021, Theorem 1.2 and Corollary 4.7) ===============
  * Adaptively chosen linear queries q_t : users -> R^dim answered under individual
  * filtering (train/QUERIES.md has the derivation):
  *

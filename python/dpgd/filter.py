@@ -14,7 +14,7 @@ _CURRENCIES = {"gdp": 0, "zcdp": 1, "rdp": 2}
 
 
 class Filter:
-    """An individual privacy filter over ``n`` points (seed 003, Feldman & Zrnic).
+    """An individual privacy filter over ``n`` points (Feldman & Zrnic, NeurIPS 2021).
 
     Each point has its own privacy loss in one currency, charged by Gaussian releases
     of squared sensitivity ``sens2`` against noise std ``sigma``; a point whose budget

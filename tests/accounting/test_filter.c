@@ -47,7 +47,7 @@ static void test_closed_forms(void **state)
   assert_non_null(f);
   assert_true(dpgd_filter_cost(f, 1, 1.0, 1.0) == 4.0);
   /* Order 2 allows x^2 = 1, order 8 allows x^2 = 2: every order must stay within its
-   * budget (seed 003, Remark 4.4), so the smaller wins. */
+   * budget (Feldman & Zrnic 2021, Remark 4.4), so the smaller wins. */
   assert_true(dpgd_filter_cap(f, 0, 10.0, 1.0) == 1.0);
   assert_int_equal(dpgd_filter_charge(f, 0, 0.5, 1.0), DPGD_OK);
   assert_true(dpgd_filter_spent(f, 0, 0) == 0.5 && dpgd_filter_spent(f, 0, 1) == 2.0);
@@ -407,7 +407,7 @@ static void test_epsilon(void **state)
   dpgd_filter_free(f);
 }
 
-/* Algorithm 4 / Theorem 4.9 of seed 003: the (eps, delta) filter as a zCDP filter of
+/* Algorithm 4 / Theorem 4.9 of Feldman & Zrnic (2021): the (eps, delta) filter as a zCDP filter of
  * budget B*, whose classic conversion is eps again; pure-DP charges of eps_t^2 / 2. */
 static void test_dp_filter(void **state)
 {

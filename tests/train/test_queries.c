@@ -1,5 +1,5 @@
 /* test_queries.c -- sparse linear queries under individual filtering (dpgd_train.h,
- * "Sparse linear queries"; seed 003, Theorem 1.2 and Corollary 4.7): neighbouring
+ * "Sparse linear queries"; Feldman & Zrnic (2021), Theorem 1.2 and Corollary 4.7): neighbouring
  * datasets move the answers by exactly the capped value, the filter's spend and
  * activity, the callback contract, the noise against its closed-form accuracy bound,
  * the guarantee against the Gaussian curve and the zCDP conversion, plain composition,
