@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include "data_internal.h"
+#include "png_internal.h"
 
 /* Index values above this are rejected as file names (and keep index + 1 exact). */
 #define MAX_INDEX 1000000000000ull
@@ -149,26 +150,19 @@ static int list_split(entry **out, size_t *n_out, const char *dir, int n_classes
 
 /* ---- decoding one PNG ------------------------------------------------------------ */
 
-typedef struct pngr {
-  const char *path;
-  FILE *fp;
-  png_structp png;
-  png_infop info;
-  int oom;        /* an allocation libpng asked for failed */
-  size_t refused; /* size of an allocation refused as larger than PNG_ALLOC_MAX; 0 */
-  char why[160];  /* libpng's error message */
-} pngr;
-
-static void on_error(png_structp png, png_const_charp msg)
+/* libpng's error callback (the message into r->why, then back to the setjmp) and its
+ * warning callback (warnings -- unknown chunks, odd gamma -- do not change the pixels);
+ * png_write.c uses them too. */
+void dpgd_data_png_on_error(png_structp png, png_const_charp msg)
 {
-  pngr *r = png_get_error_ptr(png);
+  dpgd_pngr *r = png_get_error_ptr(png);
   snprintf(r->why, sizeof r->why, "%s", msg);
   png_longjmp(png, 1);
 }
 
-static void on_warning(png_structp png, png_const_charp msg)
+void dpgd_data_png_on_warning(png_structp png, png_const_charp msg)
 {
-  (void)png; /* warnings (unknown chunks, odd gamma) do not change the pixels */
+  (void)png;
   (void)msg;
 }
 
@@ -182,11 +176,11 @@ static void on_warning(png_structp png, png_const_charp msg)
 static png_voidp on_malloc(png_structp png, png_alloc_size_t size)
 {
   if (size > PNG_ALLOC_MAX) {
-    ((pngr *)png_get_error_ptr(png))->refused = size;
+    ((dpgd_pngr *)png_get_error_ptr(png))->refused = size;
     return NULL;
   }
   void *p = malloc(size);
-  if (!p) ((pngr *)png_get_error_ptr(png))->oom = 1;
+  if (!p) ((dpgd_pngr *)png_get_error_ptr(png))->oom = 1;
   return p;
 }
 
@@ -196,7 +190,7 @@ static void on_free(png_structp png, png_voidp p)
   free(p);
 }
 
-static int libpng_failed(pngr *r)
+static int libpng_failed(dpgd_pngr *r)
 {
   if (r->refused)
     return DPGD_FAIL(DPGD_EFORMAT, "%s: corrupt PNG (a chunk asks for %zu bytes, over %d MB)",
@@ -205,7 +199,7 @@ static int libpng_failed(pngr *r)
   return DPGD_FAIL(DPGD_EFORMAT, "%s: truncated or corrupt PNG (libpng: %s)", r->path, r->why);
 }
 
-static void png_close(pngr *r)
+static void png_close(dpgd_pngr *r)
 {
   if (r->png) png_destroy_read_struct(&r->png, r->info ? &r->info : NULL, NULL);
   if (r->fp) fclose(r->fp);
@@ -227,7 +221,7 @@ static const char *colour_name(int type)
 
 /* Opens path and reads the PNG header: must be 8-bit grayscale. Gives the size.
  * Call png_close afterwards whatever the result. */
-static int png_open(pngr *r, const char *path, size_t *rows, size_t *cols)
+static int png_open(dpgd_pngr *r, const char *path, size_t *rows, size_t *cols)
 {
   memset(r, 0, sizeof *r);
   r->path = path;
@@ -240,8 +234,8 @@ static int png_open(pngr *r, const char *path, size_t *rows, size_t *cols)
     return DPGD_FAIL(DPGD_EFORMAT, "%s: truncated PNG (%zu bytes)", path, k);
   if (k < sizeof sig || png_sig_cmp(sig, 0, sizeof sig) != 0)
     return DPGD_FAIL(DPGD_EFORMAT, "%s: not a PNG file (no PNG signature)", path);
-  r->png = png_create_read_struct_2(PNG_LIBPNG_VER_STRING, r, on_error, on_warning, r,
-                                    on_malloc, on_free);
+  r->png = png_create_read_struct_2(PNG_LIBPNG_VER_STRING, r, dpgd_data_png_on_error,
+                                    dpgd_data_png_on_warning, r, on_malloc, on_free);
   if (!r->png) return DPGD_FAIL(DPGD_ENOMEM, "%s: out of memory starting libpng", path);
   r->info = png_create_info_struct(r->png);
   if (!r->info) return DPGD_FAIL(DPGD_ENOMEM, "%s: out of memory starting libpng", path);
@@ -266,7 +260,7 @@ static int png_open(pngr *r, const char *path, size_t *rows, size_t *cols)
 
 /* Decodes the pixels of an opened PNG into dst (rows, cols) and reads to IEND, so
  * a file truncated after its image data is still caught. */
-static int png_pixels(pngr *r, uint8_t *dst /* (rows, cols) */, size_t rows, size_t cols)
+static int png_pixels(dpgd_pngr *r, uint8_t *dst /* (rows, cols) */, size_t rows, size_t cols)
 {
   if (setjmp(png_jmpbuf(r->png))) return libpng_failed(r);
   /* Interlaced files are decoded pass by pass into the same rows (libpng combines). */
@@ -286,7 +280,7 @@ static int png_pixels(pngr *r, uint8_t *dst /* (rows, cols) */, size_t rows, siz
 static int read_image(dpgd_dataset **ds, size_t i, size_t n, int n_classes, const char *path,
                       const char *first)
 {
-  pngr r;
+  dpgd_pngr r;
   size_t h, w;
   int st = png_open(&r, path, &h, &w);
   if (!st && i == 0) {

@@ -8,29 +8,13 @@
 #include <string.h>
 
 #include "data_internal.h"
-
-typedef struct {
-  char why[160];
-} pngw;
-
-static void on_write_error(png_structp png, png_const_charp msg)
-{
-  pngw *w = png_get_error_ptr(png);
-  snprintf(w->why, sizeof w->why, "%s", msg);
-  png_longjmp(png, 1);
-}
-
-static void on_write_warning(png_structp png, png_const_charp msg)
-{
-  (void)png;
-  (void)msg;
-}
+#include "png_internal.h"
 
 /* libpng's part: the header and the rows into fp. 0, or -1 with w->why set. */
-static int encode(FILE *fp, pngw *w, const uint8_t *pixels, size_t rows, size_t cols)
+static int encode(FILE *fp, dpgd_pngr *w, const uint8_t *pixels, size_t rows, size_t cols)
 {
-  png_structp png =
-      png_create_write_struct(PNG_LIBPNG_VER_STRING, w, on_write_error, on_write_warning);
+  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, w, dpgd_data_png_on_error,
+                                            dpgd_data_png_on_warning);
   png_infop info = png ? png_create_info_struct(png) : NULL;
   if (!png || !info) {
     snprintf(w->why, sizeof w->why, "out of memory");
@@ -61,7 +45,7 @@ int dpgd_data_png_write(const char *path, const dpgd_dataset *ds, size_t i)
     return DPGD_FAIL(DPGD_EINVAL, "path too long: %s", path);
   FILE *fp = fopen(tmp, "wb");
   if (!fp) return DPGD_FAIL(DPGD_EIO, "cannot write %s: %s", tmp, strerror(errno));
-  pngw w = {{0}};
+  dpgd_pngr w = {0};
   int bad = encode(fp, &w, ds->pixels + i * ds->d, ds->rows, ds->cols);
   bad |= fflush(fp) != 0 || ferror(fp);
   int close_bad = fclose(fp) != 0;

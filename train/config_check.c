@@ -156,7 +156,8 @@ int dpgd_config_validate(const dpgd_config *c)
   int need_eps = c->privacy_calibrate != DPGD_CALIBRATE_NONE;
   if (need_eps && !(c->privacy_epsilon > 0))
     return DPGD_FAIL(DPGD_EINVAL, "%s = %s needs %s > 0", NAME(privacy_calibrate),
-                     c->privacy_calibrate == DPGD_CALIBRATE_SIGMA ? "sigma" : "budget", NAME(privacy_epsilon));
+                     c->privacy_calibrate == DPGD_CALIBRATE_SIGMA ? "sigma" : "budget",
+                     NAME(privacy_epsilon));
   if (c->privacy_calibrate != DPGD_CALIBRATE_SIGMA && c->privacy_sigma == 0)
     return DPGD_FAIL(DPGD_EINVAL, "%s is not set (give it, or %s = sigma with %s)",
                      NAME(privacy_sigma), NAME(privacy_calibrate), NAME(privacy_epsilon));
