@@ -224,7 +224,7 @@ expect_fail cal-no-clip '--clip is required with --sigma' $C --epsilon 1 --sigma
 expect_fail cal-neg-clip '--clip must be > 0' $C --epsilon 1 --sigma 2 --clip -1
 expect_fail cal-zero-steps '--steps must be >= 1' $C --epsilon 1 --steps 0
 expect_fail cal-bad-steps "--steps: 'ten' is not a non-negative integer" $C --epsilon 1 --steps ten
-expect_fail cal-budget-laplace 'no requested method could calibrate' \
+expect_fail cal-budget-laplace 'no requested method could calibrate this target \(exact: budget calibration composes with Gaussian releases only\)' \
   $C --epsilon 1 --sigma 2 --clip 1 --laplace b=1 --method exact
 
 # Messages a new user meets: an unknown option at the end of the line is unknown (not

@@ -444,8 +444,12 @@ int dpgd_cmd_calibrate(int argc, char **argv)
     else r[m].ok = 1, r[m].value = x;
   }
   print_calibration(&o, budget, r);
-  int ok = n_ok(r, o.methods);
+  int ok = n_ok(r, o.methods), first = -1;
   dpgd_acct_free(o.acc);
-  if (!ok) return dpgd_cli_error("no requested method could calibrate this target");
+  for (int m = 0; m < DPGD_ACCT_N_METHODS && first < 0; m++)
+    if (o.methods >> m & 1) first = m;
+  if (!ok) /* the reason of the first requested method (the table has every one) */
+    return dpgd_cli_error("no requested method could calibrate this target (%s: %s)",
+                          dpgd_acct_method_name((dpgd_acct_method)first), r[first].why);
   return DPGD_EXIT_OK;
 }
