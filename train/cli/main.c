@@ -21,7 +21,7 @@ static const struct {
     {"queries", dpgd_cmd_queries, "answer a CSV of users x queries with individual filtering"},
     {"plot", dpgd_cmd_plot, "PNG figures from run directories"},
     {"sweep", dpgd_cmd_sweep, "run a config over seeds and a grid of overrides"},
-    {"data", dpgd_cmd_data, "dataset information ('dpgd data info DIR|FILE')"},
+    {"data", dpgd_cmd_data, "dataset information, examples as PNG ('dpgd data info|png')"},
     {"bench", dpgd_cmd_bench, "benchmarks ('dpgd bench grads')"},
     {"audit", dpgd_cmd_audit, "empirical lower bound on eps from one run with canaries"},
 };
@@ -35,6 +35,10 @@ static void usage(FILE *f)
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
   fprintf(f, "\n  --version  print the version (also 'dpgd version')\n");
+  fprintf(f,
+          "\nDocumentation: README.md of the source tree (an overview) and docs/ (one page\n"
+          "per topic; docs/MATH.md: every formula with its source and its test). 'man dpgd'\n"
+          "holds this text and every 'dpgd CMD --help'.\n");
 }
 
 int main(int argc, char **argv)
