@@ -14,6 +14,13 @@ double dpgd_round_digits(double v, int digits, int dir)
   /* v = k * 10^e with k in [10^(digits-1), 10^digits) */
   int e = (int)floor(log10(v)) - (digits - 1);
   double p = pow(10, e);
+  if (!(p >= DBL_MIN)) {
+    /* 10^e is not a normal double (v below about 1e-292): step v by more than half a
+     * unit of its digits-th digit and by two subnormal units, so that printing the
+     * result at `digits` significant digits (round to nearest) stays on the stated side. */
+    double step = fmax(2 * pow(10, 1 - digits) * v, 2 * DBL_TRUE_MIN);
+    return dir > 0 ? v + step : fmax(v - step, 0);
+  }
   double k = dir > 0 ? ceil(lo / p) : floor(hi / p);
   double r = k * p;
   /* lo / p and k * p each round once: step k until r is on the stated side. */

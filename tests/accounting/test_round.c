@@ -47,6 +47,26 @@ static void test_random_values(void **state)
   }
 }
 
+/* Values whose last digit's unit 10^e is below DBL_MIN (an error bound of 1.6e-322 once
+ * printed as -nan): finite, and printed on the private side at every digit count. */
+static void test_tiny_values(void **state)
+{
+  (void)state;
+  const double vs[] = {DBL_TRUE_MIN, 3 * DBL_TRUE_MIN, 1.58e-322, 7.0236e-308,
+                       DBL_MIN,      2.5e-300,         1e-295,    3.3e-290};
+  for (size_t i = 0; i < sizeof vs / sizeof vs[0]; i++)
+    for (int d = 1; d <= 17; d++)
+      for (int dir = -1; dir <= 1; dir += 2) {
+        double r = dpgd_round_digits(vs[i], d, dir);
+        char t[64];
+        snprintf(t, sizeof t, "%.*g", d, r);
+        double x = strtod(t, NULL);
+        double tol = 4 * DBL_EPSILON * vs[i]; /* the function's documented slack */
+        if (!isfinite(r) || (dir > 0 ? x < vs[i] - tol : x > vs[i] + tol) || x < 0)
+          fail_msg("v = %.17g, %d digits, dir %d: %s", vs[i], d, dir, t);
+      }
+}
+
 /* v rounded to d digits in direction dir, printed with "%.<d>g", is the string want. */
 static void assert_shows(double v, int d, int dir, const char *want)
 {
@@ -80,6 +100,7 @@ int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_random_values),
+      cmocka_unit_test(test_tiny_values),
       cmocka_unit_test(test_known_values),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
