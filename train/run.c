@@ -110,20 +110,45 @@ int dpgd_run_load_data(dpgd_dataset **train, dpgd_dataset **test, const dpgd_con
   return rc;
 }
 
-/* What the run would allocate before its first step (model, per-example workspace for
- * model.chunk and model.threads, reserved for n), allocated and freed: a dry run finds
- * what a run would fail on. */
-static int dry_alloc(const dpgd_config *c, const dpgd_dataset *train)
+/* The config's model for the training set's shape, or an error that says why not. */
+static int model_for(const dpgd_config *c, const dpgd_dataset *train, dpgd_model **m)
 {
   const dpgd_model_type *t = dpgd_model_type_find(c->model_type);
   if (!t)
     return DPGD_FAIL(DPGD_EINVAL, "%s '%s' is not built", DPGD_CONFIG_KEY(model_type),
                      c->model_type);
-  dpgd_model *m = dpgd_model_alloc(t, (dpgd_activation)c->model_activation, train->rows,
-                                   train->cols, train->n_classes);
-  dpgd_grad_ws *ws = m ? dpgd_grad_ws_alloc(m, c->model_chunk, c->model_threads) : NULL;
-  int rc = ws ? dpgd_run_set_leaf_span(ws, c, train->n) : DPGD_OK;
-  if (!rc && ws) rc = dpgd_grad_ws_reserve(ws, train->n);
+  dpgd_error_clear();
+  *m = dpgd_model_alloc(t, (dpgd_activation)c->model_activation, train->rows, train->cols,
+                        train->n_classes);
+  if (!*m) {
+    /* The model says why (no memory, or a model type not built yet). */
+    char why[256];
+    snprintf(why, sizeof why, "%s", dpgd_error_last()[0] ? dpgd_error_last() : "no memory");
+    return DPGD_FAIL(DPGD_EINVAL, "%s = %s: %s", DPGD_CONFIG_KEY(model_type), c->model_type,
+                     why);
+  }
+  return DPGD_OK;
+}
+
+/* The per-example workspace for model.chunk and model.threads, its leaf span set and
+ * reserved for n examples so that no step allocates; *ws NULL (and DPGD_OK) when it
+ * cannot be allocated, for the caller to word. */
+static int ws_for(const dpgd_config *c, dpgd_model *m, size_t n, dpgd_grad_ws **ws)
+{
+  *ws = dpgd_grad_ws_alloc(m, c->model_chunk, c->model_threads);
+  int rc = *ws ? dpgd_run_set_leaf_span(*ws, c, n) : DPGD_OK;
+  if (!rc && *ws) rc = dpgd_grad_ws_reserve(*ws, n);
+  return rc;
+}
+
+/* What the run would allocate before its first step (model, workspace), allocated and
+ * freed: a dry run finds what a run would fail on. */
+static int dry_alloc(const dpgd_config *c, const dpgd_dataset *train)
+{
+  dpgd_model *m = NULL;
+  dpgd_grad_ws *ws = NULL;
+  int rc = model_for(c, train, &m);
+  if (!rc) rc = ws_for(c, m, train->n, &ws);
   if (!rc && !ws)
     rc = DPGD_FAIL(DPGD_ENOMEM, "no memory for the training state (n = %zu, %s = %zu)",
                    train->n, DPGD_CONFIG_KEY(model_chunk), c->model_chunk);
@@ -143,27 +168,6 @@ int dpgd_run_dry(dpgd_plan *p, const dpgd_config *c)
   return rc;
 }
 
-/* The model of the config, or an error that says why not. */
-static int alloc_model(dpgd_run *r)
-{
-  const dpgd_config *c = &r->cfg;
-  const dpgd_model_type *t = dpgd_model_type_find(c->model_type);
-  if (!t)
-    return DPGD_FAIL(DPGD_EINVAL, "%s '%s' is not built", DPGD_CONFIG_KEY(model_type),
-                     c->model_type);
-  dpgd_error_clear();
-  r->model = dpgd_model_alloc(t, (dpgd_activation)c->model_activation, r->train->rows,
-                              r->train->cols, r->train->n_classes);
-  if (!r->model) {
-    /* The model says why (no memory, or a model type not built yet). */
-    char why[256];
-    snprintf(why, sizeof why, "%s", dpgd_error_last()[0] ? dpgd_error_last() : "no memory");
-    return DPGD_FAIL(DPGD_EINVAL, "%s = %s: %s", DPGD_CONFIG_KEY(model_type), c->model_type,
-                     why);
-  }
-  return DPGD_OK;
-}
-
 /* Everything shared by open and resume: data, plan, model, buffers, streams. */
 int dpgd_run_setup(dpgd_run *r)
 {
@@ -172,11 +176,11 @@ int dpgd_run_setup(dpgd_run *r)
   if (rc) return rc;
   r->data_fp = data_fingerprint(r->train, r->test);
   rc = dpgd_plan_make(&r->plan, c, r->train->n);
-  if (!rc) rc = alloc_model(r);
-  if (rc) return rc;
-  r->ws = dpgd_grad_ws_alloc(r->model, c->model_chunk, c->model_threads);
-  r->P = dpgd_model_n_params(r->model);
+  if (!rc) rc = model_for(c, r->train, &r->model);
   size_t n = r->train->n;
+  if (!rc) rc = ws_for(c, r->model, n, &r->ws);
+  if (rc) return rc;
+  r->P = dpgd_model_n_params(r->model);
   if (r->plan.filtered && r->plan.sampling == DPGD_SAMPLING_POISSON)
     r->ledger = dpgd_ledger_alloc_sg(n, r->plan.clip, r->plan.sample_rate, r->plan.sigma,
                                      r->plan.filter_k);
@@ -185,9 +189,6 @@ int dpgd_run_setup(dpgd_run *r)
   r->post = malloc(n * sizeof *r->post);
   r->sum = malloc(r->P * sizeof *r->sum);
   r->best = malloc(r->P * sizeof *r->best);
-  rc = r->ws ? dpgd_run_set_leaf_span(r->ws, c, n) : DPGD_OK;
-  if (!rc && r->ws) rc = dpgd_grad_ws_reserve(r->ws, n); /* so that no step allocates */
-  if (rc) return rc;
   if (r->ws) {
     dpgd_grad_ws_set_constant_time(r->ws, c->train_constant_time);
     char eng[320], libm[96];

@@ -636,9 +636,9 @@ static void test_find_dir(void **state)
   char *dir = tu_tmpdir();
   char cwd[1024], buf[1024], p[700];
   assert_non_null(getcwd(cwd, sizeof cwd));
-  /* Work one level down, beside a dataset in ../shared/data/mnist: the library looks in
-   * no directory outside the one it runs in (the project's own machines keep MNIST
-   * there; a user's would not). */
+  /* Work in a folder beside a sibling folder shared/data/mnist that holds a dataset (the
+   * layout of the project's own machines; a user's has none): the library looks in no
+   * directory outside the one it runs in. */
   const size_t index[1] = {0};
   const uint8_t labels[1] = {2};
   snprintf(p, sizeof p, "%s/shared", dir);
