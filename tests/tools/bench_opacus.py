@@ -1,11 +1,21 @@
 #!/usr/bin/env python3
-"""bench_opacus.py -- per-epoch time of DP-SGD in dpgd and in Opacus, side by side in one
-run on the same machine: the MNIST CNN of Feldman & Zrnic (the Opacus example network,
-model/cnn.c), Poisson sampling at q = B/60000, per-example clipping, Gaussian noise.
+"""bench_opacus.py -- per-epoch time of DP-SGD in dpgd, Opacus and a functorch DP-SGD step,
+side by side in one run on the same machine: the MNIST CNN of Feldman & Zrnic (the Opacus
+example network, model/cnn.c), Poisson sampling at q = B/60000, per-example clipping,
+Gaussian noise.
 
 Usage (from the repository root, after the README's build):
   python3 tests/tools/bench_opacus.py --opacus-src DIR [--threads 1,2] [--batch 256,1024]
-                                      [--steps 40] [--reps 3] [--dpgd build/train/dpgd]
+          [--steps 40] [--reps 3] [--dpgd build/train/dpgd] [--peers opacus,functorch]
+
+Every measurement runs in its own process whose thread count is fixed before torch loads
+(OMP_NUM_THREADS, OPENBLAS_NUM_THREADS, MKL_NUM_THREADS and torch.set_num_threads:
+set_num_threads alone does not reach Debian torch's OpenBLAS pool). With more than one
+thread, each peer is timed with OMP_WAIT_POLICY active and passive (its OpenMP threads
+spin-wait by default, which collapses on a shared machine) and the faster is reported,
+with the policy. CPU time (user + system, from wait4) and peak RSS are per process.
+The functorch step is written as its documentation shows (vmap of grad over a
+functional call of the model; torch.func on torch >= 2, functorch on Debian's 1.13).
 
 DIR holds Opacus' source (the `opacus` package of a release, e.g. v1.4.0, whose code
 accepts Debian's python3-torch 1.13); Debian ships no opt_einsum, so a two-operand
@@ -52,17 +62,32 @@ def load_mnist(data_dir):
     return x, y.astype(np.int64)
 
 
+def cnn(torch):
+    from torch import nn
+    torch.manual_seed(1)
+    return nn.Sequential(
+        nn.Conv2d(1, 16, 8, 2, padding=3), nn.ReLU(), nn.MaxPool2d(2, 1),
+        nn.Conv2d(16, 32, 4, 2), nn.ReLU(), nn.MaxPool2d(2, 1),
+        nn.Flatten(), nn.Linear(32 * 4 * 4, 32), nn.ReLU(), nn.Linear(32, 10))
+
+
+def timed(steps, step):
+    times = []
+    for k in range(steps + 1):
+        t0 = time.perf_counter()
+        step()
+        if k:  # the first step warms up
+            times.append(time.perf_counter() - t0)
+    return sum(times) / len(times)
+
+
 def opacus_steps(x, y, q, steps, threads, sigma, clip):
     import torch
     from torch import nn
     from opacus import PrivacyEngine
 
     torch.set_num_threads(threads)
-    torch.manual_seed(1)
-    model = nn.Sequential(
-        nn.Conv2d(1, 16, 8, 2, padding=3), nn.ReLU(), nn.MaxPool2d(2, 1),
-        nn.Conv2d(16, 32, 4, 2), nn.ReLU(), nn.MaxPool2d(2, 1),
-        nn.Flatten(), nn.Linear(32 * 4 * 4, 32), nn.ReLU(), nn.Linear(32, 10))
+    model = cnn(torch)
     data = torch.utils.data.TensorDataset(torch.from_numpy(x), torch.from_numpy(y))
     loader = torch.utils.data.DataLoader(data, batch_size=int(round(q * len(x))))
     opt = torch.optim.SGD(model.parameters(), lr=0.5)
@@ -72,16 +97,101 @@ def opacus_steps(x, y, q, steps, threads, sigma, clip):
                                              poisson_sampling=True)
     loss_fn = nn.CrossEntropyLoss()
     it = iter(loader)
-    times = []
-    for k in range(steps + 1):
-        t0 = time.perf_counter()
+
+    def step():
         xb, yb = next(it)
         opt.zero_grad()
         loss_fn(model(xb), yb).backward()
         opt.step()
-        if k:  # the first step warms up
-            times.append(time.perf_counter() - t0)
-    return sum(times) / len(times)
+    return timed(steps, step)
+
+
+def functorch_steps(x, y, q, steps, threads, sigma, clip):
+    import torch
+    import torch.nn.functional as F
+    torch.set_num_threads(threads)
+    model = cnn(torch)
+    try:  # torch >= 2
+        from torch.func import functional_call, grad, vmap
+        params = {k: v.detach() for k, v in model.named_parameters()}
+
+        def fwd(p, xb):
+            return functional_call(model, p, (xb,))
+    except ImportError:  # Debian's torch 1.13
+        from functorch import grad, make_functional, vmap
+        fmodel, plist = make_functional(model)
+        params = {str(i): v.detach() for i, v in enumerate(plist)}
+
+        def fwd(p, xb):
+            return fmodel(tuple(p[str(i)] for i in range(len(p))), xb)
+
+    def loss_one(p, xi, yi):
+        return F.cross_entropy(fwd(p, xi.unsqueeze(0)), yi.unsqueeze(0))
+    per_example = vmap(grad(loss_one), in_dims=(None, 0, 0))
+    xt, yt = torch.from_numpy(x), torch.from_numpy(y)
+    n, lr = len(xt), 0.5
+
+    def step():
+        idx = (torch.rand(n) < q).nonzero().squeeze(1)
+        g = per_example(params, xt[idx], yt[idx])
+        sq = sum(v.flatten(1).pow(2).sum(1) for v in g.values())
+        factor = (clip / (sq.sqrt() + 1e-6)).clamp(max=1.0)
+        for k, v in g.items():
+            s = torch.einsum("i,i...->...", factor, v)
+            s += sigma * clip * torch.randn_like(s)
+            params[k] -= lr * s / (q * n)
+    with torch.no_grad():
+        return timed(steps, step)
+
+
+PEERS = {"opacus": opacus_steps, "functorch": functorch_steps}
+
+
+def child(a):
+    """One peer measurement in this process (thread count fixed by the parent's env)."""
+    if a.child == "opacus":
+        sys.path.insert(0, os.path.abspath(a.opacus_src))
+        sys.path.insert(0, opt_einsum_shim(tempfile.mkdtemp()))
+    x, y = load_mnist(a.data)
+    t = PEERS[a.child](x, y, a.q, a.steps, a.threads_one, 1.0, 1.0)
+    print(json.dumps({"s_per_step": t}))
+
+
+def thread_env(threads, policy=None):
+    env = dict(os.environ)
+    for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        env[k] = str(threads)
+    if policy:
+        env["OMP_WAIT_POLICY"] = policy
+    return env
+
+
+def run_measured(cmd, env):
+    """Runs cmd; returns (stdout, peak RSS in MB, CPU seconds) of that process."""
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    out = p.stdout.read()
+    _, status, ru = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    if p.returncode:
+        raise RuntimeError("%s failed (exit %d)" % (cmd[:4], p.returncode))
+    return out, ru.ru_maxrss / 1024.0, ru.ru_utime + ru.ru_stime
+
+
+def peer_steps(a, peer, q, threads):
+    """Median seconds per step, peak RSS and the wait policy of the faster setting."""
+    best = None
+    for policy in (["active", "passive"] if threads > 1 else [None]):
+        runs = []
+        for _ in range(a.reps):
+            cmd = [sys.executable, os.path.abspath(__file__), "--child", peer, "--q", repr(q),
+                   "--threads-one", str(threads), "--steps", str(a.steps), "--data", a.data,
+                   "--opacus-src", a.opacus_src or ""]
+            out, rss, _ = run_measured(cmd, thread_env(threads, policy))
+            runs.append((json.loads(out)["s_per_step"], rss))
+        got = (statistics.median(r[0] for r in runs), max(r[1] for r in runs), policy)
+        if best is None or got[0] < best[0]:
+            best = got
+    return best
 
 
 def dpgd_wall(dpgd, data_dir, q, steps, threads, sigma, clip):
@@ -97,45 +207,58 @@ def dpgd_wall(dpgd, data_dir, q, steps, threads, sigma, clip):
         with open(ini, "w") as f:
             f.write("; dpgd's side of bench_opacus.py: every key is given by --set\n")
         cmd = [dpgd, "train", "--config", ini] + [a for s in sets for a in ("--set", s)]
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _, rss, cpu = run_measured(cmd, thread_env(threads))
         t0 = time.perf_counter()
         subprocess.run([dpgd, "account", "--subsampled", "q=%r,sigma=%r,count=%d" % (q, sigma, steps),
                         "--delta", "1e-5"], check=True, stdout=subprocess.DEVNULL)
         acct = time.perf_counter() - t0
         with open(os.path.join(out, "summary.json")) as f:
-            return json.load(f)["nonprivate"]["wall_s"] - acct
+            return json.load(f)["nonprivate"]["wall_s"] - acct, cpu - acct, rss
 
 
 def dpgd_steps(dpgd, data_dir, q, steps, threads, sigma, clip):
+    """Seconds per step (wall, and CPU of the process) and the longer run's peak RSS."""
     short = dpgd_wall(dpgd, data_dir, q, steps, threads, sigma, clip)
     long = dpgd_wall(dpgd, data_dir, q, 3 * steps, threads, sigma, clip)
-    return (long - short) / (2 * steps)
+    return ((long[0] - short[0]) / (2 * steps), (long[1] - short[1]) / (2 * steps), long[2])
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--opacus-src", required=True)
+    ap.add_argument("--opacus-src")
     ap.add_argument("--dpgd", default="build/train/dpgd")
     ap.add_argument("--data", default=os.environ.get("DPGD_MNIST_DIR", "data/mnist"))
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--batch", default="256,1024")
     ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--peers", default="opacus,functorch")
+    ap.add_argument("--child", choices=sorted(PEERS), help=argparse.SUPPRESS)
+    ap.add_argument("--q", type=float, help=argparse.SUPPRESS)
+    ap.add_argument("--threads-one", type=int, help=argparse.SUPPRESS)
     a = ap.parse_args()
-    sys.path.insert(0, os.path.abspath(a.opacus_src))
-    sys.path.insert(0, opt_einsum_shim(tempfile.mkdtemp()))
-    x, y = load_mnist(a.data)
-    n = len(x)
-    print("| batch (expected) | threads | dpgd s/epoch | Opacus s/epoch | Opacus / dpgd |")
-    print("| --- | --- | --- | --- | --- |")
+    if a.child:
+        return child(a)
+    peers = [p for p in a.peers.split(",") if p]
+    if "opacus" in peers and not a.opacus_src:
+        ap.error("--opacus-src DIR is needed to time Opacus (or --peers functorch)")
+    n = 60000
+    head = "| batch (expected) | threads | dpgd s/epoch (CPU s) | dpgd RSS MB |"
+    for p in peers:
+        head += " %s s/epoch (wait policy) | %s RSS MB | %s / dpgd |" % (p, p, p)
+    print(head)
+    print("|" + " --- |" * (4 + 3 * len(peers)))
     for b in [int(v) for v in a.batch.split(",")]:
         q = b / n
         for t in [int(v) for v in a.threads.split(",")]:
-            d = statistics.median(dpgd_steps(a.dpgd, a.data, q, a.steps, t, 1.0, 1.0)
-                                  for _ in range(a.reps)) / q
-            o = statistics.median(opacus_steps(x, y, q, a.steps, t, 1.0, 1.0)
-                                  for _ in range(a.reps)) / q
-            print("| %d | %d | %.2f | %.2f | %.1f |" % (b, t, d, o, o / d), flush=True)
+            runs = [dpgd_steps(a.dpgd, a.data, q, a.steps, t, 1.0, 1.0) for _ in range(a.reps)]
+            d = statistics.median(r[0] for r in runs) / q
+            row = "| %d | %d | %.2f (%.2f) | %.0f |" % (
+                b, t, d, statistics.median(r[1] for r in runs) / q, max(r[2] for r in runs))
+            for p in peers:
+                s, rss, policy = peer_steps(a, p, q, t)
+                row += " %.2f (%s) | %.0f | %.1f |" % (s / q, policy or "-", rss, s / q / d)
+            print(row, flush=True)
 
 
 if __name__ == "__main__":
