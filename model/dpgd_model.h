@@ -35,7 +35,16 @@ float *dpgd_model_params(dpgd_model *m);                   /* (P) one contiguous
 const float *dpgd_model_params_const(const dpgd_model *m); /* (P) */
 
 /* PyTorch-default initialisation: uniform(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weights
- * and biases, from a generator seeded with seed (deterministic). */
+ * and biases. Parameter j of the slab (tensors in slab order) takes the j-th 64-bit word
+ * w that draw(ctx, &w) gives: u = (w >> 11) 2^-53 in [0, 1), p = (float)((2u - 1) bound).
+ * A training run draws the words from its keyed init stream (dpgd_rng_init_model), so
+ * the initial parameters depend on the whole seed. Returns draw's first nonzero status
+ * (the parameters are then partly written). */
+typedef int (*dpgd_model_draw_fn)(void *ctx, uint64_t *word);
+int dpgd_model_init_draw(dpgd_model *m, dpgd_model_draw_fn draw, void *ctx);
+
+/* The same with the words of splitmix64 started at seed (Steele, Lea & Flood 2014): a
+ * fixed model for tests and benchmarks, 64 bits of seed only; never a run's. */
 void dpgd_model_init(dpgd_model *m, uint64_t seed);
 
 /* Evaluation on examples [first, first + count): predicted class per example (pred may

@@ -86,30 +86,42 @@ int dpgd_model_n_classes(const dpgd_model *m) { return m->n_classes; }
 float *dpgd_model_params(dpgd_model *m) { return m->params; }
 const float *dpgd_model_params_const(const dpgd_model *m) { return m->params; }
 
-/* splitmix64 (Steele, Lea & Flood 2014): a tiny generator with no allocation, so
- * initialisation cannot fail; every 64-bit seed gives its own stream. */
-static uint64_t splitmix64(uint64_t *state)
-{
-  uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
 /* Tensors in slab order, elements in order: weights and biases alike
  * uniform(-1/sqrt(fan_in), 1/sqrt(fan_in)) (torch.nn.Linear / Conv2d
- * reset_parameters: kaiming_uniform(a = sqrt(5)) gives exactly this bound). */
-void dpgd_model_init(dpgd_model *m, uint64_t seed)
+ * reset_parameters: kaiming_uniform(a = sqrt(5)) gives exactly this bound), one word
+ * of draw per parameter. */
+int dpgd_model_init_draw(dpgd_model *m, dpgd_model_draw_fn draw, void *ctx)
 {
-  uint64_t state = seed;
   float *p = m->params;
   for (size_t k = 0; k < m->n_tensors; k++) {
     double bound = 1.0 / sqrt((double)m->tensors[k].fan_in);
     for (size_t j = 0; j < m->tensors[k].size; j++) {
-      double u = (double)(splitmix64(&state) >> 11) * 0x1p-53; /* [0, 1) */
+      uint64_t w;
+      int rc = draw(ctx, &w);
+      if (rc) return rc;
+      double u = (double)(w >> 11) * 0x1p-53; /* [0, 1) */
       *p++ = (float)((2.0 * u - 1.0) * bound);
     }
   }
+  return DPGD_OK;
+}
+
+/* splitmix64 (Steele, Lea & Flood 2014): a tiny generator with no allocation, so this
+ * initialisation cannot fail. */
+static int splitmix64(void *ctx, uint64_t *word)
+{
+  uint64_t *state = ctx;
+  uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  *word = z ^ (z >> 31);
+  return DPGD_OK;
+}
+
+void dpgd_model_init(dpgd_model *m, uint64_t seed)
+{
+  uint64_t state = seed;
+  (void)dpgd_model_init_draw(m, splitmix64, &state);
 }
 
 int dpgd_model_check_dataset(const dpgd_model *m, const dpgd_dataset *ds)

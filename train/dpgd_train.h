@@ -191,6 +191,11 @@ const char *dpgd_rng_mode_name(int mode); /* "research" | "secure" */
 
 /* 64 uniformly random bits. DPGD_EIO if the OS generator fails (secure mode). */
 int dpgd_rng_u64(dpgd_rng *r, uint64_t *out);
+/* A run's initial parameters: dpgd_model_init_draw with the words of the init stream
+ * (DPGD_STREAM_INIT) of seed in mode, parameter j from the stream's 64-bit word j; in
+ * research mode every bit of the seed keys them (stream.c). DPGD_ENOMEM, or DPGD_EIO in
+ * secure mode. */
+int dpgd_rng_init_model(dpgd_model *m, int mode, const dpgd_seed *seed);
 /* x[j] += N(0, std^2) for j < n, drawn in index order from this stream. */
 int dpgd_rng_gaussian_add(dpgd_rng *r, double std, double *x /* (n) */, size_t n);
 /* One N(0, std^2) draw. */

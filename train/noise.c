@@ -108,6 +108,17 @@ int dpgd_rng_u64(dpgd_rng *r, uint64_t *out)
   return DPGD_OK;
 }
 
+static int draw_u64(void *r, uint64_t *out) { return dpgd_rng_u64(r, out); }
+
+int dpgd_rng_init_model(dpgd_model *m, int mode, const dpgd_seed *seed)
+{
+  dpgd_rng *r = dpgd_rng_alloc(mode, seed, DPGD_STREAM_INIT);
+  if (!r) return DPGD_FAIL(DPGD_ENOMEM, "no memory for the init stream");
+  int rc = dpgd_model_init_draw(m, draw_u64, r);
+  dpgd_rng_free(r);
+  return rc;
+}
+
 /* Only exactly representable values of (k + 1/2) 2^-b keep the uniform inside (0, 1):
  * with b = 53, k + 1/2 for k >= 2^52 is not a double and rounds, to 2^53 (u = 1.0) for
  * k = 2^53 - 1. With b = 52 it is exact: u in [2^-53, 1 - 2^-53], never 0 or 1. */

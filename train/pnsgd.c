@@ -189,12 +189,8 @@ static int draw_order(dpgd_pnsgd *r)
 /* w_0 = Pi_K(the model's initialisation from the init stream): data-independent. */
 static int init_params(dpgd_pnsgd *r)
 {
-  dpgd_rng *init = dpgd_rng_alloc(r->cfg.train_rng, &r->cfg.train_seed, DPGD_STREAM_INIT);
-  uint64_t seed = 0;
-  int rc = init ? dpgd_rng_u64(init, &seed) : DPGD_FAIL(DPGD_ENOMEM, "no memory for a stream");
-  dpgd_rng_free(init);
+  int rc = dpgd_rng_init_model(r->model, r->cfg.train_rng, &r->cfg.train_seed);
   if (rc) return rc;
-  dpgd_model_init(r->model, seed);
   float *w = dpgd_model_params(r->model);
   for (size_t j = 0; j < r->P; j++) r->g[j] = w[j];
   return project_store(w, r->g, r->P, r->plan.radius);

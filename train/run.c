@@ -254,12 +254,8 @@ static int claim_run_dir(dpgd_run *r)
 /* Initial parameters from their own stream, and the empty accountant. */
 static int init_params_and_acct(dpgd_run *r)
 {
-  dpgd_rng *init = dpgd_rng_alloc(r->cfg.train_rng, &r->cfg.train_seed, DPGD_STREAM_INIT);
-  uint64_t seed = 0;
-  int rc = init ? dpgd_rng_u64(init, &seed) : DPGD_FAIL(DPGD_ENOMEM, "no memory for a stream");
-  dpgd_rng_free(init);
+  int rc = dpgd_rng_init_model(r->model, r->cfg.train_rng, &r->cfg.train_seed);
   if (!rc) {
-    dpgd_model_init(r->model, seed);
     r->acct = dpgd_acct_alloc();
     if (!r->acct) rc = DPGD_FAIL(DPGD_ENOMEM, "no memory for the accountant");
   }

@@ -4,7 +4,8 @@
  * noise-only update divided by the public n (checked against an independent replay of
  * the noise stream); private stopping is accounted (eps equals the Gaussian curve at the
  * composed mu, and exceeds the run without queries); releases equal noise draws;
- * same seed -> same model, other seed -> other model; corrupt and mismatched
+ * same seed -> same model, other seed -> other model; the initial parameters are the
+ * init stream's words, one per parameter (all 256 seed bits); corrupt and mismatched
  * checkpoints are refused; a resumed run ends bit-identical to an uninterrupted one; the
  * non-private diagnostics change no released value. */
 #include <math.h>
@@ -302,6 +303,58 @@ static void test_reproducible(void **state)
   dpgd_run_free(a);
   dpgd_run_free(b);
   dpgd_run_free(d);
+}
+
+/* The initial parameters come from the init stream itself, one 64-bit word per
+ * parameter (parameter j from word j: u = (w >> 11) 2^-53, (2u - 1)/sqrt(784) for the
+ * softmax's weight and bias alike), so they depend on every bit of the seed. Before,
+ * one word of that stream seeded splitmix64: 64 bits fixed all of them, and two seeds
+ * whose init streams share their first word gave the same model. Checked for a 256-bit
+ * seed, with the stream replayed here word by word, and in secure mode a model of
+ * finite values within the bound that is not the research one. */
+static void test_init_from_stream(void **state)
+{
+  (void)state;
+  dpgd_config c;
+  base_config(&c, "init");
+  c.train_steps = 1;
+  char why[200];
+  assert_int_equal(
+      dpgd_seed_parse(&c.train_seed,
+                      "0xf3a94c0e5d27b1688e0c4d5b6a79f01d2c3b4a5968778695a4b3c2d1e0f11223", why,
+                      sizeof why),
+      DPGD_OK);
+  dpgd_run *r = tt_open_run(&c);
+  size_t P;
+  const float *p = dpgd_run_params(r, &P);
+  const dpgd_dataset *ds = dpgd_run_train_set(r);
+  size_t d = ds->rows * ds->cols;
+  assert_int_equal(P, 10 * d + 10);
+  double bound = 1.0 / sqrt((double)d);
+  dpgd_rng *s = dpgd_rng_alloc(DPGD_RNG_RESEARCH, &c.train_seed, DPGD_STREAM_INIT);
+  assert_non_null(s);
+  for (size_t j = 0; j < P; j++) {
+    uint64_t w;
+    assert_int_equal(dpgd_rng_u64(s, &w), DPGD_OK);
+    float want = (float)((2.0 * ((double)(w >> 11) * 0x1p-53) - 1.0) * bound);
+    if (memcmp(&p[j], &want, sizeof want))
+      fail_msg("parameter %zu is %.9g, the init stream's word %zu gives %.9g", j, p[j], j,
+               want);
+  }
+  dpgd_rng_free(s);
+  float *research = malloc(P * sizeof *research);
+  assert_non_null(research);
+  memcpy(research, p, P * sizeof *research);
+  dpgd_run_free(r);
+  base_config(&c, "init_secure");
+  c.train_steps = 1;
+  c.train_rng = DPGD_RNG_SECURE;
+  r = tt_open_run(&c);
+  p = dpgd_run_params(r, NULL);
+  for (size_t j = 0; j < P; j++) assert_true(fabs(p[j]) <= bound);
+  assert_memory_not_equal(p, research, P * sizeof *research);
+  free(research);
+  dpgd_run_free(r);
 }
 
 /* Filtered (B = 5 C^2) with 3 private stopping queries every 2 steps after step 5. */
@@ -973,6 +1026,7 @@ int main(void)
       cmocka_unit_test(test_stopping_accounted),
       cmocka_unit_test(test_releases_equal_draws),
       cmocka_unit_test(test_reproducible),
+      cmocka_unit_test(test_init_from_stream),
       cmocka_unit_test(test_resume_bit_identical),
       cmocka_unit_test(test_diagnostics_only_observe),
       cmocka_unit_test(test_checkpoint_refused),

@@ -2,8 +2,9 @@
  * ChaCha20 block function written here from RFC 8439 section 2.3 (checked on the RFC's
  * own vectors), keys computed by Python's hashlib (BLAKE2b), and the properties the
  * privacy argument needs: every bit of the seed changes every stream, the labels give
- * distinct streams, a checkpointed position continues the stream, a bad state is refused;
- * plus train.seed's text (decimal below 2^64, 0x and up to 64 hex digits). */
+ * distinct streams, a checkpointed position continues the stream, a bad state is refused,
+ * a run's initial parameters are the init keystream's words; plus train.seed's text
+ * (decimal below 2^64, 0x and up to 64 hex digits). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -121,6 +122,14 @@ static void test_stream_keys(void **state)
   assert_int_equal(dpgd_stream_key(&s, DPGD_N_STREAMS, key), DPGD_EINVAL);
 }
 
+/* seed_hex parsed, and one of its stream keys from hex. */
+static void seed_and_key(dpgd_seed *s, const char *key_hex, uint8_t key[32])
+{
+  char why[200];
+  assert_int_equal(dpgd_seed_parse(s, seed_hex, why, sizeof why), DPGD_OK);
+  hex_bytes(key_hex, key, 32);
+}
+
 /* The step stream of seed_hex, word by word, is the reference keystream under its key
  * (little-endian words, zero nonce, blocks from 0; dpgd_rng_u64 = word 2j << 32 | word
  * 2j+1), across dpgd's 1 KiB refills; a stream restored at a position far out continues
@@ -128,11 +137,9 @@ static void test_stream_keys(void **state)
 static void test_stream_known_answer(void **state)
 {
   (void)state;
-  char why[200];
   dpgd_seed s;
-  assert_int_equal(dpgd_seed_parse(&s, seed_hex, why, sizeof why), DPGD_OK);
   uint8_t key[32], nonce[8] = {0};
-  hex_bytes("a3388d4b896bea3b8036a22cdfc41d376bfccf8bdaa1c648ec1118cb8e1e80f9", key, 32);
+  seed_and_key(&s, "a3388d4b896bea3b8036a22cdfc41d376bfccf8bdaa1c648ec1118cb8e1e80f9", key);
   dpgd_rng *r = dpgd_rng_alloc(DPGD_RNG_RESEARCH, &s, DPGD_STREAM_STEP);
   assert_non_null(r);
   enum { BLOCKS = 40 }; /* 640 words: two and a half refills */
@@ -199,6 +206,33 @@ static void test_seed_bits_matter(void **state)
   first_words(&x, DPGD_STREAM_STEP, a);
   first_words(&y, DPGD_STREAM_STEP, b);
   assert_memory_not_equal(a, b, sizeof a);
+}
+
+/* A run's initial parameters (dpgd_rng_init_model) against the reference keystream
+ * under the init key that Python's hashlib gives for seed_hex: parameter j of the
+ * 28 x 28 softmax (7850, all of fan-in 784) is (2u - 1)/28 with u = (w >> 11) 2^-53, w
+ * = word 2j << 32 | word 2j + 1 of the keystream, blocks from 0, across refills. */
+static void test_init_known_answer(void **state)
+{
+  (void)state;
+  dpgd_seed s;
+  uint8_t key[32], nonce[8] = {0};
+  seed_and_key(&s, "3581512794cb3ec6611ca147b8384e1e7dfa5426fe15182276f358be427dd067", key);
+  dpgd_model *m = dpgd_model_alloc(dpgd_model_softmax, DPGD_ACT_RELU, 28, 28, 10);
+  assert_non_null(m);
+  size_t P = dpgd_model_n_params(m);
+  assert_int_equal(P, 7850);
+  assert_int_equal(dpgd_rng_init_model(m, DPGD_RNG_RESEARCH, &s), DPGD_OK);
+  const float *p = dpgd_model_params_const(m);
+  uint32_t w[16];
+  for (size_t j = 0; j < P; j++) {
+    if (j % 8 == 0) ref_block(key, nonce, j / 8, w);
+    uint64_t u64 = (uint64_t)w[2 * (j % 8)] << 32 | w[2 * (j % 8) + 1];
+    float want = (float)((2.0 * ((double)(u64 >> 11) * 0x1p-53) - 1.0) / 28.0);
+    if (memcmp(&p[j], &want, sizeof want))
+      fail_msg("parameter %zu: %.9g, the reference keystream gives %.9g", j, p[j], want);
+  }
+  dpgd_model_free(m);
 }
 
 /* The five labels give five different streams of one seed (the seed 1 and seed_hex). */
@@ -296,13 +330,10 @@ static void test_seed_text(void **state)
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_reference_chacha_rfc),
-      cmocka_unit_test(test_stream_keys),
-      cmocka_unit_test(test_stream_known_answer),
-      cmocka_unit_test(test_seed_bits_matter),
-      cmocka_unit_test(test_labels_differ),
-      cmocka_unit_test(test_state_refused),
-      cmocka_unit_test(test_seed_text),
+      cmocka_unit_test(test_reference_chacha_rfc), cmocka_unit_test(test_stream_keys),
+      cmocka_unit_test(test_init_known_answer),    cmocka_unit_test(test_stream_known_answer),
+      cmocka_unit_test(test_seed_bits_matter),     cmocka_unit_test(test_labels_differ),
+      cmocka_unit_test(test_state_refused),        cmocka_unit_test(test_seed_text),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
