@@ -18,7 +18,6 @@
 #include "dpgd_data.h"
 #include "testutil.h"
 
-
 /* ---- PNG folders -------------------------------------------------------------------- */
 
 enum { PW = 6, PH = 4 };
@@ -58,7 +57,7 @@ static void test_png_strict(void **state)
   dpgd_data_free(ds);
   /* Labels beyond the class count are unexpected folders. */
   tu_expect_error(dpgd_data_png_read(&ds, split, 5), DPGD_EFORMAT, "unexpected entry '",
-               "label folders 0..4");
+                  "label folders 0..4");
   assert_null(ds);
   tu_rmtree(dir);
   free(dir);
@@ -96,7 +95,7 @@ static void test_png_sparse_and_gaps(void **state)
   tu_png_tree(dir, index, labels, 5, PW, PH);
   dpgd_dataset *ds;
   tu_expect_error(dpgd_data_png_read(&ds, dir, 10), DPGD_EFORMAT, "gap in the indices",
-               "1.png is missing");
+                  "1.png is missing");
   size_t *idx;
   assert_int_equal(dpgd_data_png_read_sparse(&ds, &idx, dir, 10), DPGD_OK);
   const size_t sorted[5] = {0, 3, 4, 17, 40};
@@ -112,7 +111,7 @@ static void test_png_sparse_and_gaps(void **state)
   const uint8_t dup_label[1] = {(17 * 7 + 3) % 10 == 2 ? 5 : 2};
   tu_png_tree(dir, dup, dup_label, 1, PW, PH);
   tu_expect_error(dpgd_data_png_read_sparse(&ds, &idx, dir, 10), DPGD_EFORMAT,
-               "index 17 appears twice", NULL);
+                  "index 17 appears twice", NULL);
   assert_null(ds);
   assert_null(idx);
   tu_rmtree(dir);
@@ -160,7 +159,7 @@ static void test_png_defects(void **state)
 
   tree_with_png(dir, PW, PH, PNG_COLOR_TYPE_RGB, 8);
   tu_expect_error(dpgd_data_png_read(&ds, dir, 10), DPGD_EFORMAT, "0/1.png: RGB colour image",
-               "expected 8-bit grayscale");
+                  "expected 8-bit grayscale");
   tree_with_png(dir, PW, PH, PNG_COLOR_TYPE_RGB_ALPHA, 8);
   tu_expect_error(dpgd_data_png_read(&ds, dir, 10), DPGD_EFORMAT, "RGBA colour image", NULL);
   tree_with_png(dir, PW, PH, PNG_COLOR_TYPE_GRAY_ALPHA, 8);
@@ -169,15 +168,16 @@ static void test_png_defects(void **state)
   tu_expect_error(dpgd_data_png_read(&ds, dir, 10), DPGD_EFORMAT, "palette", NULL);
   tree_with_png(dir, PW, PH, PNG_COLOR_TYPE_GRAY, 16);
   tu_expect_error(dpgd_data_png_read(&ds, dir, 10), DPGD_EFORMAT,
-               "0/1.png: 16-bit grayscale, expected 8-bit", NULL);
+                  "0/1.png: 16-bit grayscale, expected 8-bit", NULL);
   tree_with_png(dir, PW, PH, PNG_COLOR_TYPE_GRAY, 4);
   tu_expect_error(dpgd_data_png_read(&ds, dir, 10), DPGD_EFORMAT, "4-bit grayscale", NULL);
   tree_with_png(dir, PW + 1, PH, PNG_COLOR_TYPE_GRAY, 8);
   tu_expect_error(dpgd_data_png_read(&ds, dir, 10), DPGD_EFORMAT,
-               "0/1.png: image is 4 x 7, expected 4 x 6 like", "3/0.png");
+                  "0/1.png: image is 4 x 7, expected 4 x 6 like", "3/0.png");
 
   tree_with(dir, "P5\n6 4\n255\n", 11); /* a PGM, not a PNG */
-  tu_expect_error(dpgd_data_png_read(&ds, dir, 10), DPGD_EFORMAT, "0/1.png: not a PNG file", NULL);
+  tu_expect_error(dpgd_data_png_read(&ds, dir, 10), DPGD_EFORMAT, "0/1.png: not a PNG file",
+                  NULL);
   tree_with(dir, "", 0);
   tu_expect_error(dpgd_data_png_read(&ds, dir, 10), DPGD_EFORMAT, "not a PNG file", NULL);
   tree_with(dir, "\x89PNG", 4);
@@ -192,7 +192,7 @@ static void test_png_defects(void **state)
   for (int k = 0; k < 3; k++) {
     tree_with(dir, good, cuts[k]);
     tu_expect_error(dpgd_data_png_read(&ds, dir, 10), DPGD_EFORMAT,
-                 "0/1.png: truncated or corrupt PNG (libpng: ", NULL);
+                    "0/1.png: truncated or corrupt PNG (libpng: ", NULL);
     assert_null(ds);
   }
   /* A text chunk stating 2 GB after the header: libpng would allocate that much for a
@@ -203,7 +203,7 @@ static void test_png_defects(void **state)
   memcpy(huge + 48, good + 33, len - 33);
   tree_with(dir, huge, len + 15);
   tu_expect_error(dpgd_data_png_read(&ds, dir, 10), DPGD_EFORMAT, "0/1.png: corrupt PNG",
-               "a chunk asks for");
+                  "a chunk asks for");
   free(huge);
   /* A flipped bit in the image data: the chunk CRC catches it. */
   uint8_t *bad = malloc(len);
@@ -211,7 +211,7 @@ static void test_png_defects(void **state)
   bad[len / 2] ^= 0x10;
   tree_with(dir, bad, len);
   tu_expect_error(dpgd_data_png_read(&ds, dir, 10), DPGD_EFORMAT, "truncated or corrupt PNG",
-               NULL);
+                  NULL);
   free(bad);
   free(good);
 
@@ -220,7 +220,7 @@ static void test_png_defects(void **state)
   snprintf(p, sizeof p, "%s/3/02.png", dir);
   tu_write(p, "x", 1);
   tu_expect_error(dpgd_data_png_read(&ds, dir, 10), DPGD_EFORMAT, "3/02.png: unexpected file",
-               NULL);
+                  NULL);
   remove(p);
   snprintf(p, sizeof p, "%s/3/x.png", dir);
   tu_write(p, "x", 1);
@@ -234,7 +234,7 @@ static void test_png_defects(void **state)
   snprintf(p, sizeof p, "%s/3/5.png", dir);
   symlink("/nonexistent/dpgd", p);
   tu_expect_error(dpgd_data_png_read_sparse(&ds, &(size_t *){NULL}, dir, 10), DPGD_EIO,
-               "cannot open", "3/5.png");
+                  "cannot open", "3/5.png");
   remove(p);
   tu_rmtree(dir);
   /* Empty and missing folders. */
@@ -286,19 +286,20 @@ static void test_png_files(void **state)
   tu_png(odd, PW + 1, PH, PNG_COLOR_TYPE_GRAY, 8, 0, px);
   const char *mixed[2] = {p[0], odd};
   tu_expect_error(dpgd_data_png_read_files(&ds, mixed, 2, 10), DPGD_EFORMAT,
-               "wide.png: image is 4 x 7, expected 4 x 6 like", p[0]);
+                  "wide.png: image is 4 x 7, expected 4 x 6 like", p[0]);
   assert_null(ds);
   snprintf(bad, sizeof bad, "%s/fake.png", dir);
   tu_write(bad, "P5\n6 4\n255\n", 11);
   const char *with_bad[2] = {p[0], bad};
   tu_expect_error(dpgd_data_png_read_files(&ds, with_bad, 2, 10), DPGD_EFORMAT,
-               "fake.png: not a PNG file", NULL);
+                  "fake.png: not a PNG file", NULL);
   assert_null(ds);
   snprintf(missing, sizeof missing, "%s/none.png", dir);
   tu_expect_error(dpgd_data_png_read_files(&ds, &(const char *){missing}, 1, 10), DPGD_EIO,
-               "cannot open", "none.png");
+                  "cannot open", "none.png");
   assert_null(ds);
-  tu_expect_error(dpgd_data_png_read_files(&ds, order, 0, 10), DPGD_EINVAL, "no PNG file", NULL);
+  tu_expect_error(dpgd_data_png_read_files(&ds, order, 0, 10), DPGD_EINVAL, "no PNG file",
+                  NULL);
   assert_null(ds);
   tu_rmtree(dir);
   free(dir);
@@ -307,7 +308,7 @@ static void test_png_files(void **state)
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_png_strict),        cmocka_unit_test(test_png_interlaced),
+      cmocka_unit_test(test_png_strict),          cmocka_unit_test(test_png_interlaced),
       cmocka_unit_test(test_png_sparse_and_gaps), cmocka_unit_test(test_png_defects),
       cmocka_unit_test(test_png_files),
   };

@@ -19,8 +19,6 @@
 #include "model_internal.h"
 #include "mtest.h"
 
-
-
 /* ---- initialisation and evaluation --------------------------------------------- */
 
 static void test_init(void **state)
@@ -393,9 +391,12 @@ static void test_failalloc(void **state)
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_init),  cmocka_unit_test(test_evaluate),
-      cmocka_unit_test(test_evaluate_threads), cmocka_unit_test(test_files),
-      cmocka_unit_test(test_bad_args), cmocka_unit_test(test_flops),
+      cmocka_unit_test(test_init),
+      cmocka_unit_test(test_evaluate),
+      cmocka_unit_test(test_evaluate_threads),
+      cmocka_unit_test(test_files),
+      cmocka_unit_test(test_bad_args),
+      cmocka_unit_test(test_flops),
       cmocka_unit_test(test_failalloc),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -23,7 +23,6 @@ double qt_ulp(double x)
   return nextafter(x, INFINITY) - x;
 }
 
-
 int qt_table_fn(size_t user, double *value, void *ctx)
 {
   qt_ctx *c = ctx;
@@ -33,7 +32,6 @@ int qt_table_fn(size_t user, double *value, void *ctx)
   memcpy(value, c->table + user * c->dim, c->dim * sizeof *value);
   return 0;
 }
-
 
 dpgd_queries *qt_open(const qt_setup *s)
 {
@@ -126,7 +124,7 @@ void qt_assert_same_trace(const qt_trace *a, const qt_trace *b, const qt_setup *
 
 /* v (dim) capped to norm min(clip, sqrt(B - spent)) as Algorithm 7 does, before the grid. */
 double qt_capped(double *out, const double *v, size_t dim, double clip, double budget,
-                     double spent)
+                 double spent)
 {
   double cap = fmin(clip, sqrt(budget - spent)), norm = 0;
   for (size_t j = 0; j < dim; j++) norm += v[j] * v[j];

@@ -350,11 +350,10 @@ static void test_checkpoint_refused(void **state)
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_resume_bit_identical),
-      cmocka_unit_test(test_checkpoint_refused),
-      cmocka_unit_test(test_resume_other_build),
-      cmocka_unit_test(test_resume_other_libm),
+      cmocka_unit_test(test_resume_bit_identical),   cmocka_unit_test(test_checkpoint_refused),
+      cmocka_unit_test(test_resume_other_build),     cmocka_unit_test(test_resume_other_libm),
       cmocka_unit_test(test_resume_ledger_sections),
   };
-  return tt_run_banded("test_run_resume", tests, sizeof tests / sizeof tests[0], &dir, N_TRAIN, N_TEST);
+  return tt_run_banded("test_run_resume", tests, sizeof tests / sizeof tests[0], &dir, N_TRAIN,
+                       N_TEST);
 }

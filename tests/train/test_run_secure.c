@@ -190,5 +190,6 @@ int main(void)
       cmocka_unit_test(test_secure_and_diverged),
       cmocka_unit_test(test_secure_resume),
   };
-  return tt_run_banded("test_run_secure", tests, sizeof tests / sizeof tests[0], &dir, N_TRAIN, N_TEST);
+  return tt_run_banded("test_run_secure", tests, sizeof tests / sizeof tests[0], &dir, N_TRAIN,
+                       N_TEST);
 }

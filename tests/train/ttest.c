@@ -156,6 +156,18 @@ void tt_stopping_config(dpgd_config *c, const char *dir, const char *run,
   c->output_diagnostics = diagnostics;
 }
 
+void tt_filter_config(dpgd_config *c, const char *dir, const char *run, size_t steps, double k,
+                      double refresh)
+{
+  tt_sampled_config(c, dir, run, DPGD_SAMPLING_POISSON, steps);
+  c->train_sample_rate = 0.1;
+  c->privacy_sigma = 1.3;
+  c->output_checkpoint_every = 3;
+  c->filter_enabled = k > 0;
+  c->filter_k = k;
+  c->filter_refresh = refresh;
+}
+
 int tt_run_banded(const char *name, const struct CMUnitTest *tests, size_t n, char **dir,
                   size_t n_train, size_t n_test)
 {

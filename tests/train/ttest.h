@@ -51,6 +51,11 @@ void tt_full_config(dpgd_config *c, const char *dir, const char *run);
  * step 5, a checkpoint every checkpoint_every steps, diagnostics on or off. */
 void tt_stopping_config(dpgd_config *c, const char *dir, const char *run,
                         size_t checkpoint_every, int diagnostics);
+/* Filtered DP-SGD's test run: tt_sampled_config with Poisson sampling at rate 0.1 for
+ * `steps` steps, sigma 1.3, a checkpoint every 3 steps, filter.k = k (no filter when
+ * k <= 0) and filter.refresh = refresh. */
+void tt_filter_config(dpgd_config *c, const char *dir, const char *run, size_t steps, double k,
+                      double refresh);
 /* Runs the n cmocka tests (group name) in a new temporary folder *dir that holds the
  * banded splits "train" (n_train images, seed 11) and "t10k" (n_test, seed 12); removes
  * the folder when every test passed (kept for inspection otherwise) and frees *dir.
