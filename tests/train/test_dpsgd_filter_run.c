@@ -190,7 +190,7 @@ static void test_secure_constant_time(void **state)
   assert_int_equal(dpgd_run_releases(r), 3);
   dpgd_run_free(r);
 }
-/* One line naming the keys for what is not supported. */
+
 /* A spend after the charge of grid index e (table row T): index 0 charges nothing. */
 static double charged(double spent, const double *T, uint32_t e)
 {
