@@ -213,7 +213,8 @@ static void test_hold_ledger(void **state)
     assert_non_null(l);
     assert_int_equal(dpgd_ledger_set_slack(l, v * 1e-6), DPGD_OK);
     assert_int_equal(dpgd_ledger_set_hold(l, hs[v]), DPGD_OK);
-    for (int i = 0; i < N; i++) post[i] = i == 0 ? 0 : C * C * tu_urand(&seed) * tu_urand(&seed);
+    for (int i = 0; i < N; i++)
+      post[i] = i == 0 ? 0 : C * C * tu_urand(&seed) * tu_urand(&seed);
     dpgd_ledger_caps(l, caps);
     assert_int_equal(dpgd_ledger_refresh(l, caps, post), DPGD_OK);
     assert_int_equal(dpgd_ledger_spend(l, caps, post), DPGD_OK);
@@ -308,7 +309,7 @@ static void test_hold_resume_and_inert(void **state)
 {
   (void)state;
   dpgd_config c;
-  tt_filter_config(&c, dir, "h-whole", STEPS, 4, 4);       /* refresh at 1, 5; resumed at 6 */
+  tt_filter_config(&c, dir, "h-whole", STEPS, 4, 4); /* refresh at 1, 5; resumed at 6 */
   c.filter_hold = 1.2, c.privacy_clip = 40; /* the hold binds (test_hold_run_charges) */
   tt_run_through(&c);
   tt_filter_config(&c, dir, "h-cut", STEPS, 4, 4);
@@ -338,5 +339,6 @@ int main(void)
       cmocka_unit_test(test_hold_run_charges),
       cmocka_unit_test(test_hold_resume_and_inert),
   };
-  return tt_run_banded("test_dpsgd_filter_run", tests, sizeof tests / sizeof tests[0], &dir, N_TRAIN, N_TEST);
+  return tt_run_banded("test_dpsgd_filter_run", tests, sizeof tests / sizeof tests[0], &dir,
+                       N_TRAIN, N_TEST);
 }
