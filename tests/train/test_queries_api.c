@@ -1,7 +1,8 @@
 /* test_queries_api.c -- sparse linear queries (dpgd_train.h, "Sparse linear queries"):
  * the noise against its closed-form accuracy bound and its streams, the guarantee
  * against the Gaussian curve and the zCDP conversion, plain composition, bad parameters,
- * the grid, the callback's failure, NaN values and the per-user report. Every expected
+ * the grid, the callback's failure, NaN values, the per-user report and the research
+ * caveat. Every expected
  * value is computed here from the formulas of the header, never copied from a run. */
 #include <float.h>
 #include <math.h>
@@ -428,6 +429,25 @@ static void test_write_users(void **state)
   dpgd_queries_free(q);
 }
 
+/* One research caveat for dpgd train and dpgd queries (DPGD_RESEARCH_CAVEAT_OF): each is
+ * the shared sentence for its own seed option, which states the 128-bit condition and
+ * that the default seed is public, followed by its own way to the secure generator. */
+static void test_research_caveat_shared(void **state)
+{
+  (void)state;
+  const char *shared[2] = {DPGD_RESEARCH_CAVEAT_OF("--seed", ""),
+                           DPGD_RESEARCH_CAVEAT_OF("train.seed", "")};
+  const char *caveat[2] = {DPGD_QUERIES_RESEARCH_CAVEAT, DPGD_RESEARCH_CAVEAT};
+  const char *advice[2] = {"--rng secure", "train.rng = secure"};
+  for (int k = 0; k < 2; k++) {
+    size_t n = strlen(shared[k]);
+    assert_true(strlen(caveat[k]) > n && !strncmp(caveat[k], shared[k], n));
+    assert_non_null(strstr(caveat[k] + n, advice[k]));
+    assert_non_null(strstr(shared[k], "at least 128 bits of secret entropy"));
+    assert_non_null(strstr(shared[k], "the default seed (1) is public"));
+  }
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -441,6 +461,7 @@ int main(void)
       cmocka_unit_test(test_callback_failure),
       cmocka_unit_test(test_nonfinite_values),
       cmocka_unit_test(test_write_users),
+      cmocka_unit_test(test_research_caveat_shared),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
