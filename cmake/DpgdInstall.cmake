@@ -196,7 +196,7 @@ endif()
 install(FILES ${CMAKE_SOURCE_DIR}/LICENSE ${CMAKE_SOURCE_DIR}/CHANGELOG.md
         ${CMAKE_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
 # The documentation keeps the source tree's layout under DOCDIR, so that its relative
-# links resolve and the installed headers' "docs/MATH.md" is DOCDIR/docs/MATH.md: the
+# links resolve and the installed headers' "docs/MATH.md" is found under DOCDIR: the
 # topic pages, the derivations beside the code, and the figures the pages show.
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/docs DESTINATION ${CMAKE_INSTALL_DOCDIR}
         FILES_MATCHING PATTERN "*.md")
