@@ -194,4 +194,15 @@ if(DPGD_PYTHON_INSTALL)
 endif()
 
 install(FILES ${CMAKE_SOURCE_DIR}/LICENSE ${CMAKE_SOURCE_DIR}/CHANGELOG.md
-        DESTINATION ${CMAKE_INSTALL_DOCDIR})
+        ${CMAKE_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+# The documentation keeps the source tree's layout under DOCDIR, so that its relative
+# links resolve and the installed headers' "docs/MATH.md" is found under DOCDIR: the
+# topic pages, the derivations beside the code, and the figures the pages show.
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/docs DESTINATION ${CMAKE_INSTALL_DOCDIR}
+        FILES_MATCHING PATTERN "*.md")
+foreach(dir accounting model train)
+  file(GLOB _dpgd_derivations ${CMAKE_SOURCE_DIR}/${dir}/*.md)
+  install(FILES ${_dpgd_derivations} DESTINATION ${CMAKE_INSTALL_DOCDIR}/${dir})
+endforeach()
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/configs/paper/figures
+        DESTINATION ${CMAKE_INSTALL_DOCDIR}/configs/paper FILES_MATCHING PATTERN "*.png")

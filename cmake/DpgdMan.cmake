@@ -88,6 +88,15 @@ foreach(line IN LISTS lines)
   string(APPEND opt_list ".TP\n.B ${opt}\n${text}\n")
 endforeach()
 
+# SEE ALSO: the help's "Documentation" paragraph (where the documentation is installed).
+string(REGEX MATCH "\nDocumentation[^\n]*\n([^\n]+\n)*" docs "${top}")
+string(STRIP "${docs}" docs)
+if(NOT docs)
+  message(FATAL_ERROR "no Documentation paragraph in the output of ${DPGD} --help")
+endif()
+string(REPLACE "\n" " " docs "${docs}")
+dpgd_roff(docs "${docs}")
+
 # NAME: "dpgd - " and the description's first sentence, lower-cased first letter.
 string(REGEX REPLACE "\\..*" "" name "${descr}")
 string(SUBSTRING "${name}" 0 1 first)
@@ -111,6 +120,6 @@ foreach(cmd IN LISTS commands)
   string(APPEND page ".SS \"dpgd ${cmd}\"\n${text}")
 endforeach()
 string(APPEND page ".SH EXIT STATUS\n0 on success, 1 on an error, 2 on a usage error; the error is one line on standard\nerror. A training run stopped by SIGINT or SIGTERM exits with 128 + the signal number.\n")
-string(APPEND page ".SH SEE ALSO\nREADME.md and train/RUN_FORMAT.md in the dpgd sources.\n")
+string(APPEND page ".SH SEE ALSO\n${docs}\n.PP\nThe files of a run directory: train/RUN_FORMAT.md there.\n")
 
 file(WRITE "${OUT}" "${page}")

@@ -32,11 +32,9 @@
  *
  * Accuracy (Corollary 4.7): P(||a_t - sum_i qbar_t(i)||_inf > sigma sqrt(2 log(dim /
  * beta))) <= beta for every t: dpgd_queries_bound. */
-/* The sentence summary.json's "caveat" carries for a research-mode dpgd queries run. */
+/* The research caveat (DPGD_RESEARCH_CAVEAT_OF, dpgd_train.h) of a dpgd queries run. */
 #define DPGD_QUERIES_RESEARCH_CAVEAT                                                           \
-  "research rng: the noise is reproducible from --seed, so the printed eps holds only if "     \
-  "the seed has at least 128 bits of secret entropy and stays secret; the default seed (1) "   \
-  "is public; use --rng secure for answers you will release"
+  DPGD_RESEARCH_CAVEAT_OF("--seed", "use --rng secure for answers you will release")
 
 typedef struct dpgd_queries_params {
   size_t n_users,

@@ -157,12 +157,17 @@ enum {
 /* Summands of one secure Gaussian draw (Holohan & Braghin 2021; see noise.c). */
 #define DPGD_SECURE_GAUSS_TERMS 4
 
-/* The sentence summary.json's "caveat" carries for a research-mode run (and dpgd train
- * prints as a warning). */
+/* The sentence summary.json's "caveat" carries for a research-mode run (and the CLI
+ * prints as a warning), one sentence for every command: seed_option names how the seed
+ * is set and secure_advice how to switch to the secure generator. */
+#define DPGD_RESEARCH_CAVEAT_OF(seed_option, secure_advice)                                    \
+  "research rng: the noise is reproducible from " seed_option ", so the printed eps holds "    \
+  "only if the seed has at least 128 bits of secret entropy and stays secret; the default "    \
+  "seed (1) is public; " secure_advice
+/* dpgd train's (and the library's runs'); dpgd queries' is DPGD_QUERIES_RESEARCH_CAVEAT. */
 #define DPGD_RESEARCH_CAVEAT                                                                   \
-  "research rng: the noise is reproducible from train.seed, so the printed eps holds only "    \
-  "if the seed has at least 128 bits of secret entropy and stays secret; the default seed "    \
-  "(1) is public; train anything you will release with train.rng = secure"
+  DPGD_RESEARCH_CAVEAT_OF("train.seed",                                                        \
+                          "train anything you will release with train.rng = secure")
 
 /* The build's identity (version, compiler, flags, a hash of the library sources): a
  * research run's checkpoint records it with the engine's (dpgd_grad_ws_replay_id) and

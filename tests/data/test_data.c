@@ -1,7 +1,7 @@
 /* test_data.c -- the dataset readers on synthetic inputs (label quick): IDX raw and
- * gzip round trips, every malformation the parser must refuse, PNG folders (strict and
- * sparse) and every PNG defect, dataset lookup, statistics against closed forms, and
- * allocation failure at every allocation of each reader with no leak. */
+ * gzip round trips, every malformation the parser must refuse, dataset lookup,
+ * statistics against closed forms, and allocation failure at every allocation of each
+ * reader with no leak. PNG folders and every PNG defect: test_data_png.c. */
 #define _GNU_SOURCE
 #include <math.h>
 #include <png.h>
@@ -26,15 +26,6 @@
     double a_ = (a), b_ = (b);                                                                 \
     if (!(fabs(a_ - b_) <= (tol))) fail_msg("%s = %.17g, expected %.17g", #a, a_, b_);         \
   } while (0)
-
-/* Asserts status st and that the last error message contains each given fragment. */
-static void expect_error(int st, int want, const char *frag1, const char *frag2)
-{
-  const char *msg = dpgd_error_last();
-  if (st != want || !strstr(msg, frag1) || (frag2 && !strstr(msg, frag2)))
-    fail_msg("status %d (want %d), message '%s' (want '%s'%s%s)", st, want, msg, frag1,
-             frag2 ? " and " : "", frag2 ? frag2 : "");
-}
 
 /* ---- IDX --------------------------------------------------------------------------- */
 
@@ -100,15 +91,15 @@ static void test_idx_labels(void **state)
   assert_memory_equal(a->data, labels, 6);
   dpgd_data_idx_free(a);
   /* Asking for images gets a clear rank error, and the reverse too. */
-  expect_error(dpgd_data_idx_parse(&a, f, len, 3, "lab"), DPGD_EFORMAT, "lab: magic",
-               "expected images");
+  tu_expect_error(dpgd_data_idx_parse(&a, f, len, 3, "lab"), DPGD_EFORMAT, "lab: magic",
+                  "expected images");
   assert_null(a);
   uint8_t body[N_IMG * ROWS * COLS];
   size_t ilen;
   uint8_t *img = images_file(&ilen, body);
-  expect_error(dpgd_data_idx_parse(&a, img, ilen, 1, "img"), DPGD_EFORMAT, "img: magic",
-               "expected labels");
-  expect_error(dpgd_data_idx_parse(&a, img, ilen, 2, "img"), DPGD_EINVAL, "rank 2", NULL);
+  tu_expect_error(dpgd_data_idx_parse(&a, img, ilen, 1, "img"), DPGD_EFORMAT, "img: magic",
+                  "expected labels");
+  tu_expect_error(dpgd_data_idx_parse(&a, img, ilen, 2, "img"), DPGD_EINVAL, "rank 2", NULL);
   free(img);
   free(f);
 }
@@ -118,14 +109,14 @@ static void expect_parse_error(const uint8_t *buf, size_t len, const char *frag_
                                const char *frag_gz)
 {
   dpgd_data_idx *a = (void *)1;
-  expect_error(dpgd_data_idx_parse(&a, buf, len, 0, "bad.idx"), DPGD_EFORMAT,
-               "bad.idx: ", frag_raw);
+  tu_expect_error(dpgd_data_idx_parse(&a, buf, len, 0, "bad.idx"), DPGD_EFORMAT,
+                  "bad.idx: ", frag_raw);
   assert_null(a);
   if (!frag_gz) return;
   size_t zlen;
   uint8_t *gz = tu_gzip(&zlen, buf, len);
-  expect_error(dpgd_data_idx_parse(&a, gz, zlen, 0, "bad.idx.gz"), DPGD_EFORMAT,
-               "bad.idx.gz: ", frag_gz);
+  tu_expect_error(dpgd_data_idx_parse(&a, gz, zlen, 0, "bad.idx.gz"), DPGD_EFORMAT,
+                  "bad.idx.gz: ", frag_gz);
   assert_null(a);
   free(gz);
 }
@@ -190,21 +181,21 @@ static void test_idx_bad_gzip(void **state)
   /* The CRC-32 in the gzip trailer no longer matches the data. */
   memcpy(b, gz, zlen);
   b[zlen - 6] ^= 0x55;
-  expect_error(dpgd_data_idx_parse(&a, b, zlen, 0, "z"), DPGD_EFORMAT, "z: corrupt gzip data",
-               "incorrect data check");
+  tu_expect_error(dpgd_data_idx_parse(&a, b, zlen, 0, "z"), DPGD_EFORMAT,
+                  "z: corrupt gzip data", "incorrect data check");
   /* An invalid deflate block type (BTYPE = 3) right after the 10-byte gzip header. */
   memcpy(b, gz, zlen);
   b[10] = 0x07;
-  expect_error(dpgd_data_idx_parse(&a, b, zlen, 0, "z"), DPGD_EFORMAT, "z: corrupt gzip data",
-               "invalid block type");
+  tu_expect_error(dpgd_data_idx_parse(&a, b, zlen, 0, "z"), DPGD_EFORMAT,
+                  "z: corrupt gzip data", "invalid block type");
   /* A cut compressed stream, and bytes after the gzip member. */
-  expect_error(dpgd_data_idx_parse(&a, gz, zlen - 9, 0, "z"), DPGD_EFORMAT,
-               "z: truncated: the gzip stream ends", NULL);
-  expect_error(dpgd_data_idx_parse(&a, gz, 2, 0, "z"), DPGD_EFORMAT, "z: truncated", NULL);
+  tu_expect_error(dpgd_data_idx_parse(&a, gz, zlen - 9, 0, "z"), DPGD_EFORMAT,
+                  "z: truncated: the gzip stream ends", NULL);
+  tu_expect_error(dpgd_data_idx_parse(&a, gz, 2, 0, "z"), DPGD_EFORMAT, "z: truncated", NULL);
   memcpy(b, gz, zlen);
   memcpy(b + zlen, "JUNK", 4);
-  expect_error(dpgd_data_idx_parse(&a, b, zlen + 4, 0, "z"), DPGD_EFORMAT,
-               "z: 4 bytes of trailing garbage after the gzip data", NULL);
+  tu_expect_error(dpgd_data_idx_parse(&a, b, zlen + 4, 0, "z"), DPGD_EFORMAT,
+                  "z: 4 bytes of trailing garbage after the gzip data", NULL);
   free(b);
   free(gz);
   free(good);
@@ -259,332 +250,37 @@ static void test_idx_read_pair(void **state)
     assert_float_equal(ds->mean, DPGD_DATA_MNIST_MEAN, 0);
     dpgd_data_free(ds);
     /* A label equal to the class count is out of range; so is one past 9 with 10. */
-    expect_error(dpgd_data_idx_read(&ds, ip, lp, 9), DPGD_EFORMAT,
-                 "label 9 of example 2 is outside 0..8", lp);
+    tu_expect_error(dpgd_data_idx_read(&ds, ip, lp, 9), DPGD_EFORMAT,
+                    "label 9 of example 2 is outside 0..8", lp);
     assert_null(ds);
     /* Counts of images and labels disagree. */
     write_pair(ip, lp, dir, N_IMG, labels, N_IMG + 1, gz);
-    expect_error(dpgd_data_idx_read(&ds, ip, lp, 11), DPGD_EFORMAT, "holds 7 images but",
-                 "holds 8 labels");
+    tu_expect_error(dpgd_data_idx_read(&ds, ip, lp, 11), DPGD_EFORMAT, "holds 7 images but",
+                    "holds 8 labels");
     write_pair(ip, lp, dir, N_IMG - 1, labels, N_IMG + 1, gz);
-    expect_error(dpgd_data_idx_read(&ds, ip, lp, 11), DPGD_EFORMAT, "holds 6 images", NULL);
+    tu_expect_error(dpgd_data_idx_read(&ds, ip, lp, 11), DPGD_EFORMAT, "holds 6 images", NULL);
     /* Swapped files: each has the wrong magic for its role. */
-    expect_error(dpgd_data_idx_read(&ds, lp, ip, 11), DPGD_EFORMAT, "expected images", lp);
+    tu_expect_error(dpgd_data_idx_read(&ds, lp, ip, 11), DPGD_EFORMAT, "expected images", lp);
   }
   dpgd_dataset *ds;
-  expect_error(dpgd_data_idx_read(&ds, ip, lp, 0), DPGD_EINVAL, "classes 0", NULL);
-  expect_error(dpgd_data_idx_read(&ds, ip, lp, 257), DPGD_EINVAL, "classes 257", NULL);
+  tu_expect_error(dpgd_data_idx_read(&ds, ip, lp, 0), DPGD_EINVAL, "classes 0", NULL);
+  tu_expect_error(dpgd_data_idx_read(&ds, ip, lp, 257), DPGD_EINVAL, "classes 257", NULL);
   /* I/O errors: missing file, a directory, a device. */
   dpgd_data_idx *a;
   char missing[700];
   snprintf(missing, sizeof missing, "%s/nope", dir);
-  expect_error(dpgd_data_idx_read_file(&a, missing, 0), DPGD_EIO, "cannot open", missing);
-  expect_error(dpgd_data_idx_read_file(&a, dir, 0), DPGD_EIO, "is a directory", dir);
-  expect_error(dpgd_data_idx_read_file(&a, "/dev/null", 0), DPGD_EIO,
-               "/dev/null is not a regular file", NULL);
-  expect_error(dpgd_data_idx_read(&ds, ip, missing, 10), DPGD_EIO, "cannot open", NULL);
-  tu_rmtree(dir);
-  free(dir);
-}
-
-/* ---- PNG folders -------------------------------------------------------------------- */
-
-enum { PW = 6, PH = 4 };
-
-/* A strict tree of n images, labels from a fixed high-entropy sequence. */
-static void make_tree(const char *split, size_t n)
-{
-  size_t index[64];
-  uint8_t labels[64];
-  for (size_t i = 0; i < n; i++) {
-    index[i] = i;
-    labels[i] = (uint8_t)((i * 7 + 3) % 10);
-  }
-  tu_png_tree(split, index, labels, n, PW, PH);
-}
-
-static void check_image(const dpgd_dataset *ds, size_t i, size_t index)
-{
-  uint8_t want[PW * PH];
-  tu_bytes(want, sizeof want, index);
-  assert_memory_equal(ds->pixels + i * ds->d, want, sizeof want);
-  assert_int_equal(ds->labels[i], (index * 7 + 3) % 10);
-}
-
-static void test_png_strict(void **state)
-{
-  (void)state;
-  char *dir = tu_tmpdir();
-  char split[600];
-  snprintf(split, sizeof split, "%s/training", dir);
-  make_tree(split, 23); /* 23 > 10: "10.png" sorts before "2.png" as text */
-  dpgd_dataset *ds;
-  assert_int_equal(dpgd_data_png_read(&ds, split, 10), DPGD_OK);
-  assert_int_equal(ds->n, 23);
-  assert_int_equal(ds->rows, PH);
-  assert_int_equal(ds->cols, PW);
-  for (size_t i = 0; i < 23; i++) check_image(ds, i, i);
-  dpgd_data_free(ds);
-  dpgd_data_free(NULL);
-  /* Dot files are ignored. */
-  char p[700];
-  snprintf(p, sizeof p, "%s/.DS_Store", split);
-  tu_write(p, "x", 1);
-  assert_int_equal(dpgd_data_png_read(&ds, split, 10), DPGD_OK);
-  dpgd_data_free(ds);
-  /* The same tree through dpgd_data_load, since dir has a training/ folder. */
-  assert_int_equal(dpgd_data_load(&ds, dir, "train"), DPGD_OK);
-  assert_int_equal(ds->n, 23);
-  dpgd_data_free(ds);
-  /* Labels beyond the class count are unexpected folders. */
-  expect_error(dpgd_data_png_read(&ds, split, 5), DPGD_EFORMAT, "unexpected entry '",
-               "label folders 0..4");
-  assert_null(ds);
-  tu_rmtree(dir);
-  free(dir);
-}
-
-static void test_png_interlaced(void **state)
-{
-  (void)state;
-  char *dir = tu_tmpdir();
-  char p[700];
-  snprintf(p, sizeof p, "%s/4", dir);
-  mkdir(p, 0755);
-  uint8_t px[13 * 11];
-  tu_bytes(px, sizeof px, 77);
-  snprintf(p, sizeof p, "%s/4/0.png", dir);
-  tu_png(p, 13, 11, PNG_COLOR_TYPE_GRAY, 8, 1, px);
-  dpgd_dataset *ds;
-  assert_int_equal(dpgd_data_png_read(&ds, dir, 10), DPGD_OK);
-  assert_int_equal(ds->rows, 11);
-  assert_int_equal(ds->cols, 13);
-  assert_memory_equal(ds->pixels, px, sizeof px);
-  assert_int_equal(ds->labels[0], 4);
-  dpgd_data_free(ds);
-  tu_rmtree(dir);
-  free(dir);
-}
-
-static void test_png_sparse_and_gaps(void **state)
-{
-  (void)state;
-  char *dir = tu_tmpdir();
-  const size_t index[5] = {17, 3, 40, 4, 0};
-  uint8_t labels[5];
-  for (int k = 0; k < 5; k++) labels[k] = (uint8_t)((index[k] * 7 + 3) % 10);
-  tu_png_tree(dir, index, labels, 5, PW, PH);
-  dpgd_dataset *ds;
-  expect_error(dpgd_data_png_read(&ds, dir, 10), DPGD_EFORMAT, "gap in the indices",
-               "1.png is missing");
-  size_t *idx;
-  assert_int_equal(dpgd_data_png_read_sparse(&ds, &idx, dir, 10), DPGD_OK);
-  const size_t sorted[5] = {0, 3, 4, 17, 40};
-  assert_int_equal(ds->n, 5);
-  for (size_t i = 0; i < 5; i++) {
-    assert_int_equal(idx[i], sorted[i]);
-    check_image(ds, i, sorted[i]);
-  }
-  free(idx);
-  dpgd_data_free(ds);
-  /* A duplicate index (same number under two labels) is refused in both modes. */
-  const size_t dup[1] = {17};
-  const uint8_t dup_label[1] = {(17 * 7 + 3) % 10 == 2 ? 5 : 2};
-  tu_png_tree(dir, dup, dup_label, 1, PW, PH);
-  expect_error(dpgd_data_png_read_sparse(&ds, &idx, dir, 10), DPGD_EFORMAT,
-               "index 17 appears twice", NULL);
-  assert_null(ds);
-  assert_null(idx);
-  tu_rmtree(dir);
-  free(dir);
-}
-
-/* Builds a valid 3-image tree in dir and replaces 1.png (label 0) with bytes. */
-static void tree_with(const char *dir, const void *bytes, size_t len)
-{
-  const size_t index[3] = {0, 1, 2};
-  const uint8_t labels[3] = {3, 0, 3};
-  tu_png_tree(dir, index, labels, 3, PW, PH);
-  char p[700];
-  snprintf(p, sizeof p, "%s/0/1.png", dir);
-  if (bytes) tu_write(p, bytes, len);
-}
-
-static void tree_with_png(const char *dir, int w, int h, int type, int depth)
-{
-  tree_with(dir, NULL, 0);
-  uint8_t px[8 * PW * PH * 8];
-  tu_bytes(px, sizeof px, 5);
-  char p[700];
-  snprintf(p, sizeof p, "%s/0/1.png", dir);
-  tu_png(p, w, h, type, depth, 0, px);
-}
-
-static uint8_t *slurp(const char *path, size_t *len)
-{
-  FILE *f = fopen(path, "rb");
-  assert_non_null(f);
-  uint8_t *b = malloc(1 << 16);
-  *len = fread(b, 1, 1 << 16, f);
-  fclose(f);
-  return b;
-}
-
-static void test_png_defects(void **state)
-{
-  (void)state;
-  char *dir = tu_tmpdir();
-  dpgd_dataset *ds;
-  char p[700];
-  snprintf(p, sizeof p, "%s/0/1.png", dir);
-
-  tree_with_png(dir, PW, PH, PNG_COLOR_TYPE_RGB, 8);
-  expect_error(dpgd_data_png_read(&ds, dir, 10), DPGD_EFORMAT, "0/1.png: RGB colour image",
-               "expected 8-bit grayscale");
-  tree_with_png(dir, PW, PH, PNG_COLOR_TYPE_RGB_ALPHA, 8);
-  expect_error(dpgd_data_png_read(&ds, dir, 10), DPGD_EFORMAT, "RGBA colour image", NULL);
-  tree_with_png(dir, PW, PH, PNG_COLOR_TYPE_GRAY_ALPHA, 8);
-  expect_error(dpgd_data_png_read(&ds, dir, 10), DPGD_EFORMAT, "grayscale with alpha", NULL);
-  tree_with_png(dir, PW, PH, PNG_COLOR_TYPE_PALETTE, 8);
-  expect_error(dpgd_data_png_read(&ds, dir, 10), DPGD_EFORMAT, "palette", NULL);
-  tree_with_png(dir, PW, PH, PNG_COLOR_TYPE_GRAY, 16);
-  expect_error(dpgd_data_png_read(&ds, dir, 10), DPGD_EFORMAT,
-               "0/1.png: 16-bit grayscale, expected 8-bit", NULL);
-  tree_with_png(dir, PW, PH, PNG_COLOR_TYPE_GRAY, 4);
-  expect_error(dpgd_data_png_read(&ds, dir, 10), DPGD_EFORMAT, "4-bit grayscale", NULL);
-  tree_with_png(dir, PW + 1, PH, PNG_COLOR_TYPE_GRAY, 8);
-  expect_error(dpgd_data_png_read(&ds, dir, 10), DPGD_EFORMAT,
-               "0/1.png: image is 4 x 7, expected 4 x 6 like", "3/0.png");
-
-  tree_with(dir, "P5\n6 4\n255\n", 11); /* a PGM, not a PNG */
-  expect_error(dpgd_data_png_read(&ds, dir, 10), DPGD_EFORMAT, "0/1.png: not a PNG file", NULL);
-  tree_with(dir, "", 0);
-  expect_error(dpgd_data_png_read(&ds, dir, 10), DPGD_EFORMAT, "not a PNG file", NULL);
-  tree_with(dir, "\x89PNG", 4);
-  expect_error(dpgd_data_png_read(&ds, dir, 10), DPGD_EFORMAT, "truncated PNG", NULL);
-
-  /* Truncations of a valid file: in the header, in the image data, and just before
-   * IEND (the pixels are complete; only reading to the end notices). */
-  tree_with(dir, NULL, 0);
-  size_t len;
-  uint8_t *good = slurp(p, &len);
-  const size_t cuts[3] = {20, len / 2 + 10, len - 12};
-  for (int k = 0; k < 3; k++) {
-    tree_with(dir, good, cuts[k]);
-    expect_error(dpgd_data_png_read(&ds, dir, 10), DPGD_EFORMAT,
-                 "0/1.png: truncated or corrupt PNG (libpng: ", NULL);
-    assert_null(ds);
-  }
-  /* A text chunk stating 2 GB after the header: libpng would allocate that much for a
-   * file of a few dozen bytes; refused as corrupt without the allocation. */
-  uint8_t *huge = malloc(len + 15);
-  memcpy(huge, good, 33); /* signature and IHDR */
-  memcpy(huge + 33, "\x7f\xff\xff\xf0tEXtComment", 15);
-  memcpy(huge + 48, good + 33, len - 33);
-  tree_with(dir, huge, len + 15);
-  expect_error(dpgd_data_png_read(&ds, dir, 10), DPGD_EFORMAT, "0/1.png: corrupt PNG",
-               "a chunk asks for");
-  free(huge);
-  /* A flipped bit in the image data: the chunk CRC catches it. */
-  uint8_t *bad = malloc(len);
-  memcpy(bad, good, len);
-  bad[len / 2] ^= 0x10;
-  tree_with(dir, bad, len);
-  expect_error(dpgd_data_png_read(&ds, dir, 10), DPGD_EFORMAT, "truncated or corrupt PNG",
-               NULL);
-  free(bad);
-  free(good);
-
-  /* Bad names: leading zeros, not a number, a file where a label folder should be. */
-  tree_with(dir, NULL, 0);
-  snprintf(p, sizeof p, "%s/3/02.png", dir);
-  tu_write(p, "x", 1);
-  expect_error(dpgd_data_png_read(&ds, dir, 10), DPGD_EFORMAT, "3/02.png: unexpected file",
-               NULL);
-  remove(p);
-  snprintf(p, sizeof p, "%s/3/x.png", dir);
-  tu_write(p, "x", 1);
-  expect_error(dpgd_data_png_read(&ds, dir, 10), DPGD_EFORMAT, "3/x.png: unexpected", NULL);
-  remove(p);
-  snprintf(p, sizeof p, "%s/7", dir);
-  tu_write(p, "x", 1);
-  expect_error(dpgd_data_png_read(&ds, dir, 10), DPGD_EFORMAT, "7 is not a folder", NULL);
-  remove(p);
-  /* A dangling link where an image should be: an I/O error naming it. */
-  snprintf(p, sizeof p, "%s/3/5.png", dir);
-  symlink("/nonexistent/dpgd", p);
-  expect_error(dpgd_data_png_read_sparse(&ds, &(size_t *){NULL}, dir, 10), DPGD_EIO,
-               "cannot open", "3/5.png");
-  remove(p);
-  tu_rmtree(dir);
-  /* Empty and missing folders. */
-  mkdir(dir, 0755);
-  expect_error(dpgd_data_png_read(&ds, dir, 10), DPGD_EFORMAT, "no PNG images found", NULL);
-  rmdir(dir);
-  expect_error(dpgd_data_png_read(&ds, dir, 10), DPGD_EIO, "cannot open PNG folder", NULL);
-  free(dir);
-}
-
-/* Single files (dpgd predict): any names, read in the order given, labels 0; a file of
- * another size, a non-PNG and a missing file are refused naming the file. */
-static void test_png_files(void **state)
-{
-  (void)state;
-  char *dir = tu_tmpdir();
-  char p[3][700];
-  const uint64_t seeds[3] = {41, 7, 2385};
-  for (int k = 0; k < 3; k++) {
-    uint8_t px[PW * PH];
-    tu_bytes(px, sizeof px, seeds[k]);
-    snprintf(p[k], sizeof p[k], "%s/img-%c.png", dir, "zab"[k]);
-    tu_png(p[k], PW, PH, PNG_COLOR_TYPE_GRAY, 8, k == 1, px);
-  }
-  const char *order[3] = {p[2], p[0], p[1]};
-  dpgd_dataset *ds;
-  assert_int_equal(dpgd_data_png_read_files(&ds, order, 3, 10), DPGD_OK);
-  assert_int_equal(ds->n, 3);
-  assert_int_equal(ds->rows, PH);
-  assert_int_equal(ds->cols, PW);
-  const uint64_t want_seed[3] = {2385, 41, 7};
-  for (size_t i = 0; i < 3; i++) {
-    uint8_t want[PW * PH];
-    tu_bytes(want, sizeof want, want_seed[i]);
-    assert_memory_equal(ds->pixels + i * ds->d, want, sizeof want);
-    assert_int_equal(ds->labels[i], 0);
-  }
-  dpgd_data_free(ds);
-  /* The same file twice is fine (two examples). */
-  const char *twice[2] = {p[1], p[1]};
-  assert_int_equal(dpgd_data_png_read_files(&ds, twice, 2, 10), DPGD_OK);
-  assert_memory_equal(ds->pixels, ds->pixels + ds->d, ds->d);
-  dpgd_data_free(ds);
-
-  char odd[700], bad[700], missing[700];
-  uint8_t px[(PW + 1) * PH];
-  tu_bytes(px, sizeof px, 3);
-  snprintf(odd, sizeof odd, "%s/wide.png", dir);
-  tu_png(odd, PW + 1, PH, PNG_COLOR_TYPE_GRAY, 8, 0, px);
-  const char *mixed[2] = {p[0], odd};
-  expect_error(dpgd_data_png_read_files(&ds, mixed, 2, 10), DPGD_EFORMAT,
-               "wide.png: image is 4 x 7, expected 4 x 6 like", p[0]);
-  assert_null(ds);
-  snprintf(bad, sizeof bad, "%s/fake.png", dir);
-  tu_write(bad, "P5\n6 4\n255\n", 11);
-  const char *with_bad[2] = {p[0], bad};
-  expect_error(dpgd_data_png_read_files(&ds, with_bad, 2, 10), DPGD_EFORMAT,
-               "fake.png: not a PNG file", NULL);
-  assert_null(ds);
-  snprintf(missing, sizeof missing, "%s/none.png", dir);
-  expect_error(dpgd_data_png_read_files(&ds, &(const char *){missing}, 1, 10), DPGD_EIO,
-               "cannot open", "none.png");
-  assert_null(ds);
-  expect_error(dpgd_data_png_read_files(&ds, order, 0, 10), DPGD_EINVAL, "no PNG file", NULL);
-  assert_null(ds);
+  tu_expect_error(dpgd_data_idx_read_file(&a, missing, 0), DPGD_EIO, "cannot open", missing);
+  tu_expect_error(dpgd_data_idx_read_file(&a, dir, 0), DPGD_EIO, "is a directory", dir);
+  tu_expect_error(dpgd_data_idx_read_file(&a, "/dev/null", 0), DPGD_EIO,
+                  "/dev/null is not a regular file", NULL);
+  tu_expect_error(dpgd_data_idx_read(&ds, ip, missing, 10), DPGD_EIO, "cannot open", NULL);
   tu_rmtree(dir);
   free(dir);
 }
 
 /* ---- dataset directories ------------------------------------------------------------ */
+
+enum { PW = 6, PH = 4 }; /* the PNG trees' image size */
 
 static void test_locate_and_load(void **state)
 {
@@ -592,18 +288,18 @@ static void test_locate_and_load(void **state)
   char *dir = tu_tmpdir();
   dpgd_data_source src;
   dpgd_dataset *ds;
-  expect_error(dpgd_data_locate(&src, dir, "train"), DPGD_EIO, "no train split",
-               "train-images-idx3-ubyte");
-  expect_error(dpgd_data_locate(&src, dir, "valid"), DPGD_EINVAL, "unknown split 'valid'",
-               NULL);
+  tu_expect_error(dpgd_data_locate(&src, dir, "train"), DPGD_EIO, "no train split",
+                  "train-images-idx3-ubyte");
+  tu_expect_error(dpgd_data_locate(&src, dir, "valid"), DPGD_EINVAL, "unknown split 'valid'",
+                  NULL);
   /* Test split, gzip images with raw labels. */
   char ip[600], lp[600], p[700];
   const uint8_t labels[N_IMG] = {1, 6, 1, 8, 0, 3, 3};
   write_pair(ip, lp, dir, N_IMG, labels, N_IMG, 1);
   snprintf(p, sizeof p, "%s/t10k-images-idx3-ubyte.gz", dir);
   rename(ip, p);
-  expect_error(dpgd_data_locate(&src, dir, "test"), DPGD_EIO,
-               "t10k-images-idx3-ubyte.gz but no t10k-labels-idx1-ubyte[.gz]", NULL);
+  tu_expect_error(dpgd_data_locate(&src, dir, "test"), DPGD_EIO,
+                  "t10k-images-idx3-ubyte.gz but no t10k-labels-idx1-ubyte[.gz]", NULL);
   write_pair(ip, lp, dir, N_IMG, labels, N_IMG, 0);
   snprintf(p, sizeof p, "%s/t10k-labels-idx1-ubyte", dir);
   rename(lp, p);
@@ -623,10 +319,10 @@ static void test_locate_and_load(void **state)
   assert_int_equal(dpgd_data_locate(&src, dir, "test"), DPGD_OK);
   assert_string_equal(src.images, p);
   /* A file is not a dataset directory. */
-  expect_error(dpgd_data_locate(&src, p, "test"), DPGD_EIO, "is not a directory", NULL);
+  tu_expect_error(dpgd_data_locate(&src, p, "test"), DPGD_EIO, "is not a directory", NULL);
   tu_rmtree(dir);
-  expect_error(dpgd_data_load(&ds, dir, "test"), DPGD_EIO, "cannot open dataset directory",
-               NULL);
+  tu_expect_error(dpgd_data_load(&ds, dir, "test"), DPGD_EIO, "cannot open dataset directory",
+                  NULL);
   free(dir);
 }
 
@@ -653,12 +349,12 @@ static void test_find_dir(void **state)
   assert_int_equal(mkdir(p, 0755), 0);
   assert_int_equal(chdir(p), 0);
   unsetenv("DPGD_DATA_DIR");
-  expect_error(dpgd_data_find_dir(buf, sizeof buf, NULL), DPGD_EIO, "no dataset found",
-               "data/mnist (under the current directory) holds none");
+  tu_expect_error(dpgd_data_find_dir(buf, sizeof buf, NULL), DPGD_EIO, "no dataset found",
+                  "data/mnist (under the current directory) holds none");
   /* An empty data/mnist does not count as a dataset. */
   mkdir("data", 0755);
   mkdir("data/mnist", 0755);
-  expect_error(dpgd_data_find_dir(buf, sizeof buf, ""), DPGD_EIO, "no dataset found", NULL);
+  tu_expect_error(dpgd_data_find_dir(buf, sizeof buf, ""), DPGD_EIO, "no dataset found", NULL);
   tu_png_tree("data/mnist/training", index, labels, 1, PW, PH);
   assert_int_equal(dpgd_data_find_dir(buf, sizeof buf, NULL), DPGD_OK);
   assert_string_equal(buf, "data/mnist");
@@ -668,14 +364,14 @@ static void test_find_dir(void **state)
   assert_string_equal(buf, dir);
   assert_int_equal(dpgd_data_find_dir(buf, sizeof buf, "data"), DPGD_OK);
   assert_string_equal(buf, "data");
-  expect_error(dpgd_data_find_dir(buf, sizeof buf, "nowhere"), DPGD_EIO, "nowhere (given)",
-               NULL);
+  tu_expect_error(dpgd_data_find_dir(buf, sizeof buf, "nowhere"), DPGD_EIO, "nowhere (given)",
+                  NULL);
   snprintf(p, sizeof p, "%s/missing", dir);
   setenv("DPGD_DATA_DIR", p, 1);
-  expect_error(dpgd_data_find_dir(buf, sizeof buf, NULL), DPGD_EIO, "from $DPGD_DATA_DIR",
-               NULL);
+  tu_expect_error(dpgd_data_find_dir(buf, sizeof buf, NULL), DPGD_EIO, "from $DPGD_DATA_DIR",
+                  NULL);
   unsetenv("DPGD_DATA_DIR");
-  expect_error(dpgd_data_find_dir(buf, 5, "data/mnist"), DPGD_EINVAL, "too long", NULL);
+  tu_expect_error(dpgd_data_find_dir(buf, 5, "data/mnist"), DPGD_EINVAL, "too long", NULL);
   assert_int_equal(chdir(cwd), 0);
   tu_rmtree(dir);
   free(dir);
@@ -791,7 +487,7 @@ static void test_allocation_failures(void **state)
   long n_raw = fail_each_allocation(op_idx_read, &f);
   assert_true(n_raw >= 7);
   snprintf(f.split, sizeof f.split, "%s/training", dir);
-  make_tree(f.split, 23);
+  tu_png_tree_n(f.split, 23, PW, PH);
   long n_png = fail_each_allocation(op_png_read, &f);
   assert_true(n_png > 23); /* libpng allocates per file */
   long n_files = fail_each_allocation(op_png_files, &f);
@@ -811,11 +507,6 @@ int main(void)
       cmocka_unit_test(test_idx_malformed),
       cmocka_unit_test(test_idx_bad_gzip),
       cmocka_unit_test(test_idx_read_pair),
-      cmocka_unit_test(test_png_strict),
-      cmocka_unit_test(test_png_interlaced),
-      cmocka_unit_test(test_png_sparse_and_gaps),
-      cmocka_unit_test(test_png_defects),
-      cmocka_unit_test(test_png_files),
       cmocka_unit_test(test_locate_and_load),
       cmocka_unit_test(test_find_dir),
       cmocka_unit_test(test_statistics),

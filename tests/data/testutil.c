@@ -16,6 +16,8 @@
 
 #include <cmocka.h>
 
+#include "dpgd_core.h"
+
 /* One xorshift64* step: advances *x and returns its scrambled output. */
 static uint64_t xorshift64s(uint64_t *x)
 {
@@ -144,4 +146,24 @@ void tu_png_tree(const char *split, const size_t *index, const uint8_t *labels, 
     tu_png(path, w, h, PNG_COLOR_TYPE_GRAY, 8, 0, px);
   }
   free(px);
+}
+
+void tu_png_tree_n(const char *split, size_t n, int w, int h)
+{
+  size_t index[64];
+  uint8_t labels[64];
+  assert_true(n <= 64);
+  for (size_t i = 0; i < n; i++) {
+    index[i] = i;
+    labels[i] = (uint8_t)((i * 7 + 3) % 10);
+  }
+  tu_png_tree(split, index, labels, n, w, h);
+}
+
+void tu_expect_error(int st, int want, const char *frag1, const char *frag2)
+{
+  const char *msg = dpgd_error_last();
+  if (st != want || !strstr(msg, frag1) || (frag2 && !strstr(msg, frag2)))
+    fail_msg("status %d (want %d), message '%s' (want '%s'%s%s)", st, want, msg, frag1,
+             frag2 ? " and " : "", frag2 ? frag2 : "");
 }

@@ -34,4 +34,12 @@ void tu_rmtree(const char *dir);
 void tu_png_tree(const char *split, const size_t *index, const uint8_t *labels, size_t n, int w,
                  int h);
 
+/* The tests' strict tree of n images split/<label>/<i>.png, i = 0..n-1 (n <= 64), w x h
+ * pixels tu_bytes(seed = i), label (7 i + 3) mod 10 (tu_png_tree). */
+void tu_png_tree_n(const char *split, size_t n, int w, int h);
+
+/* Fails the test unless st == want and dpgd_error_last() contains frag1 (and frag2,
+ * unless NULL). */
+void tu_expect_error(int st, int want, const char *frag1, const char *frag2);
+
 #endif

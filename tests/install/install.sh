@@ -86,6 +86,30 @@ grep -q "^#define DPGD_VERSION_STRING \"$VERSION\"" "$INC/dpgd.h" || fail "dpgd.
 checks=$((checks + 1))
 [ "$(pkg-config --variable=prefix dpgd)" = "$P" ] || fail "dpgd.pc prefix is not $P"
 
+# ---- The documentation: the source tree's layout under share/doc/dpgd --------------------------
+# Every page of docs/ and every derivation beside the code is installed; each relative link
+# of an installed page resolves in the installed tree; each docs/ page an installed header
+# cites is there; dpgd --help names the folder (this prefix's: the binary finds it).
+DOC=$P/share/doc/dpgd
+SRC=${DPGD_SOURCE_DIR:?DPGD_SOURCE_DIR is set by ctest}
+for f in "$SRC"/README.md "$SRC"/docs/*.md "$SRC"/accounting/*.md "$SRC"/model/*.md "$SRC"/train/*.md; do
+  checks=$((checks + 1))
+  cmp -s "$f" "$DOC/${f#"$SRC"/}" || fail "not installed: share/doc/dpgd/${f#"$SRC"/}"
+done
+while IFS= read -r page; do
+  for target in $(grep -oE '\]\([^)# ]+' "$page" | sed 's/^](//' | grep -vE '^[a-z]+:'); do
+    checks=$((checks + 1))
+    [ -e "$(dirname "$page")/$target" ] ||
+      fail "installed ${page#"$DOC"/} links to $target, which is not installed"
+  done
+done < <(find "$DOC" -name '*.md')
+for cited in $(grep -ohE 'docs/[A-Z_]+\.md' "$INC"/*.h | sort -u); do
+  checks=$((checks + 1))
+  [ -s "$DOC/$cited" ] || fail "an installed header cites $cited, not installed in share/doc/dpgd"
+done
+expect_ok "dpgd --help" "$P/bin/dpgd" --help
+expect_out "dpgd --help names the installed documentation" "installed in $DOC/"
+
 expect_ok "dpgd version" "$P/bin/dpgd" version
 expect_out "dpgd version" "^dpgd $VERSION\$"
 
@@ -104,6 +128,9 @@ else
     checks=$((checks + 1))
     grep -q "^   dpgd $cmd\$" "$TMP/man.txt" || fail "dpgd.1 has no section for dpgd $cmd"
   done
+  checks=$((checks + 1)) # the configured prefix's folder (the page is written at build time)
+  sed -n '/^SEE ALSO/,$p' "$TMP/man.txt" | tr -s ' \n' ' ' | grep -q 'installed in [^ ]*/share/doc/dpgd/' ||
+    fail "dpgd.1: SEE ALSO does not name the installed documentation"
 fi
 
 # ---- The outside program, built against the prefix ------------------------------------------

@@ -120,3 +120,40 @@ double mt_sub_rel_err(const double *a, const double *b, const size_t *idx, size_
   }
   return sqrt(e) / (sqrt(nb) > 1e-12 ? sqrt(nb) : 1e-12);
 }
+
+mt_fixture *mt_fixture_make(const dpgd_model_type *t, dpgd_activation act, size_t rows,
+                            size_t cols, int K, size_t n, size_t chunk, int threads)
+{
+  mt_fixture *f = calloc(1, sizeof *f);
+  assert_non_null(f);
+  f->type = t;
+  f->act = act;
+  f->rows = rows;
+  f->cols = cols;
+  f->K = K;
+  f->n = n;
+  f->m = dpgd_model_alloc(t, act, rows, cols, K);
+  if (!f->m) fail_msg("alloc: %s", dpgd_error_last());
+  dpgd_model_init(f->m, 2385);
+  f->P = dpgd_model_n_params(f->m);
+  f->ds = mt_synthetic(n, rows, cols, K, 7);
+  f->ws = dpgd_grad_ws_alloc(f->m, chunk, threads);
+  assert_non_null(f->ws);
+  return f;
+}
+
+void mt_fixture_free(mt_fixture *f)
+{
+  dpgd_grad_ws_free(f->ws);
+  dpgd_data_free(f->ds);
+  dpgd_model_free(f->m);
+  free(f);
+}
+
+float *mt_unpack1(const dpgd_dataset *ds, size_t i)
+{
+  float *x = malloc(ds->d * sizeof *x);
+  assert_non_null(x);
+  dpgd_data_unpack(x, ds, i, 1);
+  return x;
+}

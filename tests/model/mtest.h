@@ -44,4 +44,23 @@ double mt_sub_rel_err(const double *a, const double *b, const size_t *idx, size_
 /* The model's parameters as doubles (malloc'ed). */
 double *mt_params_d(const dpgd_model *m);
 
+/* A model of type t (activation act, rows x cols inputs, K classes, initialised with seed
+ * 2385), n synthetic examples (mt_synthetic, seed 7) and a gradient workspace (chunk,
+ * threads); P is the model's parameter count. */
+typedef struct mt_fixture {
+  const dpgd_model_type *type;
+  dpgd_activation act;
+  size_t rows, cols, n;
+  int K;
+  dpgd_model *m;
+  dpgd_dataset *ds;
+  dpgd_grad_ws *ws;
+  size_t P;
+} mt_fixture;
+mt_fixture *mt_fixture_make(const dpgd_model_type *t, dpgd_activation act, size_t rows,
+                            size_t cols, int K, size_t n, size_t chunk, int threads);
+void mt_fixture_free(mt_fixture *f);
+/* Example i of ds unpacked to floats (malloc'ed, ds->d entries). */
+float *mt_unpack1(const dpgd_dataset *ds, size_t i);
+
 #endif

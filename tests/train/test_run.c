@@ -5,9 +5,9 @@
  * the noise stream); private stopping is accounted (eps equals the Gaussian curve at the
  * composed mu, and exceeds the run without queries); releases equal noise draws;
  * same seed -> same model, other seed -> other model; the initial parameters are the
- * init stream's words, one per parameter (all 256 seed bits); corrupt and mismatched
- * checkpoints are refused; a resumed run ends bit-identical to an uninterrupted one; the
- * non-private diagnostics change no released value. */
+ * init stream's words, one per parameter (all 256 seed bits); the non-private diagnostics change
+ * no released value; bad plans are refused; every shipped config plans. Checkpoints and
+ * resuming: test_run_resume.c; secure mode: test_run_secure.c. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -30,12 +30,6 @@ static char *dir;
 #define ASSERT_SAME_FILE(a, b, name) tt_assert_same_file(dir, a, b, name)
 enum { N_TRAIN = 240, N_TEST = 120 };
 
-static void base_config(dpgd_config *c, const char *run)
-{
-  /* C = 2.375: C^2 = 361/64, so k additions of C^2 are exact */
-  tt_sampled_config(c, dir, run, DPGD_SAMPLING_FULL, 12);
-}
-
 /* Algorithm 7 with B = k C^2 and k_max = k against Algorithm 6, same seed: the same
  * parameters after every step and the same model file. With C = 0.375 every gradient is
  * clipped at every step, so every point exhausts its budget exactly on the last step;
@@ -43,8 +37,8 @@ static void base_config(dpgd_config *c, const char *run)
 static void alg6_vs_alg7(const char *model, double clip, const char *n6, const char *n7)
 {
   dpgd_config c6, c7;
-  base_config(&c6, n6);
-  base_config(&c7, n7);
+  tt_full_config(&c6, dir, n6);
+  tt_full_config(&c7, dir, n7);
   snprintf(c6.model_type, sizeof c6.model_type, "%s", model);
   snprintf(c7.model_type, sizeof c7.model_type, "%s", model);
   /* CNN with 2 threads: its parallel reduction must be deterministic run to run. */
@@ -93,7 +87,7 @@ static void test_ledger_and_zero_active(void **state)
 {
   (void)state;
   dpgd_config c;
-  base_config(&c, "zero");
+  tt_full_config(&c, dir, "zero");
   c.filter_enabled = 1;
   c.filter_budget = 1.5 * 2.375 * 2.375;
   c.train_steps = 6;
@@ -148,7 +142,7 @@ static void test_stopping_accounted(void **state)
 {
   (void)state;
   dpgd_config c;
-  base_config(&c, "stop");
+  tt_full_config(&c, dir, "stop");
   c.filter_enabled = 1;
   c.filter_k = 4;
   c.train_steps = 0; /* derived: 4 + (3 - 1) * 2 = 8 */
@@ -256,7 +250,7 @@ static void test_releases_equal_draws(void **state)
 {
   (void)state;
   dpgd_config c;
-  base_config(&c, "draws");
+  tt_full_config(&c, dir, "draws");
   c.stopping_queries = 4;
   c.stopping_every = 3;
   dpgd_run *r = tt_open_run(&c);
@@ -271,7 +265,7 @@ static void test_reproducible(void **state)
 {
   (void)state;
   dpgd_config c;
-  base_config(&c, "seedA");
+  tt_full_config(&c, dir, "seedA");
   c.train_steps = 5;
   dpgd_run *a = tt_open_run(&c);
   snprintf(c.output_dir, sizeof c.output_dir, "%s/seedA2", dir);
@@ -316,7 +310,7 @@ static void test_init_from_stream(void **state)
 {
   (void)state;
   dpgd_config c;
-  base_config(&c, "init");
+  tt_full_config(&c, dir, "init");
   c.train_steps = 1;
   char why[200];
   assert_int_equal(
@@ -346,7 +340,7 @@ static void test_init_from_stream(void **state)
   assert_non_null(research);
   memcpy(research, p, P * sizeof *research);
   dpgd_run_free(r);
-  base_config(&c, "init_secure");
+  tt_full_config(&c, dir, "init_secure");
   c.train_steps = 1;
   c.train_rng = DPGD_RNG_SECURE;
   r = tt_open_run(&c);
@@ -357,278 +351,6 @@ static void test_init_from_stream(void **state)
   dpgd_run_free(r);
 }
 
-/* Filtered (B = 5 C^2) with 3 private stopping queries every 2 steps after step 5. */
-static void stopping_config(dpgd_config *c, const char *run, size_t checkpoint_every,
-                            int diagnostics)
-{
-  base_config(c, run);
-  c->filter_enabled = 1;
-  c->filter_k = 5;
-  c->train_steps = 0;
-  c->stopping_queries = 3;
-  c->stopping_every = 2;
-  c->output_checkpoint_every = checkpoint_every;
-  c->output_diagnostics = diagnostics;
-}
-
-/* Interrupted after step 7 (checkpoint at 6), resumed: same model.bin, points.csv and
- * metrics.csv as the uninterrupted run. */
-static void test_resume_bit_identical(void **state)
-{
-  (void)state;
-  dpgd_config c;
-  stopping_config(&c, "full", 3, 1);
-  tt_run_through(&c);
-  snprintf(c.output_dir, sizeof c.output_dir, "%s/cut", dir);
-  tt_run_cut(&c, 7); /* "killed" after step 7: the last checkpoint is step 6 */
-  /* A second open of the same directory is refused: it holds an unfinished run. */
-  dpgd_run *again = NULL;
-  assert_int_equal(dpgd_run_open(&again, &c, NULL), DPGD_EINVAL);
-  assert_non_null(strstr(dpgd_error_last(), "--resume"));
-  char run[600];
-  snprintf(run, sizeof run, "%s/cut", dir);
-  dpgd_run *r = NULL;
-  assert_int_equal(dpgd_run_resume(&r, run), DPGD_OK);
-  assert_int_equal(dpgd_run_step_index(r), 6);
-  /* The ledger came back, not reset. */
-  assert_true(dpgd_run_ledger(r)->spend[0] > 0);
-  tt_finish_run(r);
-  dpgd_run_free(r);
-  tt_assert_same_results(dir, "full", "cut");
-  /* A finished run cannot be resumed. */
-  assert_int_equal(dpgd_run_resume(&r, run), DPGD_EINVAL);
-  assert_non_null(strstr(dpgd_error_last(), "finished"));
-}
-
-/* A section name as the checkpoint stores it: 8 bytes, NUL-padded. */
-static void set_name(char name[8], const char *s)
-{
-  memset(name, 0, 8);
-  memcpy(name, s, strlen(s));
-}
-
-/* Rewrites run's checkpoint (a full-batch run's sections) without its section drop,
- * adding section add (len bytes of data) when add is not NULL: a checkpoint of another
- * build or BLAS kernel (a different "replay"), of an older dpgd ("spend" for "filter"),
- * or a damaged one. */
-static void rewrite_checkpoint(const char *run, const dpgd_config *c, const char *drop,
-                               const char *add, const void *data, size_t len)
-{
-  static const char *const names[] = {"meta",     "params", "best", "filter", "rngstep",
-                                      "rngquery", "acct",   "data", "replay"};
-  enum { N = sizeof names / sizeof names[0] };
-  char p[600];
-  snprintf(p, sizeof p, "%s/%s/checkpoint.bin", dir, run);
-  dpgd_config rc_cfg = *c;
-  snprintf(rc_cfg.output_dir, sizeof rc_cfg.output_dir, "%s/%s", dir, run);
-  uint64_t hash = dpgd_config_hash(&rc_cfg);
-  dpgd_ckpt *ck = NULL;
-  assert_int_equal(dpgd_ckpt_read(&ck, p, hash), DPGD_OK);
-  dpgd_ckpt_section sec[N + 1];
-  size_t k = 0;
-  for (size_t j = 0; j < N; j++) {
-    if (!strcmp(names[j], drop)) continue;
-    set_name(sec[k].name, names[j]);
-    assert_int_equal(dpgd_ckpt_get(ck, names[j], 0, &sec[k].data, &sec[k].len), DPGD_OK);
-    k++;
-  }
-  if (add) {
-    set_name(sec[k].name, add);
-    sec[k].data = data;
-    sec[k++].len = len;
-  }
-  assert_int_equal(dpgd_ckpt_write(p, hash, sec, k), DPGD_OK);
-  dpgd_ckpt_free(ck);
-}
-
-/* run's checkpoint with its "replay" section (the build and engine identity) set to
- * other, as a checkpoint written by another build or BLAS kernel would be. */
-static void set_replay(const char *run, const dpgd_config *c, const char *other)
-{
-  rewrite_checkpoint(run, c, "replay", "replay", other, strlen(other));
-}
-
-/* The filter section of run's checkpoint (malloc'ed copy). */
-static void *filter_section(const char *run, const dpgd_config *c, size_t *len)
-{
-  char p[600];
-  snprintf(p, sizeof p, "%s/%s/checkpoint.bin", dir, run);
-  dpgd_config rc_cfg = *c;
-  snprintf(rc_cfg.output_dir, sizeof rc_cfg.output_dir, "%s/%s", dir, run);
-  dpgd_ckpt *ck = NULL;
-  assert_int_equal(dpgd_ckpt_read(&ck, p, dpgd_config_hash(&rc_cfg)), DPGD_OK);
-  const void *d;
-  assert_int_equal(dpgd_ckpt_get(ck, "filter", 0, &d, len), DPGD_OK);
-  void *copy = malloc(*len);
-  assert_non_null(copy);
-  memcpy(copy, d, *len);
-  dpgd_ckpt_free(ck);
-  return copy;
-}
-
-/* Interrupted after step 7 (checkpoint at 6, the ledger's filter saved as "filter"). */
-static void cut_run(dpgd_config *c, const char *run)
-{
-  stopping_config(c, run, 3, 1);
-  tt_run_cut(c, 7);
-}
-
-/* Resumes run: DPGD_OK and the same outputs as "lfull", or refused naming `why`. */
-static void resume_ledger_run(const char *run, const char *why)
-{
-  char path[600];
-  snprintf(path, sizeof path, "%s/%s", dir, run);
-  dpgd_run *r = NULL;
-  int rc = dpgd_run_resume(&r, path);
-  if (why) {
-    assert_int_equal(rc, DPGD_EFORMAT);
-    assert_null(r);
-    assert_non_null(strstr(dpgd_error_last(), why));
-    assert_null(strchr(dpgd_error_last(), '\n'));
-    return;
-  }
-  if (rc) print_error("%s\n", dpgd_error_last());
-  assert_int_equal(rc, DPGD_OK);
-  assert_true(dpgd_run_ledger(r)->spend[0] > 0); /* the ledger came back */
-  tt_finish_run(r);
-  dpgd_run_free(r);
-  /* summary.json differs in its nonprivate wall_s only */
-  static const char *const files[] = {"model.bin", "points.csv", "metrics.csv"};
-  for (size_t k = 0; k < 3; k++) ASSERT_SAME_FILE("lfull", run, files[k]);
-}
-
-/* The ledger in a checkpoint: the filter (dpgd_filter_serialize, section "filter")
- * round-trips; a checkpoint of an older dpgd with only the "spend" array resumes to the
- * same outputs; a checkpoint with neither, a damaged filter or one of another budget is
- * refused with one line (a resume never resets the ledger). */
-static void test_resume_ledger_sections(void **state)
-{
-  (void)state;
-  dpgd_config c;
-  stopping_config(&c, "lfull", 3, 1);
-  tt_run_through(&c);
-  cut_run(&c, "lnew");
-  resume_ledger_run("lnew", NULL);
-  cut_run(&c, "lold");
-  size_t len;
-  void *buf = filter_section("lold", &c, &len);
-  dpgd_filter *f = NULL;
-  assert_int_equal(dpgd_filter_deserialize(&f, buf, len), DPGD_OK);
-  size_t n = dpgd_filter_n(f);
-  rewrite_checkpoint("lold", &c, "filter", "spend", dpgd_filter_spent_data(f, 0),
-                     n * sizeof(double));
-  resume_ledger_run("lold", NULL);
-  cut_run(&c, "lnone");
-  rewrite_checkpoint("lnone", &c, "filter", NULL, NULL, 0);
-  resume_ledger_run("lnone", "no privacy ledger");
-  cut_run(&c, "lshort");
-  rewrite_checkpoint("lshort", &c, "filter", "spend", dpgd_filter_spent_data(f, 0),
-                     sizeof(double));
-  resume_ledger_run("lshort", "'spend' section is 8 bytes");
-  cut_run(&c, "lbad");
-  ((unsigned char *)buf)[len / 2] ^= 0x10;
-  rewrite_checkpoint("lbad", &c, "filter", "filter", buf, len);
-  resume_ledger_run("lbad", "cannot be restored");
-  ((unsigned char *)buf)[len / 2] ^= 0x10;
-  cut_run(&c, "lbudget"); /* a valid filter of another budget */
-  double b = dpgd_filter_budget(f, 0) * 2;
-  dpgd_filter *g = dpgd_filter_alloc(n, DPGD_FILTER_GDP, 1, NULL, &b);
-  void *gbuf = NULL;
-  size_t glen = 0;
-  assert_int_equal(dpgd_filter_serialize(g, &gbuf, &glen), DPGD_OK);
-  rewrite_checkpoint("lbudget", &c, "filter", "filter", gbuf, glen);
-  resume_ledger_run("lbudget", "does not match the ledger");
-  free(gbuf);
-  dpgd_filter_free(g);
-  dpgd_filter_free(f);
-  free(buf);
-}
-
-/* A research resume replays the released rows after its checkpoint with the same
- * noise: under another build or BLAS kernel the gradients differ, so it
- * would release that noise again on other values. Refused (naming both identities),
- * metrics.csv untouched; a resume with nothing to replay is fine anywhere. */
-static void test_resume_other_build(void **state)
-{
-  (void)state;
-  dpgd_config c;
-  stopping_config(&c, "other", 3, 0);
-  tt_run_cut(&c, 7); /* rows 1..7 emitted, checkpoint at step 6 */
-  set_replay("other", &c, "dpgd 0.0.9 GNU 1.0 Release; blas Prescott; threads 7");
-  size_t before_len, after_len;
-  unsigned char *before = SLURP("other", "metrics.csv", &before_len);
-  char run[600];
-  snprintf(run, sizeof run, "%s/other", dir);
-  dpgd_run *r = NULL;
-  int rc = dpgd_run_resume(&r, run);
-  if (rc != DPGD_EINVAL) print_error("%s\n", dpgd_error_last());
-  assert_int_equal(rc, DPGD_EINVAL);
-  assert_null(r);
-  assert_non_null(strstr(dpgd_error_last(), "steps 7.."));
-  assert_non_null(strstr(dpgd_error_last(), "blas Prescott"));
-  assert_non_null(strstr(dpgd_error_last(), "OPENBLAS_CORETYPE"));
-  unsigned char *after = SLURP("other", "metrics.csv", &after_len);
-  assert_int_equal(before_len, after_len);
-  assert_memory_equal(before, after, before_len);
-  free(before);
-  free(after);
-  /* Killed right after the checkpoint of step 6: nothing to replay, resume accepted. */
-  snprintf(c.output_dir, sizeof c.output_dir, "%s/other6", dir);
-  r = tt_open_run(&c);
-  for (int t = 0; t < 6; t++) assert_int_equal(dpgd_run_step(r), DPGD_OK);
-  dpgd_run_free(r);
-  set_replay("other6", &c, "dpgd 0.0.9 GNU 1.0 Release; blas Prescott; threads 7");
-  snprintf(run, sizeof run, "%s/other6", dir);
-  assert_int_equal(dpgd_run_resume(&r, run), DPGD_OK);
-  assert_int_equal(dpgd_run_redone(r), 0);
-  tt_finish_run(r);
-  dpgd_run_free(r);
-}
-
-/* An exp that differs from libm's in the last bit for some inputs: another libm. */
-static double exp_other_libm(double x)
-{
-  double y = exp(x);
-  return x > 0 ? nextafter(y, INFINITY) : y;
-}
-
-/* libm is part of the replay identity: its checksum changes with another exp, and a
- * research resume with released rows to replay under it is refused naming libm (the
- * noise would be released again on values computed with other bits); the same libm
- * resumes to the same outputs. */
-static void test_resume_other_libm(void **state)
-{
-  (void)state;
-  char a[128], b[128];
-  dpgd_libm_id(a, sizeof a);
-  dpgd_libm_test_exp = exp_other_libm;
-  dpgd_libm_id(b, sizeof b);
-  dpgd_libm_test_exp = NULL;
-  assert_non_null(strstr(a, "libm "));
-  assert_string_not_equal(a, b);
-  dpgd_config c;
-  stopping_config(&c, "libm_full", 3, 0);
-  tt_run_through(&c);
-  stopping_config(&c, "libm", 3, 0);
-  tt_run_cut(&c, 7); /* rows 1..7 emitted, checkpoint at step 6 */
-  char run[600];
-  snprintf(run, sizeof run, "%s/libm", dir);
-  dpgd_run *r = NULL;
-  dpgd_libm_test_exp = exp_other_libm;
-  int rc = dpgd_run_resume(&r, run);
-  dpgd_libm_test_exp = NULL;
-  if (rc != DPGD_EINVAL) print_error("%s\n", dpgd_error_last());
-  assert_int_equal(rc, DPGD_EINVAL);
-  assert_null(r);
-  assert_non_null(strstr(dpgd_error_last(), "steps 7.."));
-  assert_non_null(strstr(dpgd_error_last(), b)); /* this run's libm, named */
-  assert_int_equal(dpgd_run_resume(&r, run), DPGD_OK);
-  tt_finish_run(r);
-  dpgd_run_free(r);
-  static const char *const files[] = {"model.bin", "points.csv", "metrics.csv"};
-  for (size_t k = 0; k < 3; k++) ASSERT_SAME_FILE("libm_full", "libm", files[k]);
-}
-
 /* The non-private diagnostics only observe: a filtered run with private stopping gives
  * the same model.bin and points.csv with diagnostics on as with them off, and each
  * metrics row is the same row plus the three diag_* columns; the last diag_active is the
@@ -637,7 +359,7 @@ static void test_resume_other_libm(void **state)
 static size_t diag_run(const char *name, int diagnostics)
 {
   dpgd_config c;
-  stopping_config(&c, name, 4, diagnostics);
+  tt_stopping_config(&c, dir, name, 4, diagnostics);
   /* B = 3 C^2: the 240 points' spends over the 9 steps lie well on both sides of it
    * (most gradients are near C in the first steps, small once the training set is
    * fitted), so some points run out and others do not. */
@@ -690,258 +412,32 @@ static void test_diagnostics_only_observe(void **state)
   free(b);
 }
 
-static void flip_byte(const char *path, long off)
-{
-  FILE *f = fopen(path, "r+b");
-  assert_non_null(f);
-  fseek(f, off, SEEK_SET);
-  int ch = fgetc(f);
-  fseek(f, off, SEEK_SET);
-  fputc(ch ^ 0x10, f);
-  fclose(f);
-}
-
-static void test_checkpoint_refused(void **state)
-{
-  (void)state;
-  dpgd_config c;
-  base_config(&c, "corrupt");
-  c.output_checkpoint_every = 2;
-  dpgd_run *r = tt_open_run(&c);
-  for (int t = 0; t < 5; t++) assert_int_equal(dpgd_run_step(r), DPGD_OK);
-  dpgd_run_free(r);
-  char run[600], ck[700], ini[700], cmd[4096];
-  snprintf(run, sizeof run, "%s/corrupt", dir);
-  snprintf(ck, sizeof ck, "%s/checkpoint.bin", run);
-  snprintf(ini, sizeof ini, "%s/config.ini", run);
-  snprintf(cmd, sizeof cmd, "cp %s %s.good && cp %s %s.good", ck, ck, ini, ini);
-  assert_int_equal(system(cmd), 0);
-  flip_byte(ck, 200);
-  assert_int_equal(dpgd_run_resume(&r, run), DPGD_EFORMAT);
-  assert_non_null(strstr(dpgd_error_last(), "corrupt"));
-  /* A config that changed since: refused as another configuration. */
-  snprintf(cmd, sizeof cmd, "cp %s.good %s && sed -i 's/^lr = .*/lr = 0.25/' %s", ck, ck, ini);
-  assert_int_equal(system(cmd), 0);
-  assert_int_equal(dpgd_run_resume(&r, run), DPGD_EFORMAT);
-  assert_non_null(strstr(dpgd_error_last(), "another configuration"));
-  snprintf(cmd, sizeof cmd, "cp %s.good %s", ini, ini);
-  assert_int_equal(system(cmd), 0);
-  /* Other data of the same size (data.dir is not in the config hash): refused. One
-   * training label differs from the run's data. */
-  char other[600];
-  snprintf(other, sizeof other, "%s/otherdata", dir);
-  snprintf(
-      cmd, sizeof cmd,
-      "mkdir -p %s && cp %s/*-ubyte %s/ && printf '\\003' | dd of=%s/train-labels-idx1-ubyte "
-      "bs=1 seek=%d conv=notrunc status=none && sed -i 's|^dir = .*|dir = %s|' %s",
-      other, dir, other, other, 8 + N_TRAIN - 1, other, ini);
-  assert_int_equal(system(cmd), 0);
-  assert_int_equal(dpgd_run_resume(&r, run), DPGD_EFORMAT);
-  assert_non_null(strstr(dpgd_error_last(), "other data"));
-  /* The same data copied elsewhere: accepted (only the contents count). */
-  snprintf(cmd, sizeof cmd, "cp %s/train-labels-idx1-ubyte %s/", dir, other);
-  assert_int_equal(system(cmd), 0);
-  assert_int_equal(dpgd_run_resume(&r, run), DPGD_OK);
-  assert_int_equal(dpgd_run_step_index(r), 4);
-  /* While the run is open, a second process (here: a second open file description,
-   * which flock treats the same way) cannot resume it. */
-  dpgd_run *r2 = NULL;
-  assert_int_equal(dpgd_run_resume(&r2, run), DPGD_EINVAL);
-  assert_non_null(strstr(dpgd_error_last(), "in use"));
-  assert_null(r2);
-  dpgd_run_free(r);
-  /* Released with the run. */
-  assert_int_equal(dpgd_run_resume(&r, run), DPGD_OK);
-  dpgd_run_free(r);
-}
-
 static void test_bad_plans(void **state)
 {
   (void)state;
   dpgd_config c;
   dpgd_plan p;
-  base_config(&c, "bad");
+  tt_full_config(&c, dir, "bad");
   c.stopping_queries = 5;
   c.stopping_every = 3; /* 4 * 3 = 12 steps span: first query at step 0: no room */
   assert_int_equal(dpgd_plan_make(&p, &c, 100), DPGD_EINVAL);
   assert_non_null(strstr(dpgd_error_last(), "do not fit"));
-  base_config(&c, "bad");
+  tt_full_config(&c, dir, "bad");
   c.filter_enabled = 1;
   c.filter_k = 3;
   c.train_steps = 4;
   c.stopping_queries = 2;
   c.stopping_every = 2; /* queries at 3 and 5 > 4 */
   assert_int_equal(dpgd_plan_make(&p, &c, 100), DPGD_EINVAL);
-  base_config(&c, "bad");
+  tt_full_config(&c, dir, "bad");
   c.privacy_sigma = 0;
   assert_int_equal(dpgd_plan_make(&p, &c, 100), DPGD_EINVAL);
   assert_non_null(strstr(dpgd_error_last(), "privacy.sigma"));
-  base_config(&c, "bad");
+  tt_full_config(&c, dir, "bad");
   snprintf(c.model_type, sizeof c.model_type, "mlp");
   dpgd_run *r = NULL;
   assert_int_not_equal(dpgd_run_open(&r, &c, NULL), DPGD_OK);
   assert_null(r);
-}
-
-/* Secure mode: the OS generator, so the same seed gives different models; the summary
- * says which mode ran. A diverging learning rate is an error naming the step. */
-static void test_secure_and_diverged(void **state)
-{
-  (void)state;
-  dpgd_config c;
-  base_config(&c, "secA");
-  c.train_steps = 3;
-  c.train_rng = DPGD_RNG_SECURE;
-  dpgd_run *a = tt_open_run(&c);
-  snprintf(c.output_dir, sizeof c.output_dir, "%s/secB", dir);
-  dpgd_run *b = tt_open_run(&c);
-  tt_finish_run(a);
-  tt_finish_run(b);
-  size_t P, len;
-  const float *pa = dpgd_run_params(a, &P);
-  assert_memory_not_equal(pa, dpgd_run_params(b, NULL), P * sizeof(float));
-  char *sum = (char *)SLURP("secA", "summary.json", &len);
-  assert_non_null(strstr(sum, "\"rng\": \"secure\""));
-  assert_null(strstr(sum, "\"caveat\"")); /* no research caveat; the noise caveat: */
-  assert_non_null(strstr(sum, "\"noise_caveat\": \"secure rng: "));
-  assert_non_null(strstr(sum, dpgd_rng_secure_caveat()));
-  free(sum);
-  dpgd_run_free(a);
-  dpgd_run_free(b);
-  /* Divergence after a released step: the step is accounted (the message names the
-   * eps, metrics.csv has its row), the state is checkpointed, and a resume refuses
-   * the run instead of redoing the step. Both noise modes. */
-  for (int secure = 0; secure < 2; secure++) {
-    base_config(&c, secure ? "divergeS" : "diverge");
-    c.train_lr = 1e300;
-    c.train_rng = secure ? DPGD_RNG_SECURE : DPGD_RNG_RESEARCH;
-    dpgd_run *r = tt_open_run(&c);
-    assert_int_equal(dpgd_run_step(r), DPGD_ERANGE);
-    assert_non_null(strstr(dpgd_error_last(), "diverged"));
-    assert_non_null(strstr(dpgd_error_last(), "accounted"));
-    assert_int_equal(dpgd_run_releases(r), 1);
-    assert_true(dpgd_run_eps_now(r) > 0);
-    dpgd_run_free(r);
-    char *rows = (char *)SLURP(secure ? "divergeS" : "diverge", "metrics.csv", &len);
-    char *row1 = strchr(rows, '\n') + 1;
-    assert_true(!strncmp(row1, "1,", 2));
-    assert_non_null(strchr(row1, '\n'));
-    assert_true(*(strchr(row1, '\n') + 1) == '\0');
-    free(rows);
-    char rd[600];
-    snprintf(rd, sizeof rd, "%s/%s", dir, secure ? "divergeS" : "diverge");
-    dpgd_run *again = NULL;
-    assert_int_equal(dpgd_run_resume(&again, rd), DPGD_EINVAL);
-    assert_non_null(strstr(dpgd_error_last(), "cannot be continued"));
-    assert_null(again);
-  }
-}
-
-static void put_file(const char *run, const char *name, const char *text, size_t len)
-{
-  char p[600];
-  snprintf(p, sizeof p, "%s/%s/%s", dir, run, name);
-  FILE *f = fopen(p, "wb");
-  assert_non_null(f);
-  assert_int_equal(fwrite(text, 1, len, f), len);
-  assert_int_equal(fclose(f), 0);
-}
-
-static dpgd_run *resume_run(const char *run_dir)
-{
-  dpgd_run *r = NULL;
-  int rc = dpgd_run_resume(&r, run_dir);
-  if (rc) print_error("dpgd_run_resume: %s\n", dpgd_error_last());
-  assert_int_equal(rc, DPGD_OK);
-  return r;
-}
-
-/* Secure mode cannot replay its noise, so no emitted step may be redone: every step is
- * checkpointed (output.checkpoint_every = 0 notwithstanding) before its metrics row is
- * written. A kill inside a step (the run freed after step t) resumes after step t; a kill
- * between the checkpoint of step t and its row (the row cut to a partial line, or
- * missing) resumes after step t and writes the checkpointed row, the same bytes; rows
- * after the checkpoint (emitted steps) are refused with the file untouched. The finished
- * run has one row per step and accounts exactly its steps and queries. */
-static void test_secure_resume(void **state)
-{
-  (void)state;
-  dpgd_config c;
-  base_config(&c, "secres");
-  c.train_rng = DPGD_RNG_SECURE;
-  c.filter_enabled = 1;
-  c.filter_k = 4;
-  c.train_steps = 0; /* 4 + (3 - 1) * 1 = 6 */
-  c.stopping_queries = 3;
-  c.stopping_every = 1;
-  c.stopping_tau_frac = 0.05;
-  c.output_checkpoint_every = 0;
-  char run[600];
-  snprintf(run, sizeof run, "%s/secres", dir);
-  dpgd_run *r = tt_open_run(&c);
-  for (int t = 0; t < 3; t++) assert_int_equal(dpgd_run_step(r), DPGD_OK);
-  dpgd_run_free(r);
-  r = resume_run(run);
-  assert_int_equal(dpgd_run_step_index(r), 3);
-  assert_int_equal(dpgd_run_redone(r), 0);
-  assert_int_equal(dpgd_run_row_restored(r), 0);
-  for (int t = 0; t < 2; t++) assert_int_equal(dpgd_run_step(r), DPGD_OK);
-  dpgd_run_free(r);
-  size_t len;
-  char *full = (char *)SLURP("secres", "metrics.csv", &len);
-  char *last = full + len - 1;
-  while (last > full && last[-1] != '\n') last--;
-  assert_int_equal(strtoul(last, NULL, 10), 5);
-  size_t keep = (size_t)(last - full), row = len - keep;
-  for (int cut = 0; cut < 2; cut++) {
-    /* cut 0: half of row 5 reached the file; cut 1: none of it. */
-    put_file("secres", "metrics.csv", full, keep + (cut ? 0 : row / 2));
-    r = resume_run(run);
-    assert_int_equal(dpgd_run_step_index(r), 5);
-    assert_int_equal(dpgd_run_redone(r), 0);
-    assert_int_equal(dpgd_run_row_restored(r), 1);
-    dpgd_run_free(r);
-    size_t l2;
-    char *now = (char *)SLURP("secres", "metrics.csv", &l2);
-    assert_int_equal(l2, len);
-    assert_memory_equal(now, full, len);
-    free(now);
-  }
-  /* Row 6 on disk but the checkpoint at step 5: step 6 was released; not redone. */
-  char *more = malloc(len + row + 1);
-  assert_non_null(more);
-  memcpy(more, full, len);
-  memcpy(more + len, last, row);
-  more[len] = '6';
-  put_file("secres", "metrics.csv", more, len + row);
-  assert_int_equal(dpgd_run_resume(&r, run), DPGD_EINVAL);
-  assert_non_null(strstr(dpgd_error_last(), "twice"));
-  size_t l3;
-  char *after = (char *)SLURP("secres", "metrics.csv", &l3);
-  assert_int_equal(l3, len + row);
-  assert_memory_equal(after, more, l3);
-  free(after);
-  free(more);
-  put_file("secres", "metrics.csv", full, len);
-  free(full);
-  r = resume_run(run);
-  tt_finish_run(r);
-  /* 6 step draws and 3 query draws; the accountant holds the 4 full-norm steps and the
-   * 3 queries (test_stopping_accounted). */
-  assert_int_equal(dpgd_run_noise_draws(r), 6 + 3);
-  assert_int_equal(dpgd_run_releases(r), 4 + 3);
-  dpgd_run_free(r);
-  full = (char *)SLURP("secres", "metrics.csv", &len);
-  size_t rows = 0, queries = 0;
-  for (char *line = strchr(full, '\n'); line && line[1]; line = strchr(line + 1, '\n')) {
-    assert_int_equal(strtoul(line + 1, NULL, 10), ++rows);
-    const char *f = line + 1;
-    for (int k = 0; k < 8; k++) f = strchr(f, ',') + 1; /* field 9: query_acc_noisy */
-    queries += *f != ',';
-  }
-  assert_int_equal(rows, 6);
-  assert_int_equal(queries, 3);
-  free(full);
 }
 
 /* Plans every shipped config (configs/ and configs/paper/) at n = 60000 without
@@ -1017,9 +513,6 @@ static void test_configs(void **state)
 
 int main(void)
 {
-  dir = tu_tmpdir();
-  tt_write_banded_split(dir, "train", N_TRAIN, 11);
-  tt_write_banded_split(dir, "t10k", N_TEST, 12);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_alg6_equals_alg7),
       cmocka_unit_test(test_ledger_and_zero_active),
@@ -1027,19 +520,10 @@ int main(void)
       cmocka_unit_test(test_releases_equal_draws),
       cmocka_unit_test(test_reproducible),
       cmocka_unit_test(test_init_from_stream),
-      cmocka_unit_test(test_resume_bit_identical),
       cmocka_unit_test(test_diagnostics_only_observe),
-      cmocka_unit_test(test_checkpoint_refused),
       cmocka_unit_test(test_bad_plans),
       cmocka_unit_test(test_configs),
-      cmocka_unit_test(test_secure_and_diverged),
-      cmocka_unit_test(test_secure_resume),
-      cmocka_unit_test(test_resume_other_build),
-      cmocka_unit_test(test_resume_other_libm),
-      cmocka_unit_test(test_resume_ledger_sections),
   };
-  int rc = cmocka_run_group_tests(tests, NULL, NULL);
-  if (rc == 0) tu_rmtree(dir); /* kept for inspection when a test failed */
-  free(dir);
-  return rc;
+  return tt_run_banded("test_run", tests, sizeof tests / sizeof tests[0], &dir, N_TRAIN,
+                       N_TEST);
 }

@@ -138,6 +138,49 @@ void tt_sampled_config(dpgd_config *c, const char *dir, const char *run, int sam
   snprintf(c->output_dir, sizeof c->output_dir, "%s/%s", dir, run);
 }
 
+void tt_full_config(dpgd_config *c, const char *dir, const char *run)
+{
+  tt_sampled_config(c, dir, run, DPGD_SAMPLING_FULL, 12);
+}
+
+void tt_stopping_config(dpgd_config *c, const char *dir, const char *run,
+                        size_t checkpoint_every, int diagnostics)
+{
+  tt_full_config(c, dir, run);
+  c->filter_enabled = 1;
+  c->filter_k = 5;
+  c->train_steps = 0;
+  c->stopping_queries = 3;
+  c->stopping_every = 2;
+  c->output_checkpoint_every = checkpoint_every;
+  c->output_diagnostics = diagnostics;
+}
+
+void tt_filter_config(dpgd_config *c, const char *dir, const char *run, size_t steps, double k,
+                      double refresh)
+{
+  tt_sampled_config(c, dir, run, DPGD_SAMPLING_POISSON, steps);
+  c->train_sample_rate = 0.1;
+  c->privacy_sigma = 1.3;
+  c->output_checkpoint_every = 3;
+  c->filter_enabled = k > 0;
+  c->filter_k = k;
+  c->filter_refresh = refresh;
+}
+
+int tt_run_banded(const char *name, const struct CMUnitTest *tests, size_t n, char **dir,
+                  size_t n_train, size_t n_test)
+{
+  *dir = tu_tmpdir();
+  tt_write_banded_split(*dir, "train", n_train, 11);
+  tt_write_banded_split(*dir, "t10k", n_test, 12);
+  int rc = _cmocka_run_group_tests(name, tests, n, NULL, NULL);
+  if (rc == 0) tu_rmtree(*dir); /* kept for inspection when a test failed */
+  free(*dir);
+  *dir = NULL;
+  return rc;
+}
+
 double tt_acct_eps(dpgd_accountant *a, size_t queries, double tau, dpgd_acct_method m,
                    double delta)
 {

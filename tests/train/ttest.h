@@ -3,8 +3,12 @@
 #ifndef DPGD_TEST_TRAIN_UTIL_H
 #define DPGD_TEST_TRAIN_UTIL_H
 
+#include <setjmp.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include <cmocka.h>
 
 #include "dpgd_train.h"
 
@@ -40,6 +44,24 @@ void tt_assert_same_results(const char *dir, const char *run_a, const char *run_
  * test accuracy every 4 steps, one thread, no checkpoints, no progress; into dir/run. */
 void tt_sampled_config(dpgd_config *c, const char *dir, const char *run, int sampling,
                        size_t steps);
+/* test_run's full-batch run: tt_sampled_config with DPGD_SAMPLING_FULL for 12 steps
+ * (C = 2.375: C^2 = 361/64, so k additions of C^2 are exact). */
+void tt_full_config(dpgd_config *c, const char *dir, const char *run);
+/* tt_full_config filtered (B = 5 C^2) with 3 private stopping queries every 2 steps after
+ * step 5, a checkpoint every checkpoint_every steps, diagnostics on or off. */
+void tt_stopping_config(dpgd_config *c, const char *dir, const char *run,
+                        size_t checkpoint_every, int diagnostics);
+/* Filtered DP-SGD's test run: tt_sampled_config with Poisson sampling at rate 0.1 for
+ * `steps` steps, sigma 1.3, a checkpoint every 3 steps, filter.k = k (no filter when
+ * k <= 0) and filter.refresh = refresh. */
+void tt_filter_config(dpgd_config *c, const char *dir, const char *run, size_t steps, double k,
+                      double refresh);
+/* Runs the n cmocka tests (group name) in a new temporary folder *dir that holds the
+ * banded splits "train" (n_train images, seed 11) and "t10k" (n_test, seed 12); removes
+ * the folder when every test passed (kept for inspection otherwise) and frees *dir.
+ * Returns cmocka's count of failed tests (the exit status). */
+int tt_run_banded(const char *name, const struct CMUnitTest *tests, size_t n, char **dir,
+                  size_t n_train, size_t n_test);
 /* Adds `queries` Gaussians of mu 1/tau to a (none when 0), then a's eps under method m at
  * delta, straight from the accountant; NAN where the method has no answer. Frees a. */
 double tt_acct_eps(dpgd_accountant *a, size_t queries, double tau, dpgd_acct_method m,

@@ -1,11 +1,24 @@
 /* main.c -- the dpgd command-line binary: dispatches to one subcommand per file. */
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "commands.h"
 
 #ifndef DPGD_VERSION
 #define DPGD_VERSION "unknown"
+#endif
+/* Where cmake --install puts the documentation (GNUInstallDirs): the full configured path,
+ * and the bin and doc folders relative to the prefix. */
+#ifndef DPGD_DOCDIR
+#define DPGD_DOCDIR "/usr/local/share/doc/dpgd"
+#endif
+#ifndef DPGD_BINDIR_REL
+#define DPGD_BINDIR_REL "bin"
+#endif
+#ifndef DPGD_DOCDIR_REL
+#define DPGD_DOCDIR_REL "share/doc/dpgd"
 #endif
 
 static const struct {
@@ -26,8 +39,34 @@ static const struct {
     {"audit", dpgd_cmd_audit, "empirical lower bound on eps from one run with canaries"},
 };
 
+/* The installed documentation folder: DPGD_DOCDIR_REL under the prefix this binary runs
+ * from (PREFIX/DPGD_BINDIR_REL/dpgd, so any --prefix given to cmake --install) when
+ * docs/MATH.md is there, else the configured DPGD_DOCDIR (where an install puts it; the
+ * build tree's binary, which writes the man page, gives this one). */
+static const char *docdir(char *buf, size_t size)
+{
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) return DPGD_DOCDIR;
+  exe[n] = 0;
+  char *slash = strrchr(exe, '/');
+  size_t bl = strlen(DPGD_BINDIR_REL);
+  if (!slash) return DPGD_DOCDIR;
+  *slash = 0; /* exe: the binary's folder */
+  size_t el = strlen(exe);
+  if (el <= bl || exe[el - bl - 1] != '/' || strcmp(exe + el - bl, DPGD_BINDIR_REL))
+    return DPGD_DOCDIR;
+  exe[el - bl - 1] = 0;     /* exe: the prefix */
+  char math[PATH_MAX + 96]; /* buf (at most PATH_MAX + 64) and "/docs/MATH.md" */
+  int m = snprintf(buf, size, "%s/%s", exe, DPGD_DOCDIR_REL);
+  if (m < 0 || (size_t)m >= size) return DPGD_DOCDIR;
+  snprintf(math, sizeof math, "%s/docs/MATH.md", buf);
+  return access(math, R_OK) == 0 ? buf : DPGD_DOCDIR;
+}
+
 static void usage(FILE *f)
 {
+  char buf[PATH_MAX + 64];
   fprintf(f, "usage: dpgd <command> [options]   (dpgd <command> --help for details)\n\n"
              "Differentially private full-batch gradient descent with individual privacy\n"
              "filtering and exact (characteristic-function) privacy accounting.\n\n"
@@ -36,9 +75,11 @@ static void usage(FILE *f)
     fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
   fprintf(f, "\n  --version  print the version (also 'dpgd version')\n");
   fprintf(f,
-          "\nDocumentation: README.md of the source tree (an overview) and docs/ (one page\n"
-          "per topic; docs/MATH.md: every formula with its source and its test). 'man dpgd'\n"
-          "holds this text and every 'dpgd CMD --help'.\n");
+          "\nDocumentation, installed in %s/ and in the source tree: README.md\n"
+          "(an overview), docs/ (one page per topic; docs/MATH.md: every formula with its\n"
+          "source and its test) and the derivations beside the code (accounting/, model/,\n"
+          "train/). 'man dpgd' holds this text and every 'dpgd CMD --help'.\n",
+          docdir(buf, sizeof buf));
 }
 
 int main(int argc, char **argv)
