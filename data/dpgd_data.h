@@ -160,6 +160,42 @@ void dpgd_data_class_counts(size_t *counts /* (n_classes) */, const dpgd_dataset
 void dpgd_data_pixel_moments(double *mean, double *std, const uint8_t *px /* (len) */,
                              size_t len);
 
+/* ---- Scattering features (scatter.c, scatter_filters.c, scatter_cache.c) ------- */
+
+/* The 2-D scattering transform of order 2 exactly as kymatio's Scattering2D defines it
+ * (Andreux et al., JMLR 2020; docs/SCATTER.md): Morlet wavelets psi_{j, theta} (j < J,
+ * theta < L) and the Gabor low-pass phi_J, reflect padding, modulus, subsampling by 2^J.
+ * Channels, in kymatio's order: S0 = x * phi; S1 = |x * psi_{n1}| * phi for n1 = j L +
+ * theta; S2 = ||x * psi_{n1}| * psi_{n2}| * phi for n1 < n2 with j2 > j1, n1 outer. Each
+ * channel is (Mp / 2^J - 2) x (Np / 2^J - 2), Mp the padded side: for 28 x 28, J = 2,
+ * L = 8: 81 channels of 7 x 7. Computed in double with FFTW3; one workspace per thread
+ * (its plans are made under a lock; executing them is thread-safe). */
+#define DPGD_SCATTER_MAX_J 6
+#define DPGD_SCATTER_MAX_L 16
+typedef struct dpgd_scatter dpgd_scatter;
+
+/* NULL (after DPGD_FAIL naming the problem) unless 1 <= J <= DPGD_SCATTER_MAX_J, 1 <= L
+ * <= DPGD_SCATTER_MAX_L and 2^J <= rows, cols <= 4096, or when memory runs out. */
+dpgd_scatter *dpgd_scatter_alloc(size_t rows, size_t cols, int J, int L);
+void dpgd_scatter_free(dpgd_scatter *s);
+size_t dpgd_scatter_channels(const dpgd_scatter *s); /* 1 + J L + L^2 J (J - 1) / 2 */
+size_t dpgd_scatter_out_rows(const dpgd_scatter *s);
+size_t dpgd_scatter_out_cols(const dpgd_scatter *s);
+size_t dpgd_scatter_dim(const dpgd_scatter *s); /* channels x out rows x out cols */
+
+/* The transform of one image, in double throughout; the float version rounds the
+ * result once. */
+void dpgd_scatter_transform_d(dpgd_scatter *s, double *out /* (C, Mo, No) */,
+                              const double *img /* (rows, cols) */);
+void dpgd_scatter_transform(dpgd_scatter *s, float *out /* (C, Mo, No) */,
+                            const float *img /* (rows, cols) */);
+
+/* The filters in Fourier on the padded grid at resolution res (side Mp >> res, Np >> res):
+ * wavelet n = j L + theta (res < min(j + 1, max(J - 1, 1))) and the low-pass (res < J);
+ * NULL outside those ranges. */
+const double *dpgd_scatter_psi(const dpgd_scatter *s, int n, int res);
+const double *dpgd_scatter_phi(const dpgd_scatter *s, int res);
+
 void dpgd_data_free(dpgd_dataset *ds);
 
 #endif /* DPGD_DATA_H */
