@@ -21,12 +21,13 @@ int dpgd_scatter_psi_levels(int j, int J)
 
 /* g (M, N) = kymatio's gabor_2d(M, N, sigma, theta, xi, slant): a Gaussian envelope of
  * covariance R diag(1, slant^2) R^T / (2 sigma^2)'s inverse, times e^{i xi (x cos theta + y
- * sin theta)}, summed over the 5 x 5 periodic images of the grid. As in kymatio, the
- * rotation's entries are single-precision values of cos and sin (numpy float32). */
+ * sin theta)}, summed over the 5 x 5 periodic images of the grid. In double throughout
+ * (kymatio holds its rotation and filters in float32: its values agree with these to
+ * about 1e-7 of the largest coefficient, docs/SCATTER.md). */
 static void gabor(double complex *g, size_t M, size_t N, double sigma, double theta, double xi,
                   double slant)
 {
-  double c = (float)cos(theta), s = (float)sin(theta), sl2 = slant * slant;
+  double c = cos(theta), s = sin(theta), sl2 = slant * slant;
   /* R (D R^-1), R = [c -s; s c], R^-1 = [c s; -s c], D = diag(1, sl2) */
   double dr[2][2] = {{c, s}, {-s * sl2, c * sl2}};
   double r[2][2] = {{c, -s}, {s, c}}, curv[2][2];
@@ -40,8 +41,8 @@ static void gabor(double complex *g, size_t M, size_t N, double sigma, double th
       for (size_t i = 0; i < M; i++)
         for (size_t k = 0; k < N; k++) {
           double x = (double)ex * (double)M + (double)i, y = (double)ey * (double)N + (double)k;
-          double re = -(curv[0][0] * x * x + (curv[0][1] + curv[1][0]) * x * y +
-                        curv[1][1] * y * y);
+          double re =
+              -(curv[0][0] * x * x + (curv[0][1] + curv[1][0]) * x * y + curv[1][1] * y * y);
           double im = x * xi * ct + y * xi * st;
           g[i * N + k] += cexp(re + I * im);
         }
@@ -70,8 +71,10 @@ static void morlet(double complex *w, double complex *env, size_t M, size_t N, d
 static void crop(double *out, const double *x, size_t M, size_t N, int res)
 {
   size_t f = (size_t)1 << res, m = M / f, n = N / f;
-  size_t sx = (size_t)((double)M * ldexp(1, -res - 1)), lx = (size_t)((double)M * (1 - ldexp(1, -res)));
-  size_t sy = (size_t)((double)N * ldexp(1, -res - 1)), ly = (size_t)((double)N * (1 - ldexp(1, -res)));
+  size_t sx = (size_t)((double)M * ldexp(1, -res - 1)),
+         lx = (size_t)((double)M * (1 - ldexp(1, -res)));
+  size_t sy = (size_t)((double)N * ldexp(1, -res - 1)),
+         ly = (size_t)((double)N * (1 - ldexp(1, -res)));
   for (size_t k = 0; k < m; k++)
     for (size_t l = 0; l < n; l++) {
       double t = 0;
@@ -99,7 +102,8 @@ int dpgd_scatter_filters_make(dpgd_scatter *s)
   const int J = s->J, L = s->L;
   size_t total = 0;
   for (int j = 0; j < J; j++)
-    for (int r = 0; r < dpgd_scatter_psi_levels(j, J); r++) total += (size_t)L * (area >> 2 * r);
+    for (int r = 0; r < dpgd_scatter_psi_levels(j, J); r++)
+      total += (size_t)L * (area >> 2 * r);
   for (int r = 0; r < J; r++) total += area >> 2 * r;
   s->filters = malloc(total * sizeof *s->filters);
   double complex *g = fftw_malloc(area * sizeof *g), *env = fftw_malloc(area * sizeof *env);

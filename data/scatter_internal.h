@@ -8,19 +8,19 @@
 #include "dpgd_data.h"
 
 struct dpgd_scatter {
-  size_t M, N;               /* image side */
-  int J, L;                  /* scales, angles */
-  size_t Mp, Np;             /* padded side (kymatio's compute_padding) */
-  size_t pad_top, pad_left;  /* reflect padding before the first row / column */
-  size_t Mo, No;             /* output side: Mp / 2^J - 2 */
-  size_t C;                  /* channels: 1 + J L + L^2 J (J - 1) / 2 */
-  double *filters;           /* every filter level in Fourier, real, one slab */
+  size_t M, N;              /* image side */
+  int J, L;                 /* scales, angles */
+  size_t Mp, Np;            /* padded side (kymatio's compute_padding) */
+  size_t pad_top, pad_left; /* reflect padding before the first row / column */
+  size_t Mo, No;            /* output side: Mp / 2^J - 2 */
+  size_t C;                 /* channels: 1 + J L + L^2 J (J - 1) / 2 */
+  double *filters;          /* every filter level in Fourier, real, one slab */
   size_t psi_off[DPGD_SCATTER_MAX_J * DPGD_SCATTER_MAX_L][DPGD_SCATTER_MAX_J];
   size_t phi_off[DPGD_SCATTER_MAX_J];
   fftw_plan fwd[DPGD_SCATTER_MAX_J + 1], bwd[DPGD_SCATTER_MAX_J + 1]; /* side Mp >> r */
-  fftw_complex *u0, *u1, *u2, *tmp, *low; /* (Mp, Np) each */
-  double *img;                            /* (M, N) */
-  double *outd;                           /* (C, Mo, No) */
+  fftw_complex *u0, *u1, *u2, *tmp, *low;                             /* (Mp, Np) each */
+  double *img;                                                        /* (M, N) */
+  double *outd;                                                       /* (C, Mo, No) */
 };
 
 /* The number of resolutions kymatio keeps of a wavelet of scale j:
