@@ -25,7 +25,7 @@ typedef struct cache_header {
   char magic[8];
   uint32_t version;
   uint32_t J, L;
-  uint32_t images_crc;  /* CRC-32 of the n x rows x cols pixel bytes */
+  uint32_t images_crc; /* CRC-32 of the n x rows x cols pixel bytes */
   uint64_t n, rows, cols, dim;
   float mean, std;      /* the pixels' normalisation before the transform */
   uint32_t payload_crc; /* CRC-32 of the (n, dim) floats that follow */
@@ -98,8 +98,7 @@ static int cache_read(const char *path, const cache_header *want, float *feat, s
   if (ok) ok = memcmp(&h, want, sizeof h) == 0;
   if (ok) {
     *why = "corrupt (short or checksum mismatch)";
-    ok = fread(feat, 1, bytes, f) == bytes && fgetc(f) == EOF &&
-         dpgd_crc32(feat, bytes) == crc;
+    ok = fread(feat, 1, bytes, f) == bytes && fgetc(f) == EOF && dpgd_crc32(feat, bytes) == crc;
   }
   fclose(f);
   return ok;

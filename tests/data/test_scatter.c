@@ -172,7 +172,8 @@ static void filter_ref(double *f, int n, double sigma, double theta, double xi, 
 
 /* y (n, n) = x conv h on the n-grid, with h given in Fourier (its low band when the grid
  * is coarser than the filter's: frequencies |k| < n / 2 of the fine grid). */
-static void conv_ref(double complex *y, const double complex *x, const double *hf, int nf, int n)
+static void conv_ref(double complex *y, const double complex *x, const double *hf, int nf,
+                     int n)
 {
   memcpy(y, x, (size_t)n * n * sizeof *y);
   dft2(y, n, -1);
@@ -226,13 +227,12 @@ static void test_independent(void **state)
       x[a * 36 + b] = img[i * 28 + j];
     }
   double o[49];
-  int checks[][3] = {{0, -1, -1}, {1, 0, -1}, {3, -1, -1}, {13, -1, -1}, {-1, 5, 10},
-                     {-1, 0, 15}, {-1, 7, 8}};
+  int checks[][3] = {{0, -1, -1}, {1, 0, -1},  {3, -1, -1}, {13, -1, -1},
+                     {-1, 5, 10}, {-1, 0, 15}, {-1, 7, 8}};
   for (size_t c = 0; c < sizeof checks / sizeof *checks; c++) {
     int ch = checks[c][0], n1 = checks[c][1], n2 = checks[c][2];
     if (ch == 0) out_ref(o, x, 36, phi);
-    else if (ch > 0) { /* first order, n1 = ch - 1 */
-      int m = ch - 1, k = 1 << (m / 8);
+    else if (ch > 0) { /* first order, n1 = ch - 1 */ int m = ch - 1, k = 1 << (m / 8);
       conv_ref(u1, x, psi[m], 36, 36);
       sub_ref(u1s, u1, 36, k, 1);
       out_ref(o, u1s, 36 / k, phi);
