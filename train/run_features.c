@@ -11,7 +11,10 @@
 #define RUN_SCATTER_J 2
 #define RUN_SCATTER_L 8
 
-int dpgd_run_is_scatter(const dpgd_config *c) { return strncmp(c->model_type, "scatter-", 8) == 0; }
+int dpgd_run_is_scatter(const dpgd_config *c)
+{
+  return strncmp(c->model_type, "scatter-", 8) == 0;
+}
 
 /* *ds (images) replaced by its features; the cache file is named by the split, the
  * transform and the example count (the header decides whether it is valid). */
@@ -36,6 +39,7 @@ int dpgd_run_features(dpgd_dataset **train, dpgd_dataset **test, const dpgd_conf
   if (!dpgd_run_is_scatter(c)) return DPGD_OK;
   const char *dir = c->data_feature_cache[0] ? c->data_feature_cache : data_dir;
   int rc = to_features(train, dir, c->data_validation ? "train-head" : "train", c);
-  if (!rc && test && *test) rc = to_features(test, dir, c->data_validation ? "validation" : "test", c);
+  if (!rc && test && *test)
+    rc = to_features(test, dir, c->data_validation ? "validation" : "test", c);
   return rc;
 }
