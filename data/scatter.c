@@ -5,31 +5,38 @@
 #include <complex.h>
 #include <fftw3.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "scatter_internal.h"
 
-/* FFTW's planner is not thread-safe: every plan is made and destroyed in here. */
+/* FFTW's planner is not thread-safe: every plan is made and destroyed under this lock
+ * (a file-local mutex rather than a named OpenMP critical section, which would export a
+ * symbol). */
+static pthread_mutex_t planner = PTHREAD_MUTEX_INITIALIZER;
+
 static void plans_make(dpgd_scatter *s)
 {
-#pragma omp critical(dpgd_fftw_planner)
+  pthread_mutex_lock(&planner);
   for (int r = 0; r <= s->J; r++) {
     int m = (int)(s->Mp >> r), n = (int)(s->Np >> r);
     fftw_complex *b = (fftw_complex *)s->tmp;
     s->fwd[r] = fftw_plan_dft_2d(m, n, b, b, FFTW_FORWARD, FFTW_ESTIMATE);
     s->bwd[r] = fftw_plan_dft_2d(m, n, b, b, FFTW_BACKWARD, FFTW_ESTIMATE);
   }
+  pthread_mutex_unlock(&planner);
 }
 
 void dpgd_scatter_free(dpgd_scatter *s)
 {
   if (!s) return;
-#pragma omp critical(dpgd_fftw_planner)
+  pthread_mutex_lock(&planner);
   for (int r = 0; r <= DPGD_SCATTER_MAX_J; r++) {
     if (s->fwd[r]) fftw_destroy_plan(s->fwd[r]);
     if (s->bwd[r]) fftw_destroy_plan(s->bwd[r]);
   }
+  pthread_mutex_unlock(&planner);
   fftw_free(s->u0);
   fftw_free(s->u1);
   fftw_free(s->tmp);
