@@ -173,8 +173,8 @@ static void test_unwritable_cache(void **state)
   dpgd_dataset *img = images(), *f = NULL;
   dpgd_scatter_opts o = {2, 8, 0};
   dpgd_scatter_cache_info info;
-  assert_int_equal(
-      dpgd_scatter_features(&f, img, &o, "/nonexistent-dir/feat.bin", 1, &info), DPGD_OK);
+  assert_int_equal(dpgd_scatter_features(&f, img, &o, "/nonexistent-dir/feat.bin", 1, &info),
+                   DPGD_OK);
   assert_int_equal(info.computed, 1);
   assert_int_equal(info.write_rc, DPGD_EIO);
   dpgd_data_free(f);
