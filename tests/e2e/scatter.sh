@@ -1,7 +1,8 @@
 # scatter.sh -- softmax on scattering features end to end (configs/scatter): a small run
 # computes and caches the features, a second run reads the cache and trains to the same
 # bytes; Algorithm 7 filtering and DP-SGD run on the features; a group count that does
-# not divide the 81 channels, and the last-iterate mode, are refused with one line.
+# not divide the 81 channels, the last-iterate mode and the audit are refused with one
+# line.
 . "$(dirname "$0")/lib.sh"
 SRC=${DPGD_SOURCE_DIR:-$(dirname "$0")/../..}
 CFG=$SRC/configs/scatter/softmax-eps1.ini
@@ -31,4 +32,6 @@ expect_fail groups "scatter_groups|groups do not divide" "$DPGD" train --config 
   "${SET[@]}" --set model.scatter_groups=4 --out "$TMP/g" --quiet
 expect_fail pnsgd "model.type" "$DPGD" train --config "$CFG" "${SET[@]}" \
   --set train.algorithm=pnsgd --set train.radius=1 --out "$TMP/p" --quiet
+expect_fail audit "pixel models only" "$DPGD" audit --config "$CFG" "${SET[@]}" \
+  --out "$TMP/au" --quiet
 finish
