@@ -24,6 +24,7 @@ static void plans_make(dpgd_scatter *s)
     fftw_complex *b = (fftw_complex *)s->tmp;
     s->fwd[r] = fftw_plan_dft_2d(m, n, b, b, FFTW_FORWARD, FFTW_ESTIMATE);
     s->bwd[r] = fftw_plan_dft_2d(m, n, b, b, FFTW_BACKWARD, FFTW_ESTIMATE);
+    s->r2c[r] = fftw_plan_dft_r2c_2d(m, n, s->rbuf, s->half, FFTW_ESTIMATE);
   }
   pthread_mutex_unlock(&planner);
 }
@@ -35,6 +36,7 @@ void dpgd_scatter_free(dpgd_scatter *s)
   for (int r = 0; r <= DPGD_SCATTER_MAX_J; r++) {
     if (s->fwd[r]) fftw_destroy_plan(s->fwd[r]);
     if (s->bwd[r]) fftw_destroy_plan(s->bwd[r]);
+    if (s->r2c[r]) fftw_destroy_plan(s->r2c[r]);
   }
   pthread_mutex_unlock(&planner);
   fftw_free(s->u0);
@@ -42,6 +44,8 @@ void dpgd_scatter_free(dpgd_scatter *s)
   fftw_free(s->tmp);
   fftw_free(s->low);
   fftw_free(s->u2);
+  fftw_free(s->rbuf);
+  fftw_free(s->half);
   free(s->filters);
   free(s->outd);
   free(s->img);
@@ -80,15 +84,18 @@ dpgd_scatter *dpgd_scatter_alloc(size_t rows, size_t cols, int J, int L)
   s->tmp = fftw_malloc(area * sizeof(fftw_complex));
   s->low = fftw_malloc(area * sizeof(fftw_complex));
   s->u2 = fftw_malloc(area * sizeof(fftw_complex));
+  s->rbuf = fftw_malloc(area * sizeof(double));
+  s->half = fftw_malloc(s->Mp * (s->Np / 2 + 1) * sizeof(fftw_complex));
   s->img = malloc(rows * cols * sizeof *s->img);
   s->outd = malloc(s->C * s->Mo * s->No * sizeof *s->outd);
-  if (!s->u0 || !s->u1 || !s->tmp || !s->low || !s->u2 || !s->img || !s->outd) {
+  if (!s->u0 || !s->u1 || !s->tmp || !s->low || !s->u2 || !s->rbuf || !s->half || !s->img ||
+      !s->outd) {
     dpgd_scatter_free(s);
     return NULL;
   }
   plans_make(s);
   int ok = 1;
-  for (int r = 0; r <= J; r++) ok = ok && s->fwd[r] && s->bwd[r];
+  for (int r = 0; r <= J; r++) ok = ok && s->fwd[r] && s->bwd[r] && s->r2c[r];
   if (!ok || dpgd_scatter_filters_make(s)) {
     dpgd_scatter_free(s);
     return NULL;
@@ -141,6 +148,20 @@ static void lowpass_out(dpgd_scatter *s, double *out /* (Mo, No) */, const doubl
       out[a * s->No + b] = creal(low[(a + 1) * ns + b + 1]) * w;
 }
 
+/* dst (m, n) = the full spectrum of s->rbuf (m, n) at resolution r: a real-input
+ * transform (half the work of a complex one), the other half by conjugate symmetry,
+ * X[a][b] = conj(X[-a][-b]). */
+static void real_spectrum(dpgd_scatter *s, double complex *dst, int r)
+{
+  const size_t m = s->Mp >> r, n = s->Np >> r, h = n / 2 + 1;
+  const double complex *H = (const double complex *)s->half;
+  fftw_execute(s->r2c[r]);
+  for (size_t a = 0; a < m; a++) {
+    for (size_t b = 0; b < h; b++) dst[a * n + b] = H[a * h + b];
+    for (size_t b = h; b < n; b++) dst[a * n + b] = conj(H[(m - a) % m * h + (n - b)]);
+  }
+}
+
 /* dst (m/k, n/k) = the spectrum of |ifft(periodise(x * psi, k))|: one wavelet modulus,
  * from a spectrum x of side (m, n), in place in dst (which may not alias x). */
 static void wavelet_modulus(dpgd_scatter *s, double complex *dst, const double complex *x,
@@ -155,9 +176,9 @@ static void wavelet_modulus(dpgd_scatter *s, double complex *dst, const double c
   /* |z| as sqrt(re^2 + im^2): the values are far from overflow, and hypot is slower */
   for (size_t i = 0; i < mn; i++) {
     double re = creal(dst[i]), im = cimag(dst[i]);
-    dst[i] = sqrt(re * re + im * im) * w;
+    s->rbuf[i] = sqrt(re * re + im * im) * w;
   }
-  fftw_execute_dft(s->fwd[r_out], (fftw_complex *)dst, (fftw_complex *)dst);
+  real_spectrum(s, dst, r_out);
 }
 
 /* numpy's pad(mode='reflect'): index i of a side-n signal extended by reflection about
@@ -177,9 +198,9 @@ void dpgd_scatter_transform_d(dpgd_scatter *s, double *out, const double *img)
   for (size_t a = 0; a < Mp; a++) {
     size_t ia = reflect((long)a - (long)s->pad_top, (long)s->M);
     for (size_t b = 0; b < Np; b++)
-      u0[a * Np + b] = img[ia * s->N + reflect((long)b - (long)s->pad_left, (long)s->N)];
+      s->rbuf[a * Np + b] = img[ia * s->N + reflect((long)b - (long)s->pad_left, (long)s->N)];
   }
-  fftw_execute_dft(s->fwd[0], s->u0, s->u0);
+  real_spectrum(s, u0, 0);
   lowpass_out(s, out, u0, 0);
   const int J = s->J, L = s->L;
   size_t ch2 = 1 + (size_t)J * L;

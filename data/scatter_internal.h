@@ -18,9 +18,12 @@ struct dpgd_scatter {
   size_t psi_off[DPGD_SCATTER_MAX_J * DPGD_SCATTER_MAX_L][DPGD_SCATTER_MAX_J];
   size_t phi_off[DPGD_SCATTER_MAX_J];
   fftw_plan fwd[DPGD_SCATTER_MAX_J + 1], bwd[DPGD_SCATTER_MAX_J + 1]; /* side Mp >> r */
-  fftw_complex *u0, *u1, *u2, *tmp, *low;                             /* (Mp, Np) each */
-  double *img;                                                        /* (M, N) */
-  double *outd;                                                       /* (C, Mo, No) */
+  fftw_plan r2c[DPGD_SCATTER_MAX_J + 1];  /* real (rbuf) to half spectrum (half) */
+  double *rbuf;                           /* (Mp, Np) */
+  fftw_complex *half;                     /* (Mp, Np / 2 + 1) */
+  fftw_complex *u0, *u1, *u2, *tmp, *low; /* (Mp, Np) each */
+  double *img;                            /* (M, N) */
+  double *outd;                           /* (C, Mo, No) */
 };
 
 /* The number of resolutions kymatio keeps of a wavelet of scale j:
