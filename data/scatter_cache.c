@@ -50,33 +50,35 @@ static cache_header header_for(const dpgd_dataset *img, const dpgd_scatter_opts 
   return h;
 }
 
-/* The features of images [0, n) into feat (n, dim): one workspace per thread. */
+/* The features of images [0, n) into feat (n, dim): one workspace per thread, images
+ * shared out dynamically (each image's features do not depend on which thread makes
+ * them: the same plans and filters in every workspace). */
 static int compute_all(float *feat, const dpgd_dataset *img, const dpgd_scatter_opts *o,
                        size_t dim, int threads)
 {
-  int rc = DPGD_OK;
+  int failed = 0;
 #ifdef _OPENMP
   int nt = threads > 0 ? threads : omp_get_max_threads();
+#pragma omp parallel num_threads(nt) reduction(| : failed)
 #else
-  int nt = 1;
   (void)threads;
 #endif
-#pragma omp parallel num_threads(nt) reduction(| : rc)
   {
     dpgd_scatter *s = dpgd_scatter_alloc(img->rows, img->cols, o->J, o->L);
     float *x = malloc(img->d * sizeof *x);
-    if (!s || !x) rc |= 1;
-    else {
+    if (!s || !x) failed = 1;
+#ifdef _OPENMP
 #pragma omp for schedule(dynamic, 64)
-      for (size_t i = 0; i < img->n; i++) {
+#endif
+    for (size_t i = 0; i < img->n; i++)
+      if (s && x) {
         dpgd_data_unpack(x, img, i, 1);
         dpgd_scatter_transform(s, feat + i * dim, x);
       }
-    }
     free(x);
     dpgd_scatter_free(s);
   }
-  if (rc) return DPGD_FAIL(DPGD_ENOMEM, "no memory for the scattering transform");
+  if (failed) return DPGD_FAIL(DPGD_ENOMEM, "no memory for the scattering transform");
   return DPGD_OK;
 }
 
