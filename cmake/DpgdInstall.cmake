@@ -33,6 +33,7 @@ endforeach()
 # package (dpgd::dpgd_static). GSL::gsl links OpenBLAS's CBLAS, not libgslcblas
 # (cmake/DpgdDeps.cmake).
 set(_dpgd_deps dpgd_openblas GSL::gsl PNG::PNG ZLIB::ZLIB PkgConfig::INIH PkgConfig::SODIUM
+    PkgConfig::FFTW3
     Threads::Threads m)
 if(DPGD_OPENMP)
   list(APPEND _dpgd_deps OpenMP::OpenMP_C)
@@ -132,7 +133,7 @@ install(FILES ${CMAKE_BINARY_DIR}/dpgdConfig.cmake ${CMAKE_BINARY_DIR}/dpgdConfi
 # ---- pkg-config ---------------------------------------------------------------------------
 # Requires.private names the dependencies that ship a .pc file; GSL goes in Libs.private as
 # -lgsl alone, because gsl.pc adds -lgslcblas, whose sgemm would shadow OpenBLAS's.
-set(DPGD_PC_REQUIRES_PRIVATE "openblas zlib libpng inih libsodium")
+set(DPGD_PC_REQUIRES_PRIVATE "openblas zlib libpng inih libsodium fftw3")
 set(_libs gsl)
 if(DPGD_OPENMP)
   list(APPEND _libs ${OpenMP_C_LIB_NAMES})

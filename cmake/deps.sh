@@ -2,9 +2,10 @@
 # Debian packages dpgd needs when any is missing (as root, or through sudo).
 DPGD_DEBIAN_PACKAGES="build-essential cmake pkg-config libopenblas-dev libgsl-dev libpng-dev
 zlib1g-dev libinih-dev libsodium-dev libcmocka-dev gnuplot-nox curl python3 python3-numpy
-python3-pytest python3-venv libjemalloc2"
+python3-pytest python3-venv libjemalloc2 libfftw3-dev"
 # python3-venv: tests/python/wheel.sh installs the wheel into a fresh virtual environment;
-# libjemalloc2: tests/python/test_packaging.py saves a filter under another allocator.
+# libjemalloc2: tests/python/test_packaging.py saves a filter under another allocator;
+# libfftw3-dev: the scattering features' 2-D FFTs of sizes 36, 18 and 9 (data/scatter.c).
 # The MPI build (cmake -DDPGD_MPI=ON, train/MPI.md): dpgd_install_deps $DPGD_MPI_PACKAGES
 DPGD_MPI_PACKAGES="libopenmpi-dev openmpi-bin"
 

@@ -85,6 +85,10 @@ int dpgd_data_check_norm(double mean, double std, const char *what)
 
 void dpgd_data_unpack(float *out, const dpgd_dataset *ds, size_t first, size_t count)
 {
+  if (ds->feat) {
+    memcpy(out, ds->feat + first * ds->d, count * ds->d * sizeof *out);
+    return;
+  }
   const float scale = 1.0f / (255.0f * ds->std);
   const float shift = ds->mean / ds->std;
   const uint8_t *p = ds->pixels + first * ds->d;
@@ -108,6 +112,7 @@ void dpgd_data_free(dpgd_dataset *ds)
 {
   if (!ds) return;
   free(ds->pixels);
+  free(ds->feat);
   free(ds->labels);
   free(ds);
 }

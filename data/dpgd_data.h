@@ -27,7 +27,9 @@ typedef struct dpgd_dataset {
   size_t rows, cols; /* image height and width */
   size_t d;          /* rows * cols, features per example */
   int n_classes;     /* labels are in [0, n_classes) */
-  uint8_t *pixels;   /* (n, d) row-major, raw 0..255 */
+  uint8_t *pixels;   /* (n, d) row-major, raw 0..255; NULL for a features dataset */
+  float *feat;       /* (n, d) precomputed features (dpgd_scatter_features) or NULL;
+                        unpack copies them, rows x cols is then channels x positions */
   uint8_t *labels;   /* (n) */
   float mean, std;   /* unpack gives (p / 255 - mean) / std */
 } dpgd_dataset;
@@ -159,6 +161,74 @@ void dpgd_data_class_counts(size_t *counts /* (n_classes) */, const dpgd_dataset
  * [0, len): exact integer histogram first, so the result does not depend on order. */
 void dpgd_data_pixel_moments(double *mean, double *std, const uint8_t *px /* (len) */,
                              size_t len);
+
+/* ---- Scattering features (scatter.c, scatter_filters.c, scatter_cache.c) ------- */
+
+/* The 2-D scattering transform of order 2 exactly as kymatio's Scattering2D defines it
+ * (Andreux et al., JMLR 2020; docs/SCATTER.md): Morlet wavelets psi_{j, theta} (j < J,
+ * theta < L) and the Gabor low-pass phi_J, reflect padding, modulus, subsampling by 2^J.
+ * Channels, in kymatio's order: S0 = x * phi; S1 = |x * psi_{n1}| * phi for n1 = j L +
+ * theta; S2 = ||x * psi_{n1}| * psi_{n2}| * phi for n1 < n2 with j2 > j1, n1 outer. Each
+ * channel is (Mp / 2^J - 2) x (Np / 2^J - 2), Mp the padded side: for 28 x 28, J = 2,
+ * L = 8: 81 channels of 7 x 7. Computed in double with FFTW3; one workspace per thread
+ * (its plans are made under a lock; executing them is thread-safe). */
+#define DPGD_SCATTER_MAX_J 6
+#define DPGD_SCATTER_MAX_L 16
+typedef struct dpgd_scatter dpgd_scatter;
+
+/* NULL (after DPGD_FAIL naming the problem) unless 1 <= J <= DPGD_SCATTER_MAX_J, 1 <= L
+ * <= DPGD_SCATTER_MAX_L and 2^J <= rows, cols <= 4096, or when memory runs out. */
+dpgd_scatter *dpgd_scatter_alloc(size_t rows, size_t cols, int J, int L);
+void dpgd_scatter_free(dpgd_scatter *s);
+size_t dpgd_scatter_channels(const dpgd_scatter *s); /* 1 + J L + L^2 J (J - 1) / 2 */
+size_t dpgd_scatter_out_rows(const dpgd_scatter *s);
+size_t dpgd_scatter_out_cols(const dpgd_scatter *s);
+size_t dpgd_scatter_dim(const dpgd_scatter *s); /* channels x out rows x out cols */
+
+/* The transform of one image, in double throughout; the float version rounds the
+ * result once. */
+void dpgd_scatter_transform_d(dpgd_scatter *s, double *out /* (C, Mo, No) */,
+                              const double *img /* (rows, cols) */);
+void dpgd_scatter_transform(dpgd_scatter *s, float *out /* (C, Mo, No) */,
+                            const float *img /* (rows, cols) */);
+
+/* The filters in Fourier on the padded grid at resolution res (side Mp >> res, Np >> res):
+ * wavelet n = j L + theta (res < min(j + 1, max(J - 1, 1))) and the low-pass (res < J);
+ * NULL outside those ranges. */
+const double *dpgd_scatter_psi(const dpgd_scatter *s, int n, int res);
+const double *dpgd_scatter_phi(const dpgd_scatter *s, int res);
+
+/* Group normalisation of one example's features (Wu & He 2018, no affine part): the C
+ * channels in `groups` consecutive groups, each group of C / groups x S values shifted
+ * to mean 0 and scaled to variance 1 (+ DPGD_SCATTER_GN_EPS, PyTorch's GroupNorm eps),
+ * in double. It uses the example alone: no privacy cost. groups must divide C. */
+#define DPGD_SCATTER_GN_EPS 1e-5
+void dpgd_scatter_group_norm(float *x /* (C, S) in/out */, size_t C, size_t S, size_t groups);
+
+/* The features of a dataset. */
+typedef struct dpgd_scatter_opts {
+  int J, L;      /* scales and angles (MNIST: 2 and 8) */
+  size_t groups; /* group normalisation after the cache (0: none) */
+} dpgd_scatter_opts;
+
+/* What dpgd_scatter_features did with the cache. */
+typedef struct dpgd_scatter_cache_info {
+  int computed;    /* 1: the features were computed (no valid cache), 0: read */
+  const char *why; /* why they were computed: "absent", "stale ...", "corrupt ..." */
+  int write_rc;    /* status of writing the new cache (DPGD_EIO: not written) */
+} dpgd_scatter_cache_info;
+
+/* *out = the scattering features of img's images (normalised by img's mean and std as
+ * dpgd_data_unpack gives them) with img's labels: rows = channels, cols = Mo x No, feat
+ * set, pixels NULL. With cache_path, the features are read from that file when its
+ * header matches the images' CRC-32, n, the image size, mean, std, J, L and the feature
+ * size, and its payload's CRC-32 matches; otherwise they are computed (threads OpenMP
+ * threads, 0: the default) and the file is replaced (through path.tmp and a rename). A
+ * cache that cannot be written is not an error: info->write_rc says so. Group
+ * normalisation (opts->groups) is applied after the cache. */
+int dpgd_scatter_features(dpgd_dataset **out, const dpgd_dataset *img,
+                          const dpgd_scatter_opts *opts, const char *cache_path, int threads,
+                          dpgd_scatter_cache_info *info /* or NULL */);
 
 void dpgd_data_free(dpgd_dataset *ds);
 

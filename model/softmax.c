@@ -58,14 +58,19 @@ static void softmax_chunk_step(const dpgd_model *m, float *scratch, double *acc,
   dpgd_accumulate_linear(acc, acc + K * d, rs, xd, r, x, scale, B, K, d);
 }
 
-static const dpgd_model_type softmax_type = {
-    .name = "softmax",
-    .file_id = 1,
-    .default_chunk = 64,
-    .layout = softmax_layout,
-    .flops = softmax_flops,
-    .scratch_floats = softmax_scratch,
-    .logits = softmax_logits,
-    .chunk_step = softmax_chunk_step,
-};
+/* One vtable for both names: the pixel model and the same model on scattering features
+ * (data/scatter.c). The trainer hands the latter a dataset of C x S features per example
+ * (81 x 49 on MNIST), so d = 3969 and everything above -- gradients, norms, clipping,
+ * the sensitivity contract -- applies unchanged; its own name and file code tell the
+ * trainer to compute the features and keep its model files apart from the pixel
+ * model's. */
+#define SOFTMAX_TYPE(type_name, code)                                                          \
+  {                                                                                            \
+    .name = type_name, .file_id = code, .default_chunk = 64, .layout = softmax_layout,         \
+    .flops = softmax_flops, .scratch_floats = softmax_scratch, .logits = softmax_logits,       \
+    .chunk_step = softmax_chunk_step,                                                          \
+  }
+static const dpgd_model_type softmax_type = SOFTMAX_TYPE("softmax", 1);
+static const dpgd_model_type scatter_softmax_type = SOFTMAX_TYPE("scatter-softmax", 3);
 const dpgd_model_type *dpgd_model_softmax = &softmax_type;
+const dpgd_model_type *dpgd_model_scatter_softmax = &scatter_softmax_type;

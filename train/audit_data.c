@@ -11,6 +11,11 @@
 
 int dpgd_audit_load_base(dpgd_audit *a)
 {
+  /* Canaries are pixel images inserted among the training images: a features dataset
+   * has no pixels to insert them into. */
+  if (dpgd_run_is_scatter(&a->cfg))
+    return DPGD_FAIL(DPGD_EINVAL, "dpgd audit takes pixel models only, not %s = %s",
+                     DPGD_CONFIG_KEY(model_type), a->cfg.model_type);
   return dpgd_run_load_data(&a->base, &a->test, &a->cfg);
 }
 

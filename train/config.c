@@ -45,7 +45,7 @@ typedef struct {
 } key_spec;
 
 static const char *const activation_names[] = {"relu", "tanh", NULL};
-static const char *const model_names[] = {"cnn", "softmax", NULL};
+static const char *const model_names[] = {"cnn", "softmax", "scatter-softmax", NULL};
 static const char *const schedule_names[] = {"constant", "cosine", NULL};
 static const char *const rng_names[] = {"research", "secure", NULL};
 static const char *const calibrate_names[] = {"none", "sigma", "budget", NULL};
@@ -71,7 +71,13 @@ static const key_spec schema[] = {
      "normalisation: x = (pixel/255 - mean) / std"},
     {KEY(data, std), T_DOUBLE, "0.3081", NULL, GT0, "normalisation std (> 0)"},
 
-    {KEY(model, type), T_NAME, "cnn", model_names, 0, "cnn | softmax"},
+    {KEY(data, feature_cache), T_PATH, "", NULL, NOHASH,
+     "scatter-* models: directory of the scattering feature cache; empty = the dataset's"},
+    {KEY(model, type), T_NAME, "cnn", model_names, 0,
+     "cnn | softmax | scatter-softmax (softmax on scattering features: docs/SCATTER.md)"},
+    {KEY(model, scatter_groups), T_SIZE, "0", NULL, HASH_IF_SET,
+     "scatter-*: group normalisation of each example's 81 channels in this many groups "
+     "(1, 3, 9, 27 or 81; per example, no privacy cost); 0 = none"},
     {KEY(model, activation), T_ENUM, "relu", activation_names, 0, "relu (the paper's) | tanh"},
     {KEY(model, chunk), T_SIZE, "0", NULL, 0,
      "examples per chunk of the per-example engine; 0 = measured default"},

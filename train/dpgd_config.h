@@ -58,12 +58,14 @@ typedef struct dpgd_config {
   size_t data_n_train;                 /* first n training examples; 0 = all */
   size_t data_validation; /* the last N training examples evaluate instead of test; 0 = no */
   size_t data_n_test;     /* first n test examples; 0 = all */
-  double data_mean, data_std; /* normalisation (p/255 - mean)/std */
+  double data_mean, data_std;                    /* normalisation (p/255 - mean)/std */
+  char data_feature_cache[DPGD_CONFIG_PATH_MAX]; /* scatter-*: cache dir; "" = data dir */
   /* [model] */
-  char model_type[16];  /* "cnn" | "softmax" */
-  int model_activation; /* dpgd_activation: 0 relu, 1 tanh */
-  size_t model_chunk;   /* examples per chunk; 0 = measured default */
-  int model_threads;    /* OpenMP threads; 0 = OpenMP default */
+  char model_type[16];         /* "cnn" | "softmax" | "scatter-softmax" */
+  size_t model_scatter_groups; /* scatter-*: group normalisation groups; 0 = none */
+  int model_activation;        /* dpgd_activation: 0 relu, 1 tanh */
+  size_t model_chunk;          /* examples per chunk; 0 = measured default */
+  int model_threads;           /* OpenMP threads; 0 = OpenMP default */
   /* [train] */
   int train_algorithm;      /* dpgd_algorithm */
   double train_radius;      /* pnsgd: projection radius R; 0 = not given */

@@ -23,7 +23,9 @@ static uint64_t data_fingerprint(const dpgd_dataset *train, const dpgd_dataset *
   const dpgd_dataset *ds[2] = {train, test};
   uint64_t fp = 0;
   for (int k = 0; k < 2; k++) {
-    uLong c = crc32_z(crc32(0L, Z_NULL, 0), ds[k]->pixels, ds[k]->n * ds[k]->d);
+    uLong c = ds[k]->feat ? crc32_z(crc32(0L, Z_NULL, 0), (const Bytef *)ds[k]->feat,
+                                    ds[k]->n * ds[k]->d * sizeof(float))
+                          : crc32_z(crc32(0L, Z_NULL, 0), ds[k]->pixels, ds[k]->n * ds[k]->d);
     c = crc32_z(c, ds[k]->labels, ds[k]->n);
     fp = fp << 32 | (uint32_t)c;
   }
@@ -94,7 +96,8 @@ int dpgd_run_load_data(dpgd_dataset **train, dpgd_dataset **test, const dpgd_con
   int rc = dpgd_data_find_dir(dir, sizeof dir, c->data_dir[0] ? c->data_dir : NULL);
   if (!rc)
     rc = load_split(train, dir, "train", c->data_n_train, DPGD_CONFIG_KEY(data_n_train), c);
-  if (!rc && c->data_validation) return split_validation(*train, test, c->data_validation);
+  if (!rc && c->data_validation) rc = split_validation(*train, test, c->data_validation);
+  if (!rc && c->data_validation) return dpgd_run_features(train, test, c, dir);
   if (!rc && test)
     rc = load_split(test, dir, "test", c->data_n_test, DPGD_CONFIG_KEY(data_n_test), c);
   /* The model is evaluated on the test split after training: a split it cannot take is
@@ -107,6 +110,7 @@ int dpgd_run_load_data(dpgd_dataset **train, dpgd_dataset **test, const dpgd_con
                    "split %zux%zu and %d: they must match",
                    dir, (*test)->rows, (*test)->cols, (*test)->n_classes, (*train)->rows,
                    (*train)->cols, (*train)->n_classes);
+  if (!rc) rc = dpgd_run_features(train, test, c, dir);
   return rc;
 }
 

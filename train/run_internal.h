@@ -68,6 +68,12 @@ struct dpgd_run {
 /* The config's training split (and test split when test is not NULL), data.n_train and
  * data.n_test applied, normalisation from data.mean and data.std. */
 int dpgd_run_load_data(dpgd_dataset **train, dpgd_dataset **test, const dpgd_config *c);
+/* 1 when c's model trains on scattering features (model.type scatter-*). */
+int dpgd_run_is_scatter(const dpgd_config *c);
+/* For a scatter-* model, *train and *test (test or *test may be NULL) replaced by their
+ * features (run_features.c), cached in data.feature_cache or else data_dir; else nothing. */
+int dpgd_run_features(dpgd_dataset **train, dpgd_dataset **test, const dpgd_config *c,
+                      const char *data_dir);
 /* Everything shared by open and resume: data, plan, model, buffers, streams. */
 int dpgd_run_setup(dpgd_run *r);
 

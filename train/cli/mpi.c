@@ -120,7 +120,9 @@ static int layout(size_t n, size_t P, size_t span)
  * sum over the same data. */
 static uint64_t data_print(const dpgd_dataset *ds)
 {
-  return (uint64_t)dpgd_crc32(ds->pixels, ds->n * ds->d) << 32 | dpgd_crc32(ds->labels, ds->n);
+  uint32_t x = ds->feat ? dpgd_crc32(ds->feat, ds->n * ds->d * sizeof(float))
+                        : dpgd_crc32(ds->pixels, ds->n * ds->d);
+  return (uint64_t)x << 32 | dpgd_crc32(ds->labels, ds->n);
 }
 
 /* ---- the other ranks ---- */

@@ -1,0 +1,45 @@
+/* run_features.c -- the datasets of a scatter-* model: the training and evaluation
+ * images replaced by their scattering features (data/scatter*.c), read from the feature
+ * cache when it matches the images and the transform, computed and cached otherwise. */
+#include <stdio.h>
+#include <string.h>
+
+#include "run_internal.h"
+
+/* The transform of every scatter-* model: J = 2, L = 8 (kymatio's and Tramer & Boneh's
+ * MNIST setting; 81 channels of 7 x 7 on 28 x 28 images). */
+#define RUN_SCATTER_J 2
+#define RUN_SCATTER_L 8
+
+int dpgd_run_is_scatter(const dpgd_config *c)
+{
+  return strncmp(c->model_type, "scatter-", 8) == 0;
+}
+
+/* *ds (images) replaced by its features; the cache file is named by the split, the
+ * transform and the example count (the header decides whether it is valid). */
+static int to_features(dpgd_dataset **ds, const char *cache_dir, const char *split,
+                       const dpgd_config *c)
+{
+  char path[DPGD_CONFIG_PATH_MAX + 64];
+  snprintf(path, sizeof path, "%s/scatter-J%d-L%d-%s-%zu.feat", cache_dir, RUN_SCATTER_J,
+           RUN_SCATTER_L, split, (*ds)->n);
+  dpgd_scatter_opts o = {RUN_SCATTER_J, RUN_SCATTER_L, c->model_scatter_groups};
+  dpgd_dataset *f = NULL;
+  int rc = dpgd_scatter_features(&f, *ds, &o, path, c->model_threads, NULL);
+  if (rc) return rc;
+  dpgd_data_free(*ds);
+  *ds = f;
+  return DPGD_OK;
+}
+
+int dpgd_run_features(dpgd_dataset **train, dpgd_dataset **test, const dpgd_config *c,
+                      const char *data_dir)
+{
+  if (!dpgd_run_is_scatter(c)) return DPGD_OK;
+  const char *dir = c->data_feature_cache[0] ? c->data_feature_cache : data_dir;
+  int rc = to_features(train, dir, c->data_validation ? "train-head" : "train", c);
+  if (!rc && test && *test)
+    rc = to_features(test, dir, c->data_validation ? "validation" : "test", c);
+  return rc;
+}
