@@ -108,6 +108,8 @@ int dpgd_rng_u64(dpgd_rng *r, uint64_t *out)
   return DPGD_OK;
 }
 
+int dpgd_rng_bits(void *rng, uint64_t *word) { return dpgd_rng_u64(rng, word); }
+
 /* Only exactly representable values of (k + 1/2) 2^-b keep the uniform inside (0, 1):
  * with b = 53, k + 1/2 for k >= 2^52 is not a double and rounds, to 2^53 (u = 1.0) for
  * k = 2^53 - 1. With b = 52 it is exact: u in [2^-53, 1 - 2^-53], never 0 or 1. */
