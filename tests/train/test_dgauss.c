@@ -41,10 +41,10 @@ static dpgd_rng *seeded(dpgd_bits *b, uint64_t seed)
 }
 
 typedef struct {
-  long M;          /* support considered: |x| <= M; beyond goes to the tail bins */
-  int *bin;        /* (2M + 1): bin of x + M */
-  double *expect;  /* (nbins) */
-  long *seen;      /* (nbins) */
+  long M;         /* support considered: |x| <= M; beyond goes to the tail bins */
+  int *bin;       /* (2M + 1): bin of x + M */
+  double *expect; /* (nbins) */
+  long *seen;     /* (nbins) */
   size_t nbins;
 } chisq;
 
@@ -136,8 +136,8 @@ static double dg_ratio(uint64_t num, uint64_t den, long double model_s2, size_t 
 static void check_sigma2(uint64_t num, uint64_t den, uint64_t seed)
 {
   double q = dg_ratio(num, den, (long double)num / den, DGAUSS_DRAWS, seed);
-  print_message("sigma^2 = %llu/%llu: chi-square / threshold = %.3f\n",
-                (unsigned long long)num, (unsigned long long)den, q);
+  print_message("sigma^2 = %llu/%llu: chi-square / threshold = %.3f\n", (unsigned long long)num,
+                (unsigned long long)den, q);
   assert_true(q <= 1);
 }
 
@@ -169,8 +169,14 @@ static void test_chisq_rejects_wrong_sigma(void **s)
 static void test_bernoulli_exp(void **s)
 {
   (void)s;
-  static const uint64_t g[][2] = {{0, 1}, {1, 3}, {1, 1}, {7, 3}, {5, 2}, {1, 1000000007},
-                                  {3000000000u, 1000000000u}, {UINT64_MAX, UINT64_MAX}};
+  static const uint64_t g[][2] = {{0, 1},
+                                  {1, 3},
+                                  {1, 1},
+                                  {7, 3},
+                                  {5, 2},
+                                  {1, 1000000007},
+                                  {3000000000u, 1000000000u},
+                                  {UINT64_MAX, UINT64_MAX}};
   dpgd_bits b;
   dpgd_rng *r = seeded(&b, 21);
   const int n = 200000;
@@ -242,8 +248,9 @@ static void test_rational_edges(void **s)
 {
   (void)s;
   const uint64_t NMAX = DPGD_DGAUSS_NUM_MAX, DMAX = DPGD_DGAUSS_DEN_MAX;
-  static const uint64_t sq[][2] = {{4, 1}, {399, 100}, {400, 100}, {401, 100}, {1, 1},
-                                   {1, 4}, {3, 4}, {(UINT64_C(1) << 31) - 1, 1}};
+  static const uint64_t sq[][2] = {
+      {4, 1}, {399, 100}, {400, 100}, {401, 100},
+      {1, 1}, {1, 4},     {3, 4},     {(UINT64_C(1) << 31) - 1, 1}};
   for (size_t k = 0; k < sizeof sq / sizeof sq[0]; k++) check_t(sq[k][0], sq[k][1]);
   uint64_t m = (UINT64_C(1) << 31) - 1; /* (2^31 - 1)^2 and its neighbours */
   check_t(m * m, 1), check_t(m * m - 1, 1), check_t(m * m + 1, 1);
