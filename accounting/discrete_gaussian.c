@@ -13,8 +13,9 @@ int dpgd_acct_add_discrete_gaussian(dpgd_accountant *a, double mu, uint64_t coun
   if (!a) return DPGD_FAIL(DPGD_EINVAL, "accountant is NULL");
   if (count < 1) return DPGD_FAIL(DPGD_EINVAL, "count must be >= 1");
   if (!(mu >= 0) || isinf(mu))
-    return DPGD_FAIL(DPGD_EINVAL, "discrete Gaussian mu = Delta/sigma must be finite and >= 0 "
-                                  "(got %g)",
+    return DPGD_FAIL(DPGD_EINVAL,
+                     "discrete Gaussian mu = Delta/sigma must be finite and >= 0 "
+                     "(got %g)",
                      mu);
   acct_entry en = {.kind = ACCT_DGAUSS, .count = count, .par = {mu, 0}};
   return dpgd_acct_push(a, &en);
