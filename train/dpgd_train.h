@@ -241,6 +241,11 @@ typedef struct {
 } dpgd_dgauss;
 /* DPGD_EINVAL (reported) outside the range. */
 int dpgd_dgauss_init(dpgd_dgauss *g, uint64_t num, uint64_t den);
+/* sigma^2 = the smallest integer at least (std 2^bits)^2, or at most one more: noise of
+ * std at least `std` in the units of the grid 2^-bits (the private direction). DPGD_ERANGE
+ * where std 2^bits exceeds 2^31, DPGD_EINVAL for std not finite and > 0 or bits outside
+ * 0..60. (Computed in noise.c: dgauss.c holds no floating point.) */
+int dpgd_dgauss_from_std(dpgd_dgauss *g, double std, int bits);
 /* One draw. DPGD_ERANGE only on events of probability below exp(-2^31) (dgauss.c), or
  * the callback's status. */
 int dpgd_dgauss_sample(const dpgd_dgauss *g, dpgd_bits *b, int64_t *out);

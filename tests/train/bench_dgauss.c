@@ -60,8 +60,8 @@ int main(int argc, char **argv)
   }
   qsort(td, rounds, sizeof *td, cmp);
   qsort(tf, rounds, sizeof *tf, cmp);
-  printf("P %zu, noise std %g, grid 2^-%d (sigma on the grid %.6g), %zu rounds\n", P, std,
-         bits, sqrt(s2), rounds);
+  printf("P %zu, noise std %g, grid 2^-%d (sigma on the grid %.6g), %zu rounds\n", P, std, bits,
+         sqrt(s2), rounds);
   printf("discrete Gaussian (exact)      median %.3f ms  (%.0f ns per coordinate)\n",
          1e3 * td[rounds / 2], 1e9 * td[rounds / 2] / (double)P);
   printf("secure float Gaussian (4 terms) median %.3f ms  (%.0f ns per coordinate)\n",

@@ -312,6 +312,33 @@ static void test_add_overflow(void **s)
   dpgd_rng_free(r);
 }
 
+/* From a real std on a grid: num = ceil((std 2^F)^2), den = 1, checked in
+ * __float128 (the square of a double is exact there); the range and bad input refused. */
+static void test_from_std(void **s)
+{
+  (void)s;
+  static const double stds[] = {
+      1700, 1000,  3.7, 0.1, 2.385e-3, 0x1p31 - 1, 0x1p31 - 0.5, 1e-30, 0x1.fffffffffffffp30,
+      1.5,  0x1p31};
+  static const int bits[] = {20, 20, 0, 10, 30, 0, 0, 5, 0, 0, 0};
+  for (int k = 0; k < 11; k++) {
+    dpgd_dgauss g;
+    assert_int_equal(dpgd_dgauss_from_std(&g, stds[k], bits[k]), DPGD_OK);
+    __float128 x = (__float128)ldexp(stds[k], bits[k]);
+    assert_int_equal(g.den, 1);
+    assert_true((__float128)g.num >= x * x);
+    assert_true((__float128)(g.num - 1) < x * x);
+  }
+  dpgd_dgauss g;
+  assert_int_equal(dpgd_dgauss_from_std(&g, 0x1p31 + 0x1p-21, 0), DPGD_ERANGE);
+  assert_int_equal(dpgd_dgauss_from_std(&g, 1700, 21), DPGD_ERANGE);
+  assert_int_equal(dpgd_dgauss_from_std(&g, 0, 3), DPGD_EINVAL);
+  assert_int_equal(dpgd_dgauss_from_std(&g, NAN, 3), DPGD_EINVAL);
+  assert_int_equal(dpgd_dgauss_from_std(&g, INFINITY, 3), DPGD_EINVAL);
+  assert_int_equal(dpgd_dgauss_from_std(&g, 1, -1), DPGD_EINVAL);
+  assert_int_equal(dpgd_dgauss_from_std(&g, 1, 61), DPGD_EINVAL);
+}
+
 static int failing_bits(void *ctx, uint64_t *w)
 {
   (void)ctx, (void)w;
@@ -351,6 +378,7 @@ int main(void)
       cmocka_unit_test(test_rational_edges),
       cmocka_unit_test(test_range_ends),
       cmocka_unit_test(test_add_overflow),
+      cmocka_unit_test(test_from_std),
       cmocka_unit_test(test_bit_source_failure),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
