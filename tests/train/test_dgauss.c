@@ -90,6 +90,8 @@ static double chisq_ratio(chisq *c)
     s += d * d / c->expect[k];
   }
   double thr = gsl_cdf_chisq_Qinv(CHI_ALPHA, (double)(c->nbins - 1));
+  print_message("chi-square %.1f on %zu degrees of freedom, threshold %.1f\n", s, c->nbins - 1,
+                thr);
   free(c->bin);
   free(c->expect);
   free(c->seen);
