@@ -181,6 +181,17 @@ int dpgd_acct_all_gaussian(const dpgd_accountant *a)
   return 1;
 }
 
+/* The entries whose zCDP is mu^2/2: the Gaussian and the discrete Gaussian (docs/MATH.md
+ * "Discrete Gaussian"); the exact method refuses the latter before reading mu. */
+static int zcdp_kind(acct_kind k) { return k == ACCT_GAUSSIAN || k == ACCT_DGAUSS; }
+
+int dpgd_acct_all_zcdp(const dpgd_accountant *a)
+{
+  for (size_t i = 0; i < a->n; i++)
+    if (!zcdp_kind(a->e[i].kind)) return 0;
+  return 1;
+}
+
 double dpgd_acct_gauss_mu2(const dpgd_accountant *a)
 {
   double s = 0;
@@ -197,10 +208,10 @@ static double gauss_mu(const dpgd_accountant *a, int pad)
 {
   double m = 0, s = 0;
   for (size_t i = 0; i < a->n; i++)
-    if (a->e[i].kind == ACCT_GAUSSIAN) m = fmax(m, a->e[i].par[0]);
+    if (zcdp_kind(a->e[i].kind)) m = fmax(m, a->e[i].par[0]);
   if (m == 0) return 0;
   for (size_t i = 0; i < a->n; i++)
-    if (a->e[i].kind == ACCT_GAUSSIAN) {
+    if (zcdp_kind(a->e[i].kind)) {
       double r = a->e[i].par[0] / m;
       s += (double)a->e[i].count * r * r;
     }

@@ -20,7 +20,9 @@ typedef enum {
   ACCT_WOR_RO_GAUSSIAN = 6, /* par[0] = gamma = m/n, par[1] = sigma */
   ACCT_WOR_RO_LAPLACE = 7,  /* par[0] = gamma = m/n, par[1] = a0 */
   /* without replacement, add/remove neighbours (cf_wor_laplace.c): exact */
-  ACCT_WOR_AR_LAPLACE = 8 /* par[0] = gamma = m/n, par[1] = a0 */
+  ACCT_WOR_AR_LAPLACE = 8, /* par[0] = gamma = m/n, par[1] = a0 */
+  /* multivariate discrete Gaussian (discrete_gaussian.c): zCDP and RDP only */
+  ACCT_DGAUSS = 9 /* par[0] = mu = Delta/sigma */
 } acct_kind;
 
 typedef struct {
@@ -170,6 +172,8 @@ double dpgd_acct_round_down(double x); /* x decreased by a few ulps */
 
 /* ---- accountant.c ---- */
 int dpgd_acct_all_gaussian(const dpgd_accountant *a); /* 1 if every entry is Gaussian */
+/* 1 if every entry is a Gaussian or a discrete Gaussian (rho-zCDP, rho = mu^2/2 each) */
+int dpgd_acct_all_zcdp(const dpgd_accountant *a);
 double dpgd_acct_gauss_mu2(const dpgd_accountant *a); /* sum count mu^2 of Gaussian entries */
 /* sqrt of that sum without under- or overflow, rounded up (the private side). */
 double dpgd_acct_gauss_mu_up(const dpgd_accountant *a);

@@ -8,7 +8,7 @@
  *               A as fallback, docs/MATH.md "Exact accounting");
  *               where those fail for Gaussian and subsampled-Gaussian compositions, a
  *               privacy-loss distribution with proven bounds (accounting/PLD.md);
- *   zcdp        rho-zCDP with rho = sum of Gaussian mu^2/2 (Gaussian-only);
+ *   zcdp        rho-zCDP with rho = sum of mu^2/2 (Gaussians and discrete Gaussians only);
  *   rdp_*       RDP curves composed over an order grid, converted by the classic,
  *               Balle et al. 2020 or Asoodeh et al. (optimal) conversion.
  * Every reported value is an upper bound in the private direction: the numerical error
@@ -281,6 +281,20 @@ int dpgd_acct_add_discrete(dpgd_accountant *a, const double *p, const double *q,
                            uint64_t count);
 int dpgd_acct_add_subsampled_gaussian(dpgd_accountant *a, double q, double sigma,
                                       uint64_t count);
+
+/* The multivariate discrete Gaussian (docs/MATH.md "Discrete Gaussian"): an integer-valued
+ * query whose neighbouring values differ by an integer vector of L2 norm at most Delta,
+ * plus independent N_Z(0, sigma^2) noise on each coordinate; mu = Delta/sigma. Proven:
+ * rho-zCDP with rho = mu^2/2, the RDP curve a mu^2/2 (Canonne, Kamath & Steinke 2020), so
+ * the zcdp and rdp_* methods answer; exact refuses it (DPGD_EINVAL): the continuous
+ * Gaussian's privacy curve is not proven for it. */
+int dpgd_acct_add_discrete_gaussian(dpgd_accountant *a, double mu, uint64_t count);
+/* 1 if some entry of a is a discrete Gaussian. */
+int dpgd_acct_has_discrete_gaussian(const dpgd_accountant *a);
+/* A copy of a with every discrete Gaussian replaced by the continuous Gaussian of the same
+ * mu (what the composition would give without the proof for the arithmetic that runs);
+ * NULL if out of memory. Free with dpgd_acct_free. */
+dpgd_accountant *dpgd_acct_continuous_twin(const dpgd_accountant *a);
 
 /* Subsampling without replacement: each release applies the base mechanism to a fresh
  * uniformly random subset of exactly m of the n points (accounting/SAMPLING.md). The

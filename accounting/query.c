@@ -41,8 +41,14 @@ static int check_query(const dpgd_accountant *a, dpgd_acct_method m, dpgd_acct_v
   if (!a || !out) return DPGD_FAIL(DPGD_EINVAL, "accountant query: NULL argument");
   if ((int)m < 0 || m >= DPGD_ACCT_N_METHODS)
     return DPGD_FAIL(DPGD_EINVAL, "unknown accounting method %d", (int)m);
-  if (m == DPGD_ACCT_ZCDP && !dpgd_acct_all_gaussian(a))
-    return DPGD_FAIL(DPGD_EINVAL, "zcdp applies to Gaussian-only compositions");
+  if (m == DPGD_ACCT_ZCDP && !dpgd_acct_all_zcdp(a))
+    return DPGD_FAIL(DPGD_EINVAL,
+                     "zcdp applies to compositions of Gaussians and discrete Gaussians");
+  if (m == DPGD_ACCT_EXACT && dpgd_acct_has_discrete_gaussian(a))
+    return DPGD_FAIL(DPGD_EINVAL,
+                     "no exact privacy curve is proven for the multivariate discrete Gaussian; "
+                     "the zcdp and rdp_* rows are its proven bounds (Canonne, Kamath & "
+                     "Steinke 2020)");
   if (m == DPGD_ACCT_EXACT && dpgd_acct_replace_one(a))
     return DPGD_FAIL(DPGD_EINVAL,
                      "no dominating pair is known for sampling without replacement under "

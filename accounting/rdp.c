@@ -33,7 +33,8 @@ static double logsumexp2(double x, double y)
 static double rdp_entry(const acct_entry *en, double a)
 {
   switch (en->kind) {
-  case ACCT_GAUSSIAN: return a * en->par[0] * en->par[0] / 2;
+  case ACCT_GAUSSIAN:
+  case ACCT_DGAUSS: return a * en->par[0] * en->par[0] / 2;
   case ACCT_LAPLACE: {
     double a0 = en->par[0];
     double l =

@@ -108,15 +108,36 @@ int dpgd_rng_u64(dpgd_rng *r, uint64_t *out)
   return DPGD_OK;
 }
 
-static int draw_u64(void *r, uint64_t *out) { return dpgd_rng_u64(r, out); }
+int dpgd_rng_bits(void *rng, uint64_t *word) { return dpgd_rng_u64(rng, word); }
 
 int dpgd_rng_init_model(dpgd_model *m, int mode, const dpgd_seed *seed)
 {
   dpgd_rng *r = dpgd_rng_alloc(mode, seed, DPGD_STREAM_INIT);
   if (!r) return DPGD_FAIL(DPGD_ENOMEM, "no memory for the init stream");
-  int rc = dpgd_model_init_draw(m, draw_u64, r);
+  int rc = dpgd_model_init_draw(m, dpgd_rng_bits, r);
   dpgd_rng_free(r);
   return rc;
+}
+
+/* num = ceil(s^2), s = std 2^F (exact: a power-of-two scaling), the smallest integer at
+ * least s^2, without rounding: p = fl(s^2) and e = fma(s, s, -p) give s^2 = p + e exactly.
+ * If p is an integer, ceil(s^2) = p + ceil(e). If not (p < 2^52), |e| <= ulp(p)/2 while p
+ * lies at least one ulp from each integer, so ceil(s^2) = ceil(p). s <= 1 gives 1. */
+int dpgd_dgauss_from_std(dpgd_dgauss *g, double std, int bits)
+{
+  if (!(std > 0) || !isfinite(std) || bits < 0 || bits > 60)
+    return DPGD_FAIL(DPGD_EINVAL, "discrete Gaussian: noise std %g on the grid 2^-%d", std,
+                     bits);
+  double s = ldexp(std, bits);
+  if (!(s <= 0x1p31))
+    return DPGD_FAIL(DPGD_ERANGE,
+                     "discrete Gaussian: noise std %g on the grid 2^-%d is %g grid units, "
+                     "above 2^31 (use a coarser grid)",
+                     std, bits, s);
+  if (s <= 1) return dpgd_dgauss_init(g, 1, 1);
+  double p = s * s, e = fma(s, s, -p);
+  uint64_t num = p == floor(p) ? (uint64_t)p + (uint64_t)(int64_t)ceil(e) : (uint64_t)ceil(p);
+  return dpgd_dgauss_init(g, num, 1);
 }
 
 /* Only exactly representable values of (k + 1/2) 2^-b keep the uniform inside (0, 1):

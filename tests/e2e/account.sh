@@ -75,12 +75,12 @@ assert abs(j["methods"]["zcdp"]["delta"] - math.exp(-(1.5 - rho) ** 2 / (4 * rho
 '
 # A composition with a Laplace: zcdp is n/a with its reason, RDP still answers.
 expect_ok mixed "$DPGD" account --gaussian sigma=100,count=100 --laplace b=10,count=20 --rr eps0=0.5,count=10
-expect_out mixed-na '^zcdp +n/a +\(zcdp applies to Gaussian-only compositions\)$'
+expect_out mixed-na '^zcdp +n/a +\(zcdp applies to compositions of Gaussians and discrete Gaussians\)$'
 expect_out mixed-rdp '^rdp_optimal +[0-9.]+(e[-+][0-9]+)? '
 expect_ok mixed-json "$DPGD" account --laplace a=0.1,count=20 --json --method zcdp,rdp_balle
 py mixed-json '
 j = json.loads(out); m = j["methods"]
-assert set(m) == {"zcdp", "rdp_balle"} and m["zcdp"]["eps"] is None and "Gaussian-only" in m["zcdp"]["na"]
+assert set(m) == {"zcdp", "rdp_balle"} and m["zcdp"]["eps"] is None and "discrete Gaussians" in m["zcdp"]["na"]
 assert m["rdp_balle"]["eps"] > 0 and j["gdp_mu"] is None
 '
 # Exact accounting of non-Gaussian mechanisms against the oracles of docs/MATH.md
@@ -240,4 +240,25 @@ expect_ok space-after-comma $A --gaussian "sigma=2, count=3" --delta 1e-5
 expect_out space-after-comma "^releases +3 in 1 entry "
 expect_ok two-entries $A --gaussian sigma=2,count=3 --laplace b=4 --delta 1e-5
 expect_out two-entries "^releases +4 in 2 entries"
+# The discrete Gaussian (docs/MATH.md "Discrete Gaussian"): zcdp is the Gaussian's rho =
+# (D/S)^2/2 conversion, exact does not apply, and the continuous Gaussian's exact eps is
+# printed beside it (the closed form), below every proven row.
+expect_ok dgauss $A --discrete-gaussian sigma=5,sensitivity=1.5,count=40 --delta 1e-6
+expect_out dgauss '^exact +n/a +\(no exact privacy curve is proven for the multivariate discrete'
+py dgauss-values '
+mu = 1.5 / 5; rho = 40 * mu * mu / 2; z = rho + 2 * math.sqrt(rho * math.log(1e6))
+assert abs(float(row("zcdp")[1]) - z) <= 1e-9 * z
+c = float(row("continuous")[1]); ref = gdp_eps(math.sqrt(40) * mu, 1e-6)
+assert abs(c - ref) <= 1e-9 * ref, (c, ref)
+for m in ("rdp_classic", "rdp_balle", "rdp_optimal"): assert float(row(m)[1]) >= c
+'
+expect_ok dgauss-json $A --discrete-gaussian mu=0.3,count=40 --delta 1e-6 --json
+py dgauss-json '
+j = json.loads(out); ref = gdp_eps(math.sqrt(40) * 0.3, 1e-6)
+assert abs(j["continuous_gaussian_exact"] - ref) <= 1e-9 * ref
+assert j["methods"]["exact"]["eps"] is None and j["gdp_mu"] is None
+'
+expect_fail dgauss-zero 'discrete-gaussian: sigma and sensitivity must be > 0' \
+  $A --discrete-gaussian sigma=0
+expect_fail dgauss-both 'give exactly one of sigma= and mu=' $A --discrete-gaussian sigma=1,mu=2
 finish

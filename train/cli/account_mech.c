@@ -1,6 +1,6 @@
 /* account_mech.c -- the mechanisms of 'dpgd account' and 'dpgd calibrate' from their
  * command-line specifications "key=value,key=value" (--gaussian, --laplace, --rr,
- * --discrete, --subsampled, --wor-gaussian, --wor-laplace), added to an accountant, and
+ * --discrete, --subsampled, --wor-gaussian, --wor-laplace, --discrete-gaussian), added to an accountant, and
  * their help text. cmd_account.c prints. */
 #include <math.h>
 #include <stdint.h>
@@ -21,6 +21,11 @@ const char dpgd_cli_mech_help[] =
     "  --laplace b=B[,sensitivity=D][,count=N]       Laplace, scale B (a = D/B)\n"
     "  --laplace a=A[,count=N]                       Laplace given by a = sensitivity/scale\n"
     "  --rr eps0=E[,count=N]                         binary randomized response\n"
+    "  --discrete-gaussian sigma=S[,sensitivity=D][,count=N]  (or mu=M)\n"
+    "      multivariate discrete Gaussian: an integer vector of L2 sensitivity D plus\n"
+    "      N_Z(0, S^2) on each coordinate (dpgd's exact sampler); proven rho-zCDP with\n"
+    "      rho = D^2/(2 S^2) (Canonne, Kamath & Steinke 2020): zcdp and rdp_* rows only;\n"
+    "      the continuous Gaussian of the same S is printed beside them\n"
     "  --discrete p=P1:P2:..,q=Q1:Q2:..[,count=N]    a dominating pair of discrete\n"
     "                                                distributions (removal direction;\n"
     "                                                the reversed pair is also accounted)\n"
@@ -226,15 +231,37 @@ static int add_wor(dpgd_accountant *a, const char *flag, char *spec, int laplace
                                   : dpgd_acct_add_wor_gaussian(a, m, n, x, rel, count));
 }
 
+/* --discrete p=..,q=..[,count=N]. */
+static int add_discrete(dpgd_accountant *a, const char *flag, char *spec)
+{
+  kv k[] = {{"p", NULL}, {"q", NULL}, {"count", NULL}};
+  static double p[MAX_OUTCOMES], q[MAX_OUTCOMES];
+  size_t kp, kq;
+  uint64_t count = 1;
+  if (parse_kv(flag, spec, k, 3) || kv_count(flag, &k[2], &count)) return 1;
+  if (!k[0].val || !k[1].val) {
+    dpgd_cli_error("%s: missing %s=", flag, k[0].val ? "q" : "p");
+    return 1;
+  }
+  if (parse_probs(flag, "p", k[0].val, p, &kp) || parse_probs(flag, "q", k[1].val, q, &kq))
+    return 1;
+  if (kp != kq) {
+    dpgd_cli_error("%s: p has %zu outcomes but q has %zu", flag, kp, kq);
+    return 1;
+  }
+  return add_status(flag, dpgd_acct_add_discrete(a, p, q, kp, count));
+}
+
 /* Adds the mechanism of one flag (--gaussian etc.) with its specification to a.
  * Returns 0, 1 after printing an error, or -1 if flag is not a mechanism flag. */
 int dpgd_cli_add_mechanism(dpgd_accountant *a, const char *flag, const char *spec_in)
 {
-  static const char *flags[] = {"--gaussian",   "--laplace",      "--rr",         "--discrete",
-                                "--subsampled", "--wor-gaussian", "--wor-laplace"};
+  static const char *flags[] = {"--gaussian",    "--laplace",          "--rr",
+                                "--discrete",    "--subsampled",       "--wor-gaussian",
+                                "--wor-laplace", "--discrete-gaussian"};
   size_t which = 0;
-  while (which < 7 && strcmp(flag, flags[which])) which++;
-  if (which == 7) return -1;
+  while (which < 8 && strcmp(flag, flags[which])) which++;
+  if (which == 8) return -1;
   if (!spec_in) {
     dpgd_cli_error("%s needs a specification (see 'dpgd account --help')", flag);
     return 1;
@@ -247,8 +274,11 @@ int dpgd_cli_add_mechanism(dpgd_accountant *a, const char *flag, const char *spe
   strcpy(spec, spec_in);
   uint64_t count = 1;
   double x, y;
-  if (which >= 5) return add_wor(a, flag, spec, which == 6);
+  if (which == 5 || which == 6) return add_wor(a, flag, spec, which == 6);
   switch (which) {
+  case 7: /* discrete Gaussian: sigma or mu */
+    if (scale_or_ratio(flag, spec, "sigma", "mu", &x, &count)) return 1;
+    return add_status(flag, dpgd_acct_add_discrete_gaussian(a, x, count));
   case 0: /* gaussian: sigma or mu */
   case 1: /* laplace: b or a */
     if (scale_or_ratio(flag, spec, which ? "b" : "sigma", which ? "a" : "mu", &x, &count))
@@ -262,23 +292,7 @@ int dpgd_cli_add_mechanism(dpgd_accountant *a, const char *flag, const char *spe
       return 1;
     return add_status(flag, dpgd_acct_add_rr(a, x, count));
   }
-  case 3: { /* discrete */
-    kv k[] = {{"p", NULL}, {"q", NULL}, {"count", NULL}};
-    static double p[MAX_OUTCOMES], q[MAX_OUTCOMES];
-    size_t kp, kq;
-    if (parse_kv(flag, spec, k, 3) || kv_count(flag, &k[2], &count)) return 1;
-    if (!k[0].val || !k[1].val) {
-      dpgd_cli_error("%s: missing %s=", flag, k[0].val ? "q" : "p");
-      return 1;
-    }
-    if (parse_probs(flag, "p", k[0].val, p, &kp) || parse_probs(flag, "q", k[1].val, q, &kq))
-      return 1;
-    if (kp != kq) {
-      dpgd_cli_error("%s: p has %zu outcomes but q has %zu", flag, kp, kq);
-      return 1;
-    }
-    return add_status(flag, dpgd_acct_add_discrete(a, p, q, kp, count));
-  }
+  case 3: return add_discrete(a, flag, spec);
   default: { /* subsampled */
     kv k[] = {{"q", NULL}, {"sigma", NULL}, {"count", NULL}};
     if (parse_kv(flag, spec, k, 3) || kv_count(flag, &k[2], &count) ||

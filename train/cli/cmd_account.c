@@ -246,6 +246,31 @@ static void print_relations(char *head, size_t size)
            "Wang, Balle & Kasiviswanathan 2019, Thms 9, 27)\n");
 }
 
+/* With a discrete Gaussian in the composition: the exact answer for the continuous
+ * Gaussians of the same mu (dpgd_acct_continuous_twin), so that the cost of the proof
+ * shows. NAN when there is none or it fails. */
+static double continuous_answer(const options *o)
+{
+  if (!dpgd_acct_has_discrete_gaussian(o->acc)) return NAN;
+  dpgd_accountant *c = dpgd_acct_continuous_twin(o->acc);
+  dpgd_acct_value v = {NAN, 0};
+  int st = !c            ? DPGD_ENOMEM
+           : o->have_eps ? dpgd_acct_delta(c, DPGD_ACCT_EXACT, o->eps, &v)
+                         : dpgd_acct_epsilon(c, DPGD_ACCT_EXACT, o->delta, &v);
+  dpgd_acct_free(c);
+  if (st) dpgd_error_clear();
+  return st ? NAN : v.value;
+}
+
+static void print_continuous(const options *o, double v)
+{
+  if (isnan(v) || o->json) return;
+  printf("continuous   %-18.10g (exact, the continuous Gaussian of the same sigma: what\n"
+         "             dpgd would print without the proof for the integer noise; the rows\n"
+         "             above are proven for the discrete Gaussian that runs)\n",
+         dpgd_round_digits(v, 10, 1));
+}
+
 static void account_usage(FILE *f)
 {
   fprintf(f,
@@ -317,8 +342,8 @@ int dpgd_cmd_account(int argc, char **argv)
   if (!o.have_eps && !o.have_delta) o.delta = 1e-5;
   answer r[DPGD_ACCT_N_METHODS] = {{0}};
   account_answers(&o, r);
-  double mu = dpgd_acct_gdp_mu(o.acc);
-  char head[256] = "";
+  double mu = dpgd_acct_gdp_mu(o.acc), cont = continuous_answer(&o);
+  char head[320] = "";
   if (o.json) {
     char mus[64] = "null";
     if (!isnan(mu)) snprintf(mus, sizeof mus, "%.17g", mu);
@@ -327,6 +352,9 @@ int dpgd_cmd_account(int argc, char **argv)
              (unsigned long long)dpgd_acct_n_releases(o.acc), dpgd_acct_n_entries(o.acc), mus,
              o.have_eps ? "epsilon" : "delta", o.have_eps ? o.eps : o.delta);
     print_relations(head, sizeof head);
+    if (!isnan(cont))
+      snprintf(head + strlen(head), sizeof head - strlen(head),
+               ", \"continuous_gaussian_exact\": %.17g", cont);
   } else {
     size_t ne = dpgd_acct_n_entries(o.acc);
     printf("releases     %llu in %zu %s", (unsigned long long)dpgd_acct_n_releases(o.acc), ne,
@@ -338,6 +366,7 @@ int dpgd_cmd_account(int argc, char **argv)
     else printf("delta        %.10g\n", o.delta);
   }
   print_answers(&o, r, o.have_eps ? "delta" : "eps", head, 0);
+  print_continuous(&o, cont);
   int ok = n_ok(r, o.methods);
   dpgd_acct_free(o.acc);
   if (!ok) return dpgd_cli_error("no requested method applies to this composition");
