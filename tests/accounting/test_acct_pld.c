@@ -137,11 +137,12 @@ static void test_fft_vs_direct(void **state)
   dpgd_accountant *a = sg_new(0.05, 0.9, k);
   for (int dir = 0; dir < 2; dir++) {
     dpgd_pld_pmf m;
-    assert_int_equal(dpgd_pld_pmf_build(&m, &a->e[0], dir, h, tau / k, tau / k, 1u << 20), 0);
+    assert_int_equal(dpgd_pld_pmf_build(&m, &a->e[0], dir, h, tau / k, tau / k, 1e-5, 1u << 20),
+                     0);
     for (double eps = 0.05; eps < 2; eps += 0.6) {
       double ref = delta_ref(&m, h, k, eps);
       dpgd_pld_bracket b;
-      assert_int_equal(dpgd_pld_run(a, dir, h, tau, 0, eps, &b), DPGD_OK);
+      assert_int_equal(dpgd_pld_run(a, dir, h, tau, 1e-5, 0, eps, &b), DPGD_OK);
       assert_true(b.hi >= ref * (1 - 1e-12));
       assert_true(b.hi <= ref * (1 + 1e-9) + 1e-10);
       assert_true(b.lo <= b.hi);
@@ -158,7 +159,7 @@ static void test_grid_limit(void **state)
   (void)state;
   dpgd_accountant *a = sg_new(0.001, 1, 5);
   dpgd_pld_bracket b;
-  assert_int_equal(dpgd_pld_run(a, 0, 1e-10, 1e-15, 1, 1e-5, &b), DPGD_ERANGE);
+  assert_int_equal(dpgd_pld_run(a, 0, 1e-10, 1e-15, 1e-5, 1, 1e-5, &b), DPGD_ERANGE);
   dpgd_error_clear();
   dpgd_acct_free(a);
 }
@@ -173,7 +174,7 @@ static void test_alloc_failures(void **state)
     assert_true(n < 100);
     dpgd_pld_bracket b;
     failalloc_arm(n);
-    int st = dpgd_pld_run(a, 0, 2.5e-3, 1e-12, 1, 1e-5, &b);
+    int st = dpgd_pld_run(a, 0, 2.5e-3, 1e-12, 1e-5, 1, 1e-5, &b);
     long live = failalloc_live();
     failalloc_arm(-1);
     assert_int_equal(live, 0);
@@ -259,7 +260,8 @@ static void test_tails_bin_by_bin(void **state)
     dpgd_accountant *a = sg_new(q[c], s[c], 2);
     for (int dir = 0; dir < 2; dir++) {
       dpgd_pld_pmf m;
-      assert_int_equal(dpgd_pld_pmf_build(&m, &a->e[0], dir, h[c], 1e-14, 1e-14, 1u << 22), 0);
+      assert_int_equal(
+          dpgd_pld_pmf_build(&m, &a->e[0], dir, h[c], 1e-14, 1e-14, 1e-5, 1u << 22), 0);
       size_t checked = check_tails(&m, q[c], s[c], dir, h[c], 200);
       double top = (double)(m.i0 + (int64_t)m.n - 1) * h[c];
       assert_true(checked >= (m.n < 200 ? m.n : 200));
@@ -280,7 +282,7 @@ static void test_tails_near_edge(void **state)
   for (int i = 0; i < 7; i++) {
     double h = (-log1p(-0.001) - d[i]) / 1000;
     dpgd_pld_pmf m;
-    assert_int_equal(dpgd_pld_pmf_build(&m, &a->e[0], 1, h, 1e-30, 1e-3, 1u << 22), 0);
+    assert_int_equal(dpgd_pld_pmf_build(&m, &a->e[0], 1, h, 1e-30, 1e-3, 1e-5, 1u << 22), 0);
     assert_true(check_tails(&m, 0.001, 0.3, 1, h, 50) >= 50);
     dpgd_pld_pmf_free(&m);
   }
