@@ -276,8 +276,6 @@ static int run_dir(const dpgd_accountant *a, int dir, double h, double tau, doub
   }
   if (!st && ne > 0) {
     suffix_sums(&c, bx, by);
-      fprintf(stderr, "dir %d h %g N %zu n %zu shift %g low %g (flow %g ex %g)\n", dir, h, c.N,
-              m[0].n, m[0].shift, m[0].ex, m[0].f_low, m[0].ex);
     bound_constants(&c, m, ne);
     if (want_eps) {
       out->hi = solve_eps(&c, x, 1), out->lo = solve_eps(&c, x, 0);

@@ -197,8 +197,9 @@ static void split_bin(const double x[4], const double y[4], double l1, double eh
   *alo = 0, *aup = pu;
   if (!(fabs(l1) < 700) || !(e * x[2] < DBL_MAX / 4)) return;
   double m = (16 + 2 * fabs(l1)) * U * (e * (x[2] + y[2]) + x[0] + y[0]) / eh + DBL_TRUE_MIN;
-  double a = (e * (x[3] - y[2]) - (x[0] - y[1])) / eh - m;
-  double b = (e * (x[2] - y[3]) - (x[1] - y[0])) / eh + m;
+  double na = e * (x[3] - y[2]) - (x[0] - y[1]), nb = e * (x[2] - y[3]) - (x[1] - y[0]);
+  double a = na / (na > 0 ? eh * (1 + 4 * U) : eh) - m,
+         b = nb / (nb > 0 ? eh : eh * (1 + 4 * U)) + m;
   *alo = fmin(fmax(a, 0), pu), *aup = fmin(fmax(b, *alo), pu);
 }
 
