@@ -85,25 +85,6 @@ static void set_note(double h)
   dpgd_acct_exact_note_set(s);
 }
 
-/* The grid the last query of this thread ended on, for a query of the same kind and
- * releases (a calibration asks many of them, the rate or sigma changing a little): its
- * first grid starts there, not at the coarse guess (any grid's bracket is valid). */
-static _Thread_local struct {
-  uint64_t k;
-  int want_eps;
-  double h;
-} last;
-
-static double start_h(uint64_t k, int want_eps, double guess)
-{
-  return last.k == k && last.want_eps == want_eps && last.h > 0 ? last.h : guess;
-}
-
-static void remember_h(uint64_t k, int want_eps, double h)
-{
-  last.k = k, last.want_eps = want_eps, last.h = h;
-}
-
 static uint64_t releases(const dpgd_accountant *a)
 {
   uint64_t k = dpgd_acct_n_releases(a);
@@ -140,12 +121,10 @@ int dpgd_acct_pld_epsilon(const dpgd_accountant *a, double delta, dpgd_acct_valu
   dpgd_error_clear();
   /* a coarse first grid (the RDP eps is an upper bound: the truth may be far smaller) */
   double k = (double)releases(a), h = e0 * sqrt(ACCT_PLD_RELTOL / (4 * k * sqrt(k)));
-  h = start_h(releases(a), 1, h);
   double hu = h;
   dpgd_pld_bracket b;
   int st = refine(a, h, ACCT_PLD_RELTOL, 1, delta, ACCT_PLD_TAIL * delta, delta, &b, &hu);
   if (st) return st;
-  remember_h(releases(a), 1, hu);
   out->value = b.hi > 0 ? dpgd_acct_round_up(b.hi) : 0; /* eps = 0 is exact as it is */
   out->err = out->value - b.lo;
   set_note(hu);
@@ -155,13 +134,11 @@ int dpgd_acct_pld_epsilon(const dpgd_accountant *a, double delta, dpgd_acct_valu
 int dpgd_acct_pld_delta(const dpgd_accountant *a, double eps, dpgd_acct_value *out)
 {
   double k = (double)releases(a), hu;
-  double h =
-      start_h(releases(a), 0, fmax(eps, 0.01) * sqrt(ACCT_PLD_RELTOL / (4 * k * sqrt(k))));
+  double h = fmax(eps, 0.01) * sqrt(ACCT_PLD_RELTOL / (4 * k * sqrt(k)));
   dpgd_pld_bracket b;
   hu = h;
   int st = refine(a, h, ACCT_PLD_DELTA_RELTOL, 0, eps, ACCT_PLD_DELTA_TAIL, 1e-10, &b, &hu);
   if (st) return st;
-  remember_h(releases(a), 0, hu);
   out->value = b.hi > 0 ? fmin(1, dpgd_acct_round_up(b.hi)) : 0;
   out->err = out->value - b.lo;
   set_note(hu);
