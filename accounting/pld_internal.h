@@ -28,10 +28,8 @@ typedef struct {
 
 /* Upper bounds on P(L > l) (*S) and P(L <= l) (*F, skipped where F is NULL) under P of
  * one Gaussian or subsampled-Gaussian release in direction dir (0 remove, 1 add), for the
- * real loss l (a double taken as exact to a relative 2^-53), computed in log space; *rho
- * bounds log(*S / true S) beyond the assumed erfc error ACCT_PLD_CDF_RELERR. */
-void dpgd_pld_loss_tails(const acct_entry *en, int dir, double l, double *S, double *F,
-                         double *rho);
+ * real loss l (a double taken as exact to a relative 2^-53), computed in log space. */
+void dpgd_pld_loss_tails(const acct_entry *en, int dir, double l, double *S, double *F);
 /* Builds the pmf of grid step h between the loss with P(L <= l) <= tau_low and the one
  * with P(L > l) <= tau_inf; dref weighs the lower bound's delta loss against its eps
  * shift (about the delta of interest); DPGD_ERANGE above max_n bins. */

@@ -72,14 +72,6 @@ static void threshold_range(const tails_ctx *c, double v, double *lo, double *hi
   *hi = isinf(b) ? b : s2 * (b - lq) + 0.5 + eb;
 }
 
-/* The relative spread of Q over [za, zb]: |log Q(za) - log Q(zb)| <= rho, as
- * |d log Q / dz| = phi(z)/Q(z) <= max(z, 0) + 1 (the Mills ratio bound), increasing. */
-static double q_spread(double za, double zb)
-{
-  if (isinf(za) || isinf(zb)) return INFINITY;
-  return (zb - za) * (fmax(zb, 0) + 1) * (1 + 4 * U);
-}
-
 /* Applies the assumed relative error of the normal tails (erfc) and an absolute slack
  * for results in or near the subnormal range. */
 static double up(double x)
@@ -87,7 +79,7 @@ static double up(double x)
   return fmin(1, x * (1 + ACCT_PLD_CDF_RELERR) + 16 * DBL_TRUE_MIN);
 }
 
-static void tails(const tails_ctx *c, double l, double *S, double *F, double *rho)
+static void tails(const tails_ctx *c, double l, double *S, double *F)
 {
   const acct_entry *en = c->en;
   int dir = c->dir;
@@ -96,8 +88,7 @@ static void tails(const tails_ctx *c, double l, double *S, double *F, double *rh
   if (en->kind == ACCT_GAUSSIAN) { /* L ~ N(mu^2/2, mu^2) under P in both directions */
     double mu = en->par[0], z = (l - mu * mu / 2) / mu;
     double ze = 3 * U * ((fabs(l) + mu * mu) / mu + fabs(z)) + DBL_TRUE_MIN;
-    *S = up(qtail(z - ze)), *F = F == &f_dummy ? 0 : up(qtail(-z - ze));
-    *rho = q_spread(z - ze, z + ze);
+    *S = up(qt_up(z - ze)), *F = F == &f_dummy ? 0 : up(qt_up(-z - ze));
     return;
   }
   /* remove: L = u(o) > l <=> o > o_l; add: L = -u(o) > l <=> o < o_l, with
@@ -105,21 +96,18 @@ static void tails(const tails_ctx *c, double l, double *S, double *F, double *rh
   double q = c->q, s = c->s, a, b;
   threshold_range(c, dir ? -l : l, &a, &b);
   if (dir == 0) { /* S falls with o, F rises: S at the low end, F at the high end */
-    *S = isinf(a) ? 1 : up((1 - q) * qtail(a / s) + q * qtail((a - 1) / s));
-    *F = isinf(b) || F == &f_dummy ? 0 : up((1 - q) * qtail(-b / s) + q * qtail((1 - b) / s));
-    *rho = isinf(b) ? 0 : q_spread(a / s, b / s);
+    *S = isinf(a) ? 1 : up((1 - q) * qt_up(a / s) + q * qt_up((a - 1) / s));
+    *F = isinf(b) || F == &f_dummy ? 0 : up((1 - q) * qt_up(-b / s) + q * qt_up((1 - b) / s));
   } else {
-    *S = isinf(b) ? 0 : up(qtail(-b / s));
-    *F = isinf(a) ? 1 : F == &f_dummy ? 0 : up(qtail(a / s));
-    *rho = isinf(b) ? 0 : q_spread(-b / s, -a / s);
+    *S = isinf(b) ? 0 : up(qt_up(-b / s));
+    *F = isinf(a) ? 1 : F == &f_dummy ? 0 : up(qt_up(a / s));
   }
 }
 
-void dpgd_pld_loss_tails(const acct_entry *en, int dir, double l, double *S, double *F,
-                         double *rho)
+void dpgd_pld_loss_tails(const acct_entry *en, int dir, double l, double *S, double *F)
 {
   tails_ctx c = tails_init(en, dir);
-  tails(&c, l, S, F, rho);
+  tails(&c, l, S, F);
 }
 
 /* The smallest l found with P(L > l) <= tau (upper) or the largest with P(L <= l) <= tau
@@ -129,9 +117,8 @@ void dpgd_pld_loss_tails(const acct_entry *en, int dir, double l, double *S, dou
  * double does. */
 static int tail_point(const acct_entry *en, int dir, double tau, int upper, double *out)
 {
-  double lo = -1, hi = 1, S, F, rho;
-#define PLD_BELOW(x)                                                                           \
-  (dpgd_pld_loss_tails(en, dir, (x), &S, &F, &rho), upper ? S <= tau : F > tau)
+  double lo = -1, hi = 1, S, F;
+#define PLD_BELOW(x) (dpgd_pld_loss_tails(en, dir, (x), &S, &F), upper ? S <= tau : F > tau)
   for (int i = 0; !PLD_BELOW(hi); i++, hi *= 2)
     if (i > 1100) return DPGD_FAIL(DPGD_ERANGE, "PLD: no loss has a tail of %g", tau);
   for (int i = 0; PLD_BELOW(lo); i++, lo *= 2)
@@ -302,8 +289,8 @@ int dpgd_pld_pmf_build(dpgd_pld_pmf *m, const acct_entry *en, int dir, double h,
     for (size_t j = b; j < m->n && j < b + ACCT_PLD_BLOCK; j++) mass += m->p[j];
     m->blk[b / ACCT_PLD_BLOCK] = mass * (1 + 1e-12);
   }
-  double S, F, rho;
-  dpgd_pld_loss_tails(en, dir, (double)m->i0 * h, &S, &F, &rho);
+  double S, F;
+  dpgd_pld_loss_tails(en, dir, (double)m->i0 * h, &S, &F);
   m->f_low = F + DBL_MIN;
   return DPGD_OK;
 }
