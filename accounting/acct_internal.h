@@ -132,9 +132,15 @@ struct dpgd_accountant {
  * absolute (delta queries); each such mass is added to the upper bound. */
 #define ACCT_PLD_TAIL 1e-5
 #define ACCT_PLD_DELTA_TAIL 1e-14
-/* Relative error bound assumed for the normal tails behind each pmf (erfc of a threshold
- * computed in double: a few hundred ulps at most; 1e-9 is far above that). */
-#define ACCT_PLD_CDF_RELERR 1e-9
+/* Relative error bound assumed for glibc's erfc and the sum of two normal tails behind
+ * each pmf (about 4500 ulps; glibc's published maximum for erfc is a few ulps). The
+ * rounding of the threshold and of erfc's argument is bounded separately (PLD.md 2). */
+#define ACCT_PLD_CDF_RELERR 1e-12
+/* A bin whose pmf tail exceeds the (split) truth's by at most this fraction counts in
+ * the lower bound's relative excess rho, a larger one in its absolute excess eta. */
+#define ACCT_PLD_REL_EXCESS 1e-5
+/* The first grid of the add direction is this many times coarser (PLD.md section 6). */
+#define ACCT_PLD_ADD_COARSE 4.0
 /* FFT rounding: ||fft(x)_computed - fft(x)||_2 <= ETA u ceil(log2 N) ||fft(x)||_2 is
  * assumed (Higham 2002, Thm 24.2 gives about (mu + 5.7 u) log2 N for radix 2 with
  * twiddle error mu; GSL's mixed-radix tables compute each twiddle by cos/sin). */

@@ -185,20 +185,22 @@ static int estimated_note(void)
   return DPGD_OK;
 }
 
-/* Where the characteristic-function path fails (the contour integral of few subsampled
- * releases at a small rate converges too slowly), the PLD path answers. */
+/* 1 if the PLD path answers for the composition: every composition of Gaussian and
+ * Poisson-subsampled-Gaussian entries but one subsampled release alone (a closed form).
+ * Its bracket is proven (given the stated FFT and erfc error bounds, PLD.md), where the
+ * contour integral's quadrature and, without a Gaussian entry, its tail are estimates
+ * (CF_BOUNDS.md 3); where the PLD path cannot answer, the fallback bound does. */
+static int pld_first(const dpgd_accountant *a)
+{
+  return dpgd_acct_pld_applies(a) && !(few_sg(a) && a->e[0].count == 1);
+}
+
 int dpgd_acct_exact_delta(const dpgd_accountant *a, double eps, dpgd_acct_value *out)
 {
   int st;
   dpgd_acct_cf_tail_estimated(1);
-  if (few_sg(a) && a->e[0].count > 1) st = dpgd_acct_pld_delta(a, eps, out);
-  else {
-    st = exact_delta_s(a, eps, NULL, out);
-    if (st && dpgd_acct_pld_applies(a)) {
-      dpgd_error_clear();
-      st = dpgd_acct_pld_delta(a, eps, out);
-    }
-  }
+  if (pld_first(a)) st = dpgd_acct_pld_delta(a, eps, out);
+  else st = exact_delta_s(a, eps, NULL, out);
   return st ? exact_fallback(a, 0, eps, st, out) : estimated_note();
 }
 
@@ -315,7 +317,7 @@ static int exact_epsilon_s(eps_root *r, double delta, dpgd_acct_value *out)
 int dpgd_acct_exact_epsilon(const dpgd_accountant *a, double delta, dpgd_acct_value *out)
 {
   dpgd_acct_cf_tail_estimated(1);
-  if (few_sg(a) && a->e[0].count > 1) {
+  if (pld_first(a)) {
     int st = dpgd_acct_pld_epsilon(a, delta, out);
     return st ? exact_fallback(a, 1, delta, st, out) : DPGD_OK;
   }
@@ -324,9 +326,5 @@ int dpgd_acct_exact_epsilon(const dpgd_accountant *a, double delta, dpgd_acct_va
   eps_root r = {.a = a, .target = delta, .floor = ACCT_EPS_FLOOR * delta, .S = &S};
   int st = exact_epsilon_s(&r, delta, out);
   search_free(&S);
-  if (st && dpgd_acct_pld_applies(a)) {
-    dpgd_error_clear();
-    st = dpgd_acct_pld_epsilon(a, delta, out);
-  }
   return st ? exact_fallback(a, 1, delta, st, out) : estimated_note();
 }

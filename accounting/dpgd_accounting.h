@@ -341,12 +341,11 @@ int dpgd_acct_delta(const dpgd_accountant *a, dpgd_acct_method m, double eps,
                     dpgd_acct_value *out);
 
 /* Which algorithm gave this thread's last exact answer: "" for the characteristic
- * function or a closed form, "pld h=<step>" for the privacy-loss-distribution path
- * (compositions of subsampled Gaussians where the contour integral fails; its error
- * bound is the width of its bracket), "cf, contour tail estimated ..." where the
- * contour integral's tail was estimated rather than bounded (accounting/CF_BOUNDS.md 3),
- * "bound: NAME ..." where no exact path answered and the value is the valid bound NAME
- * (an RDP conversion or basic composition). */
+ * function or a closed form, "pld h=<step> ..." for the privacy-loss-distribution path
+ * (every composition of Gaussian and Poisson-subsampled-Gaussian entries but a lone
+ * Gaussian composition or one subsampled release; its error bound is the width of its
+ * bracket), "bound: NAME ..." where no exact path answered and the value is the valid
+ * bound NAME (an RDP conversion or basic composition). */
 const char *dpgd_acct_exact_note(void);
 
 /* Serialisation for checkpoints: a versioned, checksummed byte string.

@@ -24,8 +24,9 @@ typedef struct {
   double alias_hi;     /* bound on the mass above the window, folded down */
   double alias_lo;     /* bound on the mass below the window, folded up */
   double add_hi;       /* infinite mass + aliasing from above + FFT bound */
-  double sub_fft, low; /* aliasing from below + FFT bound; lower-tail moves */
-  double lo_scale;     /* (1 + r)^-K: the pmf's tails exceed the truth's by r at most */
+  double sub_fft, low; /* aliasing from below + FFT bound; sum k (f_low + eta) */
+  double shift;        /* sum k gamma: the lower bound's shift of eps */
+  double lo_scale;     /* prod (1 + rho)^-k: the pmf's relative excess over the truth */
 } composed;
 
 /* The smallest 2^i 3^j 5^k >= n (sizes GSL's mixed-radix FFT factors fully). */
@@ -168,10 +169,12 @@ static void suffix_sums(composed *c, double *x, double *y)
  * max ||p||_2, eta = ACCT_PLD_FFT_ETA u ceil(log2 N), m >= every |FFT(p)_j|. */
 static void bound_constants(composed *c, const dpgd_pld_pmf *m, size_t ne)
 {
-  double lp = 0, low = 0, l2 = 0, u = DBL_EPSILON;
+  double lp = 0, low = 0, shift = 0, lr = 0, l2 = 0, u = DBL_EPSILON;
   for (size_t e = 0; e < ne; e++) {
     lp += (double)m[e].k * log1p(-m[e].p_inf);
     low += (double)m[e].k * (m[e].f_low + m[e].ex);
+    shift += (double)m[e].k * m[e].shift;
+    lr += (double)m[e].k * log1p(m[e].rel);
     l2 = fmax(l2, m[e].l2);
   }
   double inf = -expm1(lp) * (1 + 1e-12);
@@ -184,8 +187,8 @@ static void bound_constants(composed *c, const dpgd_pld_pmf *m, size_t ne)
   c->add_hi = inf + c->alias_hi + fft;
   c->sub_fft = c->alias_lo + fft;
   c->low = low * (1 + 1e-12);
-  double r = 2 * ACCT_PLD_CDF_RELERR + ACCT_PLD_CDF_RELERR * ACCT_PLD_CDF_RELERR;
-  c->lo_scale = exp(-(double)c->K * log1p(r)) * (1 - 1e-12);
+  c->shift = shift * (1 + 1e-12);
+  c->lo_scale = exp(-lr * (1 + 1e-12)) * (1 - 1e-12);
 }
 
 /* sum over window bins s_i = (a + i) h > t of c_i (1 - e^{t - s_i}), from the suffix
@@ -203,10 +206,10 @@ static double tail_delta(const composed *c, double t, int up)
   return v > 0 ? v : 0;
 }
 
-/* Upper bound: the composed pessimistic pmf. Lower bound: every loss is at least its
- * rounded-up value minus h, so the truth's delta(eps) >= the pmf's delta(eps + K h),
- * scaled down for the margin in the pmf's tails and less what the lower bound may not
- * count (PLD.md section 3). */
+/* Upper bound: the composed connect-the-dots pmf (with its infinite mass). Lower bound:
+ * each release's curve is at most the truth's shifted by gamma plus eta, so the truth's
+ * delta(eps) >= the finite pmf's delta(eps + sum k gamma) - sum k (eta + f_low)
+ * (PLD.md section 3). */
 static double delta_hi(const composed *c, double eps)
 {
   return fmin(1, c->add_hi + tail_delta(c, eps, 1));
@@ -214,7 +217,7 @@ static double delta_hi(const composed *c, double eps)
 
 static double delta_lo(const composed *c, double eps)
 {
-  double t = tail_delta(c, eps + (double)c->K * c->h, 0) - c->sub_fft;
+  double t = tail_delta(c, eps + c->shift, 0) - c->sub_fft;
   return fmax(0, t * c->lo_scale - c->low);
 }
 
@@ -225,7 +228,7 @@ static double solve_eps(const composed *c, double delta, int hi)
 {
   double (*f)(const composed *, double) = hi ? delta_hi : delta_lo;
   if (f(c, 0) <= delta) return 0;
-  double lo = 0, up = (double)(c->a + (int64_t)c->N) * c->h + (double)c->K * c->h + 1;
+  double lo = 0, up = (double)(c->a + (int64_t)c->N) * c->h + c->shift + 1;
   if (f(c, up) > delta) return INFINITY;
   for (int i = 0; i < 400 && up - lo > 4 * DBL_EPSILON * up; i++) {
     double mid = 0.5 * (lo + up);
@@ -237,7 +240,7 @@ static double solve_eps(const composed *c, double delta, int hi)
 
 /* The entries' pmfs in direction dir (Gaussians of mu = 0 carry no loss and are left
  * out); *ne gets their number and c->K their releases. */
-static int build_pmfs(const dpgd_accountant *a, int dir, composed *c, double tau,
+static int build_pmfs(const dpgd_accountant *a, int dir, composed *c, double tau, double dref,
                       dpgd_pld_pmf *m, size_t *ne)
 {
   c->K = 0;
@@ -247,7 +250,7 @@ static int build_pmfs(const dpgd_accountant *a, int dir, composed *c, double tau
   for (size_t i = 0; i < a->n; i++) {
     if (a->e[i].kind == ACCT_GAUSSIAN && a->e[i].par[0] == 0) continue;
     double t = tau / (double)c->K;
-    int st = dpgd_pld_pmf_build(&m[*ne], &a->e[i], dir, c->h, t, t, ACCT_PLD_MAX_N);
+    int st = dpgd_pld_pmf_build(&m[*ne], &a->e[i], dir, c->h, t, t, dref, ACCT_PLD_MAX_N);
     if (st) return st;
     (*ne)++;
   }
@@ -255,14 +258,14 @@ static int build_pmfs(const dpgd_accountant *a, int dir, composed *c, double tau
 }
 
 /* One direction: eps(x) (want_eps) or delta(x), both bounds. */
-static int run_dir(const dpgd_accountant *a, int dir, double h, double tau, int want_eps,
-                   double x, dpgd_pld_bracket *out)
+static int run_dir(const dpgd_accountant *a, int dir, double h, double tau, double dref,
+                   int want_eps, double x, dpgd_pld_bracket *out)
 {
   composed c = {.h = h};
   size_t ne = 0;
   dpgd_pld_pmf *m = calloc(a->n ? a->n : 1, sizeof *m);
   double *bx = NULL, *by = NULL;
-  int st = m ? build_pmfs(a, dir, &c, tau, m, &ne)
+  int st = m ? build_pmfs(a, dir, &c, tau, dref, m, &ne)
              : DPGD_FAIL(DPGD_ENOMEM, "out of memory (PLD entries)");
   if (!st && ne == 0) out->hi = out->lo = 0;
   if (!st && ne > 0) st = choose_window(&c, m, ne, tau);
@@ -288,8 +291,8 @@ static int run_dir(const dpgd_accountant *a, int dir, double h, double tau, int 
   return st;
 }
 
-int dpgd_pld_run(const dpgd_accountant *a, int dir, double h, double tau, int want_eps,
-                 double x, dpgd_pld_bracket *out)
+int dpgd_pld_run(const dpgd_accountant *a, int dir, double h, double tau, double dref,
+                 int want_eps, double x, dpgd_pld_bracket *out)
 {
-  return run_dir(a, dir, h, tau, want_eps, x, out);
+  return run_dir(a, dir, h, tau, dref, want_eps, x, out);
 }

@@ -4,12 +4,19 @@
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "pld_internal.h"
 
 #define U DBL_EPSILON
 
 static double qtail(double z) { return 0.5 * erfc(z / M_SQRT2); }
+
+/* Q(z) at the end of z's rounding interval (the division that formed z and the scaling
+ * by 1/sqrt 2 inside qtail: a relative 2 u each) on the side that makes it larger (up)
+ * or smaller (dn); erfc's own error is in ACCT_PLD_CDF_RELERR. */
+static double qt_up(double z) { return qtail(z - 4 * U * fabs(z)); }
+static double qt_dn(double z) { return qtail(z + 4 * U * fabs(z)); }
 
 /* An interval [*lo, *hi] around log r, r = e^v - (1 - q), for a grid loss v known to a
  * relative 2^-53 (the interval also covers that); -inf at an end where r <= 0 is
@@ -65,14 +72,6 @@ static void threshold_range(const tails_ctx *c, double v, double *lo, double *hi
   *hi = isinf(b) ? b : s2 * (b - lq) + 0.5 + eb;
 }
 
-/* The relative spread of Q over [za, zb]: |log Q(za) - log Q(zb)| <= rho, as
- * |d log Q / dz| = phi(z)/Q(z) <= max(z, 0) + 1 (the Mills ratio bound), increasing. */
-static double q_spread(double za, double zb)
-{
-  if (isinf(za) || isinf(zb)) return INFINITY;
-  return (zb - za) * (fmax(zb, 0) + 1) * (1 + 4 * U);
-}
-
 /* Applies the assumed relative error of the normal tails (erfc) and an absolute slack
  * for results in or near the subnormal range. */
 static double up(double x)
@@ -80,7 +79,7 @@ static double up(double x)
   return fmin(1, x * (1 + ACCT_PLD_CDF_RELERR) + 16 * DBL_TRUE_MIN);
 }
 
-static void tails(const tails_ctx *c, double l, double *S, double *F, double *rho)
+static void tails(const tails_ctx *c, double l, double *S, double *F)
 {
   const acct_entry *en = c->en;
   int dir = c->dir;
@@ -89,8 +88,7 @@ static void tails(const tails_ctx *c, double l, double *S, double *F, double *rh
   if (en->kind == ACCT_GAUSSIAN) { /* L ~ N(mu^2/2, mu^2) under P in both directions */
     double mu = en->par[0], z = (l - mu * mu / 2) / mu;
     double ze = 3 * U * ((fabs(l) + mu * mu) / mu + fabs(z)) + DBL_TRUE_MIN;
-    *S = up(qtail(z - ze)), *F = F == &f_dummy ? 0 : up(qtail(-z - ze));
-    *rho = q_spread(z - ze, z + ze);
+    *S = up(qt_up(z - ze)), *F = F == &f_dummy ? 0 : up(qt_up(-z - ze));
     return;
   }
   /* remove: L = u(o) > l <=> o > o_l; add: L = -u(o) > l <=> o < o_l, with
@@ -98,21 +96,18 @@ static void tails(const tails_ctx *c, double l, double *S, double *F, double *rh
   double q = c->q, s = c->s, a, b;
   threshold_range(c, dir ? -l : l, &a, &b);
   if (dir == 0) { /* S falls with o, F rises: S at the low end, F at the high end */
-    *S = isinf(a) ? 1 : up((1 - q) * qtail(a / s) + q * qtail((a - 1) / s));
-    *F = isinf(b) || F == &f_dummy ? 0 : up((1 - q) * qtail(-b / s) + q * qtail((1 - b) / s));
-    *rho = isinf(b) ? 0 : q_spread(a / s, b / s);
+    *S = isinf(a) ? 1 : up((1 - q) * qt_up(a / s) + q * qt_up((a - 1) / s));
+    *F = isinf(b) || F == &f_dummy ? 0 : up((1 - q) * qt_up(-b / s) + q * qt_up((1 - b) / s));
   } else {
-    *S = isinf(b) ? 0 : up(qtail(-b / s));
-    *F = isinf(a) ? 1 : F == &f_dummy ? 0 : up(qtail(a / s));
-    *rho = isinf(b) ? 0 : q_spread(-b / s, -a / s);
+    *S = isinf(b) ? 0 : up(qt_up(-b / s));
+    *F = isinf(a) ? 1 : F == &f_dummy ? 0 : up(qt_up(a / s));
   }
 }
 
-void dpgd_pld_loss_tails(const acct_entry *en, int dir, double l, double *S, double *F,
-                         double *rho)
+void dpgd_pld_loss_tails(const acct_entry *en, int dir, double l, double *S, double *F)
 {
   tails_ctx c = tails_init(en, dir);
-  tails(&c, l, S, F, rho);
+  tails(&c, l, S, F);
 }
 
 /* The smallest l found with P(L > l) <= tau (upper) or the largest with P(L <= l) <= tau
@@ -122,9 +117,8 @@ void dpgd_pld_loss_tails(const acct_entry *en, int dir, double l, double *S, dou
  * double does. */
 static int tail_point(const acct_entry *en, int dir, double tau, int upper, double *out)
 {
-  double lo = -1, hi = 1, S, F, rho;
-#define PLD_BELOW(x)                                                                           \
-  (dpgd_pld_loss_tails(en, dir, (x), &S, &F, &rho), upper ? S <= tau : F > tau)
+  double lo = -1, hi = 1, S, F;
+#define PLD_BELOW(x) (dpgd_pld_loss_tails(en, dir, (x), &S, &F), upper ? S <= tau : F > tau)
   for (int i = 0; !PLD_BELOW(hi); i++, hi *= 2)
     if (i > 1100) return DPGD_FAIL(DPGD_ERANGE, "PLD: no loss has a tail of %g", tau);
   for (int i = 0; PLD_BELOW(lo); i++, lo *= 2)
@@ -140,36 +134,136 @@ static int tail_point(const acct_entry *en, int dir, double tau, int upper, doub
   return DPGD_OK;
 }
 
-/* Masses of bins 1..n-1 from an upper bound of the survival function at the bins' losses
- * (made non-increasing: the smaller of two upper bounds is one), so that the pmf's tail
- * above every bin is at least the true tail: the discrete loss dominates the rounded-up
- * one stochastically. m->ex gets the largest excess of a tail over (1 + r) times the
- * truth that the bounds' interval width allows (PLD.md section 3, lower bound). */
-static void fill_masses(dpgd_pld_pmf *m, const acct_entry *en, int dir, double h)
+/* Lower (down) and upper (up) bounds of the normal-tail sums behind P(L > l) and Q(L > l):
+ * the assumed relative error of erfc and an absolute slack for results in or near the
+ * subnormal range. */
+static double down(double x)
 {
-  double r = 2 * ACCT_PLD_CDF_RELERR + ACCT_PLD_CDF_RELERR * ACCT_PLD_CDF_RELERR;
-  double prev, rho, l2 = 0, ex = 0;
-  tails_ctx c = tails_init(en, dir);
-  tails(&c, (double)m->i0 * h, &prev, NULL, &rho);
-  ex = fmin(prev, (1 + r) * expm1(rho) * prev);
-  m->p[0] = 1 - prev; /* every loss <= l0, rounded up to l0 */
-  l2 += m->p[0] * m->p[0];
-  for (size_t j = 1; j < m->n; j++) {
-    double S;
-    tails(&c, (double)(m->i0 + (int64_t)j) * h, &S, NULL, &rho);
-    S = fmin(prev, S);
-    ex = fmax(ex, fmin(S, (1 + r) * expm1(rho) * S));
-    m->p[j] = prev - S;
-    l2 += m->p[j] * m->p[j];
-    prev = S;
+  return fmax(0, x * (1 - ACCT_PLD_CDF_RELERR) - 16 * DBL_TRUE_MIN);
+}
+
+/* Intervals holding the true survival functions of one release at the real loss l under
+ * both measures of the pair (PLD.md section 3): t[0] >= P(L > l) >= t[1] and
+ * t[2] >= Q(L > l) >= t[3], each evaluated at the end of the threshold interval on its
+ * side. Under Q: Gaussian L ~ N(-mu^2/2, mu^2); subsampled, remove: O ~ N(0, s^2), add:
+ * O ~ (1 - q) N(0, s^2) + q N(1, s^2). */
+static void tails_pq(const tails_ctx *c, double l, double t[4])
+{
+  if (c->en->kind == ACCT_GAUSSIAN) {
+    double mu = c->en->par[0], zp = (l - mu * mu / 2) / mu, zq = (l + mu * mu / 2) / mu;
+    double ze = 3 * U * ((fabs(l) + mu * mu) / mu + fabs(zp) + fabs(zq)) + DBL_TRUE_MIN;
+    t[0] = up(qt_up(zp - ze)), t[1] = down(qt_dn(zp + ze));
+    t[2] = up(qt_up(zq - ze)), t[3] = down(qt_dn(zq + ze));
+    return;
   }
-  m->p_inf = prev;
-  m->ex = ex * (1 + 1e-12);
+  double q = c->q, s = c->s, a, b;
+  threshold_range(c, c->dir ? -l : l, &a, &b);
+  if (c->dir == 0) { /* L > l <=> O > o_l: both tails fall with o */
+    double qa = isinf(a) ? 1 : qt_up(a / s), qb = isinf(b) ? 1 : qt_dn(b / s);
+    double pa = isinf(a) ? 1 : (1 - q) * qa + q * qt_up((a - 1) / s);
+    double pb = isinf(b) ? 1 : (1 - q) * qb + q * qt_dn((b - 1) / s);
+    t[0] = up(pa), t[1] = isinf(b) ? 1 : down(pb), t[2] = up(qa),
+    t[3] = isinf(b) ? 1 : down(qb);
+  } else { /* L > l <=> O < o_l: both tails rise with o */
+    double pa = isinf(a) ? 0 : qt_dn(-a / s), pb = isinf(b) ? 0 : qt_up(-b / s);
+    double qa = isinf(a) ? 0 : (1 - q) * pa + q * qt_dn((1 - a) / s);
+    double qb = isinf(b) ? 0 : (1 - q) * pb + q * qt_up((1 - b) / s);
+    t[0] = isinf(b) ? 0 : up(pb), t[1] = down(pa), t[2] = isinf(b) ? 0 : up(qb),
+    t[3] = down(qa);
+  }
+}
+
+/* The connect-the-dots split of bin (l_k, l_k + h] (PLD.md section 3): the true mass
+ * a = E_P[(e^(l_k + h - L) - 1)/(e^h - 1); l_k < L <= l_k + h] that may stay at l_k, as
+ * [*alo, *aup] from the tails at both ends (x, y) and l1 = l_k + h; the other bin mass
+ * moves up to l_k + h. Where e^l1 leaves the double range, nothing stays (*alo = 0). */
+static void split_bin(const double x[4], const double y[4], double l1, double eh, double *alo,
+                      double *aup)
+{
+  double pu = fmax(0, x[0] - y[1]), e = exp(l1);
+  *alo = 0, *aup = pu;
+  if (!(fabs(l1) < 700) || !(e * x[2] < DBL_MAX / 4)) return;
+  double m = (16 + 2 * fabs(l1)) * U * (e * (x[2] + y[2]) + x[0] + y[0]) / eh + DBL_TRUE_MIN;
+  double na = e * (x[3] - y[2]) - (x[0] - y[1]), nb = e * (x[2] - y[3]) - (x[1] - y[0]);
+  double a = na / (na > 0 ? eh * (1 + 4 * U) : eh) - m,
+         b = nb / (nb > 0 ? eh : eh * (1 + 4 * U)) + m;
+  *alo = fmin(fmax(a, 0), pu), *aup = fmin(fmax(b, *alo), pu);
+}
+
+/* What the lower bound may lose per release: the shift gamma of eps and the absolute
+ * eta of delta (PLD.md section 3), chosen over buckets of the bins' own gamma_j (powers
+ * of two) to minimise gamma + eta / dref; the last bucket holds gamma_j = inf. */
+#define PLD_NB 101
+typedef struct {
+  double g[PLD_NB], e[PLD_NB];
+} shift_buckets;
+
+static void bucket_add(shift_buckets *B, double gam, double eta)
+{
+  int ex = 0, b = PLD_NB - 1;
+  if (gam < INFINITY) {
+    frexp(gam, &ex);
+    b = gam <= 0 ? 0 : ex + 80 < 0 ? 0 : ex + 80 > PLD_NB - 2 ? PLD_NB - 2 : ex + 80;
+  }
+  B->g[b] = fmax(B->g[b], gam), B->e[b] = fmax(B->e[b], eta);
+}
+
+static void bucket_choose(const shift_buckets *B, double dref, double *gam, double *eta)
+{
+  double best = INFINITY, g = 0;
+  for (int t = -1; t < PLD_NB - 1; t++) {
+    if (t >= 0) g = fmax(g, B->g[t]);
+    double e = 0;
+    for (int b = t + 1; b < PLD_NB; b++) e = fmax(e, B->e[b]);
+    if (g + e / dref < best) best = g + e / dref, *gam = g, *eta = e;
+  }
+}
+
+/* Masses on the grid: each bin's mass split between its two grid points so that both
+ * the P- and the Q-mass are kept (the hockey-stick curve becomes the chord interpolation
+ * of the true, convex one at the grid points: an upper bound), the part staying below
+ * taken at its lower bound, so that the pmf's tail above l_k is at least the split
+ * truth's, S(l_k) - a_k; made non-increasing by a running minimum. Also the lower
+ * bound's terms m->shift and m->ex (PLD.md section 3). */
+static void fill_masses(dpgd_pld_pmf *m, const acct_entry *en, int dir, double h, double dref)
+{
+  tails_ctx c = tails_init(en, dir);
+  double x[4], y[4], eh = expm1(h) * (1 - 2 * U), tprev = 1, l2 = 0, csum = 0, cmax = 0;
+  double rho = 0;
+  shift_buckets B = {{0}, {0}};
+  tails_pq(&c, (double)m->i0 * h, x);
+  for (size_t k = 0; k + 1 < m->n; k++) {
+    double alo, aup, l1 = (double)(m->i0 + (int64_t)k + 1) * h;
+    tails_pq(&c, l1, y);
+    split_bin(x, y, l1, eh, &alo, &aup);
+    double qj = fmax(0, x[2] - y[3]), r = eh * (1 + 4 * U) * qj / (4 * y[3]) * (1 + 4 * U);
+    double gam = qj == 0 ? 0 : r < 1 ? -log1p(-r) * (1 + 4 * U) : INFINITY;
+    bucket_add(&B, gam, eh * (1 + 4 * U) * fmax(0, x[0] - y[1]) / 4 * (1 + 4 * U));
+    double t = fmax(0, fmin(tprev, x[0] - alo));
+    m->p[k] = tprev - t;
+    l2 += m->p[k] * m->p[k];
+    /* the pmf's tail above l_k exceeds the split truth's, >= tl, by ck at most: a
+     * relative excess (rho) where small, else an absolute one (PLD.md section 3) */
+    double ck = (x[0] - x[1]) + (aup - alo), tl = fmax(y[1], x[1] - aup);
+    if (ck <= ACCT_PLD_REL_EXCESS * tl) rho = fmax(rho, ck / tl);
+    else csum += ck, cmax = fmax(cmax, ck);
+    tprev = t;
+    memcpy(x, y, sizeof x);
+  }
+  double t = fmax(0, fmin(tprev, x[0])); /* the top grid point: nothing above it stays */
+  m->p[m->n - 1] = tprev - t;
+  l2 += m->p[m->n - 1] * m->p[m->n - 1];
+  double gam = 0, eta = 0;
+  bucket_choose(&B, dref, &gam, &eta);
+  m->p_inf = t;
+  m->shift = gam * (1 + 1e-12);
+  m->rel = rho * (1 + 1e-12);
+  m->ex = (eta + fmin(cmax, h * csum * (1 + 1e-12))) * (1 + 1e-12);
   m->l2 = sqrt(l2) * (1 + 1e-12) + DBL_MIN;
 }
 
 int dpgd_pld_pmf_build(dpgd_pld_pmf *m, const acct_entry *en, int dir, double h, double tau_inf,
-                       double tau_low, size_t max_n)
+                       double tau_low, double dref, size_t max_n)
 {
   m->p = m->blk = NULL;
   double lt = 0, ll = 0;
@@ -189,14 +283,14 @@ int dpgd_pld_pmf_build(dpgd_pld_pmf *m, const acct_entry *en, int dir, double h,
     dpgd_pld_pmf_free(m);
     return DPGD_FAIL(DPGD_ENOMEM, "out of memory (PLD of %zu bins)", m->n);
   }
-  fill_masses(m, en, dir, h);
+  fill_masses(m, en, dir, h, dref);
   for (size_t b = 0; b < m->n; b += ACCT_PLD_BLOCK) {
     double mass = 0;
     for (size_t j = b; j < m->n && j < b + ACCT_PLD_BLOCK; j++) mass += m->p[j];
     m->blk[b / ACCT_PLD_BLOCK] = mass * (1 + 1e-12);
   }
-  double S, F, rho;
-  dpgd_pld_loss_tails(en, dir, (double)m->i0 * h, &S, &F, &rho);
+  double S, F;
+  dpgd_pld_loss_tails(en, dir, (double)m->i0 * h, &S, &F);
   m->f_low = F + DBL_MIN;
   return DPGD_OK;
 }

@@ -38,9 +38,10 @@ static double now_s(void)
  * CPU time have passed; the best bounds of all grids stand. A grid
  * too fine for ACCT_PLD_MAX_N bins is replaced by a coarser one. A direction
  * whose upper bound is below the other's lower bound cannot decide the maximum and is
- * not refined further. */
+ * not refined further; the add direction, which rarely decides it, is tried first on a
+ * grid ACCT_PLD_ADD_COARSE times coarser (any grid's upper bound is one). */
 static int refine(const dpgd_accountant *a, double h, double tol, int want_eps, double x,
-                  double tau, dpgd_pld_bracket *out, double *h_used)
+                  double tau, double dref, dpgd_pld_bracket *out, double *h_used)
 {
   double t0 = now_s();
   int nd = dpgd_acct_asymmetric(a) + 1, have = 0, st = 0;
@@ -49,9 +50,10 @@ static int refine(const dpgd_accountant *a, double h, double tol, int want_eps, 
   for (int it = 0; it < ACCT_PLD_MAX_ROUNDS; it++) {
     dpgd_pld_bracket b[2] = {d[0], d[1]};
     st = 0;
-    for (int dir = 0; dir < nd && !st; dir++)
+    for (int dir = 0; dir < nd && !st; dir++) /* add: first on a coarser grid */
       if (!have || d[dir].hi >= fmax(d[0].lo, d[1].lo))
-        st = dpgd_pld_run(a, dir, h, tau, want_eps, x, &b[dir]);
+        st = dpgd_pld_run(a, dir, dir && !have ? ACCT_PLD_ADD_COARSE * h : h, tau, dref,
+                          want_eps, x, &b[dir]);
     if (st == DPGD_ERANGE) { /* the grid does not fit: step back, or coarsen the first */
       if (it + 1 < ACCT_PLD_MAX_ROUNDS) dpgd_error_clear();
       h = have ? fmin(1.25 * h, sqrt(h * h_ok)) : 16 * h;
@@ -69,8 +71,8 @@ static int refine(const dpgd_accountant *a, double h, double tol, int want_eps, 
     out->hi = fmax(d[0].hi, d[1].hi), out->lo = fmax(d[0].lo, d[1].lo);
     double w = out->hi - out->lo;
     if (w <= tol * out->lo || !(w < w_prev) || now_s() - t0 > ACCT_PLD_TIME_S) break;
-    double f = out->lo > 0 ? ACCT_PLD_AIM * tol * out->lo / w : 0.25;
-    h *= fmin(fmax(f, 1.0 / 256), 1 / 1.5);
+    double f = out->lo > 0 ? sqrt(ACCT_PLD_AIM * tol * out->lo / w) : 0.25;
+    h *= fmin(fmax(f, 1.0 / 64), 1 / 1.5);
   }
   if (have) dpgd_error_clear();
   return have ? DPGD_OK : st ? st : DPGD_FAIL(DPGD_ERANGE, "PLD: no grid fits");
@@ -118,9 +120,10 @@ int dpgd_acct_pld_epsilon(const dpgd_accountant *a, double delta, dpgd_acct_valu
     e0 = rv.value;
   dpgd_error_clear();
   /* a coarse first grid (the RDP eps is an upper bound: the truth may be far smaller) */
-  double h = ACCT_PLD_RELTOL * e0 / (double)releases(a), hu = h;
+  double k = (double)releases(a), h = e0 * sqrt(ACCT_PLD_RELTOL / (4 * k * sqrt(k)));
+  double hu = h;
   dpgd_pld_bracket b;
-  int st = refine(a, h, ACCT_PLD_RELTOL, 1, delta, ACCT_PLD_TAIL * delta, &b, &hu);
+  int st = refine(a, h, ACCT_PLD_RELTOL, 1, delta, ACCT_PLD_TAIL * delta, delta, &b, &hu);
   if (st) return st;
   out->value = b.hi > 0 ? dpgd_acct_round_up(b.hi) : 0; /* eps = 0 is exact as it is */
   out->err = out->value - b.lo;
@@ -130,9 +133,11 @@ int dpgd_acct_pld_epsilon(const dpgd_accountant *a, double delta, dpgd_acct_valu
 
 int dpgd_acct_pld_delta(const dpgd_accountant *a, double eps, dpgd_acct_value *out)
 {
-  double h = ACCT_PLD_RELTOL * fmax(eps, 0.01) / (double)releases(a), hu = h;
+  double k = (double)releases(a), hu;
+  double h = fmax(eps, 0.01) * sqrt(ACCT_PLD_RELTOL / (4 * k * sqrt(k)));
   dpgd_pld_bracket b;
-  int st = refine(a, h, ACCT_PLD_DELTA_RELTOL, 0, eps, ACCT_PLD_DELTA_TAIL, &b, &hu);
+  hu = h;
+  int st = refine(a, h, ACCT_PLD_DELTA_RELTOL, 0, eps, ACCT_PLD_DELTA_TAIL, 1e-10, &b, &hu);
   if (st) return st;
   out->value = b.hi > 0 ? fmin(1, dpgd_acct_round_up(b.hi)) : 0;
   out->err = out->value - b.lo;

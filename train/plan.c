@@ -178,36 +178,51 @@ static int subsampled_eps(const dpgd_plan *p, dpgd_acct_method m, double sigma, 
   return DPGD_OK;
 }
 
+/* The next sigma to try inside (lo, hi) where eps - target changes sign (f = log eps -
+ * log target: flo > 0 >= fhi): regula falsi in log sigma, kept away from the ends
+ * (within the middle 98 %), bisection where the values give no direction. */
+static double next_sigma(double lo, double hi, double flo, double fhi)
+{
+  double xl = log(lo), xh = log(hi), t = flo / (flo - fhi);
+  if (!(t >= 0.01 && t <= 0.99)) t = t < 0.01 ? 0.01 : t > 0.99 ? 0.99 : 0.5;
+  return exp(xl + t * (xh - xl));
+}
+
 /* The smallest sigma (to DPGD_PLAN_SIGMA_RTOL, rounded up) whose `steps` subsampled
  * releases and `extra` give eps(delta) <= eps under method m: a bracket by doubling and
- * halving from sigma = 1, then bisection in log sigma; the upper end, where eps was seen
- * to hold, is the answer (docs/MATH.md "Calibration": round sigma up). */
+ * halving from sigma = 1, then the Illinois variant of regula falsi in log sigma (an end
+ * kept twice in a row has its value halved), falling back to bisection; the upper end,
+ * where eps was seen to hold, is the answer (docs/MATH.md "Calibration": round sigma up). */
 #define DPGD_PLAN_SIGMA_RTOL 1e-7
 static int calibrate_subsampled(dpgd_plan *p, const dpgd_config *c, uint64_t steps,
                                 const dpgd_accountant *extra)
 {
   dpgd_acct_method m = (dpgd_acct_method)c->privacy_method;
-  double target = c->privacy_epsilon, lo = 0, hi = 1, e;
+  double target = c->privacy_epsilon, lo = 0, hi = 1, e, flo = 0, fhi = 0;
   int rc = subsampled_eps(p, m, hi, steps, extra, &e);
   for (int i = 0; !rc && e > target; i++) {
     if (i == 64)
       return DPGD_FAIL(DPGD_ERANGE, "calibration: no sigma up to %g reaches %s = %g", hi,
                        DPGD_CONFIG_KEY(privacy_epsilon), target);
-    lo = hi, hi *= 2;
+    lo = hi, hi *= 2, flo = log(e / target);
     rc = subsampled_eps(p, m, hi, steps, extra, &e);
   }
+  fhi = rc ? 0 : log(e / target);
   for (int i = 0; !rc && lo == 0; i++) {
     if (i == 64) return DPGD_FAIL(DPGD_ERANGE, "calibration: sigma below %g", hi);
     rc = subsampled_eps(p, m, hi / 2, steps, extra, &e);
-    if (!rc && e > target) lo = hi / 2;
-    else if (!rc) hi /= 2;
+    if (!rc && e > target) lo = hi / 2, flo = log(e / target);
+    else if (!rc) hi /= 2, fhi = log(e / target);
   }
-  while (!rc && hi - lo > hi * DPGD_PLAN_SIGMA_RTOL) {
-    double mid = sqrt(lo * hi);
+  for (int side = 0, bisect = 0; !rc && hi - lo > hi * DPGD_PLAN_SIGMA_RTOL;) {
+    double mid = bisect ? sqrt(lo * hi) : next_sigma(lo, hi, flo, fhi), w = hi - lo;
     if (!(mid > lo && mid < hi)) break;
     rc = subsampled_eps(p, m, mid, steps, extra, &e);
-    if (!rc && e > target) lo = mid;
-    else if (!rc) hi = mid;
+    if (rc) break;
+    double f = log(e / target);
+    if (e > target) lo = mid, flo = f, fhi *= side == 1 ? 0.5 : 1, side = 1;
+    else hi = mid, fhi = f, flo *= side == -1 ? 0.5 : 1, side = -1;
+    bisect = !bisect && hi - lo > 0.5 * w; /* a poor step: bisect once */
   }
   if (!rc) p->sigma = hi;
   return rc;
