@@ -25,6 +25,7 @@ dpgd_cmd_fn dpgd_cmd_audit;    /* cmd_audit.c */
 /* 'dpgd audit' with the noise of the run scaled by noise_scale (< 1: a planted bug).
  * Only the test-only program tests/train/audit_planted.c passes anything but 1: the
  * dpgd binary has no way to plant it. */
-int dpgd_cmd_audit_planted(int argc, char **argv, double noise_scale);
+int dpgd_cmd_audit_planted(int argc, char **argv, double noise_scale, double clip_scale,
+                           double rate_scale);
 
 #endif /* DPGD_COMMANDS_H */
