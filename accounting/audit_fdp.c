@@ -189,7 +189,7 @@ int dpgd_audit_fdp_sg_lower(size_t m, size_t r, size_t v, double q, uint64_t ste
   s->c = (counts){m, r, v, confidence};
   s->q = q, s->delta = delta, s->steps = steps;
   double x;
-  int rc = family_lower(sg_reject, s, 100, 2e-3, &x); /* eps to about 0.2% */
+  int rc = family_lower(sg_reject, s, 100, 1e-2, &x); /* eps to about 1% */
   if (!rc && x > 0) {
     dpgd_accountant *a = dpgd_acct_alloc();
     dpgd_acct_value e;

@@ -151,6 +151,44 @@ static void test_dpsgd(void **state)
   }
 }
 
+/* The engine's gradient rows: image rows then gradient rows in one dataset; the sum is
+ * the image rows' sum plus f v on each row's coordinate (f the clipping rule's factor,
+ * f v < cap), pre = v^2, post = cap^2 (clipped); a cap of 0 leaves nothing. */
+static void test_engine_fixed_rows(void **state)
+{
+  (void)state;
+  dpgd_model *m = dpgd_model_alloc(dpgd_model_softmax, DPGD_ACT_TANH, 28, 28, 10);
+  dpgd_model_init(m, 3);
+  dpgd_grad_ws *ws = dpgd_grad_ws_alloc(m, 0, 1);
+  size_t P = dpgd_model_n_params(m), n = 6, nf = 3;
+  dpgd_dataset *ds = dpgd_data_alloc(n, 28, 28, 10);
+  assert_non_null(ds);
+  for (size_t i = 0; i < n * 784; i++) ds->pixels[i] = (uint8_t)(i * 37 % 251);
+  for (size_t i = 0; i < n; i++) ds->labels[i] = (uint8_t)i;
+  uint32_t coords[3] = {5, 7849, 100};
+  double caps[6] = {1, 1, 1, 0.5, 0, 2}, pre[6], post[6];
+  double *with = calloc(P, sizeof *with), *plain = calloc(P, sizeof *plain);
+  dpgd_dataset images = *ds;
+  images.n = n - nf;
+  assert_int_equal(dpgd_model_clipped_grad_sum(m, ws, &images, caps, plain, NULL, NULL), 0);
+  ds->fixed_from = n - nf;
+  ds->fixed_coord = coords;
+  ds->fixed_value = 4;
+  assert_int_equal(dpgd_model_clipped_grad_sum(m, ws, ds, caps, with, pre, post), 0);
+  for (size_t k = 0; k < P; k++) {
+    double d = with[k] - plain[k];
+    if (k == 5) assert_true(d > 0.5 * (1 - 1e-5) && d < 0.5);
+    else if (k == 100) assert_true(d > 2 * (1 - 1e-5) && d < 2);
+    else assert_true(fabs(d) <= 1e-12 * (1 + fabs(plain[k])));
+  }
+  assert_true(pre[3] == 16 && post[3] == 0.25 && post[4] == 0 && post[5] == 4);
+  free(with);
+  free(plain);
+  dpgd_data_free(ds);
+  dpgd_grad_ws_free(ws);
+  dpgd_model_free(m);
+}
+
 /* More canaries than parameters: a one-line error. */
 static void test_too_many(void **state)
 {
@@ -175,6 +213,7 @@ int main(void)
   tt_write_banded_split(dir, "train", N_TRAIN, 11);
   tt_write_banded_split(dir, "t10k", N_TEST, 12);
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_engine_fixed_rows),
       cmocka_unit_test(test_too_many),
       cmocka_unit_test(test_correct_full),
       cmocka_unit_test(test_planted_full),
