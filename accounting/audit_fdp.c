@@ -170,8 +170,8 @@ static int sg_reject(double x, void *vp, int *rej)
   if (!rc) rc = profile_fill(&s->prof, a, fmax(4 * e.value, 1));
   dpgd_acct_free(a);
   if (rc) return rc;
-  return dpgd_audit_fdp_reject(s->c.m, s->c.r, s->c.v, profile_curve, &s->prof,
-                               s->c.confidence, rej);
+  return dpgd_audit_fdp_reject(s->c.m, s->c.r, s->c.v, profile_curve, &s->prof, s->c.confidence,
+                               rej);
 }
 
 int dpgd_audit_fdp_sg_lower(size_t m, size_t r, size_t v, double q, uint64_t steps,

@@ -124,8 +124,7 @@ static void test_sg_family_matches_gaussian(void **state)
   double mu, sigma, eps, eg;
   assert_int_equal(dpgd_audit_fdp_mu_lower(m, r, v, 0.95, &mu), DPGD_OK);
   assert_int_equal(dpgd_audit_fdp_eps_lower(m, r, v, 1e-5, 0.95, &eg), DPGD_OK);
-  assert_int_equal(dpgd_audit_fdp_sg_lower(m, r, v, 1.0, 1, 1e-5, 0.95, &sigma, &eps),
-                   DPGD_OK);
+  assert_int_equal(dpgd_audit_fdp_sg_lower(m, r, v, 1.0, 1, 1e-5, 0.95, &sigma, &eps), DPGD_OK);
   printf("mu %.4f (1/mu %.4f, eps %.4f); sg sigma %.4f eps %.4f\n", mu, 1 / mu, eg, sigma, eps);
   assert_true(mu > 0.5);
   assert_true(sigma >= 1 / mu * (1 - 1e-6));

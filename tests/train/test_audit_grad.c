@@ -49,7 +49,8 @@ static void config(dpgd_config *c, double eps, int poisson)
 
 static int n_audits;
 
-static dpgd_audit *audit(double eps, int poisson, plant pl, uint64_t seed, dpgd_audit_result *res)
+static dpgd_audit *audit(double eps, int poisson, plant pl, uint64_t seed,
+                         dpgd_audit_result *res)
 {
   dpgd_config c;
   config(&c, eps, poisson);
