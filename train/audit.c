@@ -190,6 +190,10 @@ int dpgd_audit_open(dpgd_audit **out, const dpgd_config *c, const char *dir,
                     const dpgd_audit_params *p)
 {
   *out = NULL;
+  dpgd_audit_params pp = *p; /* the planted clip and rate scales: 0 (unset) is 1 */
+  if (pp.planted_clip_scale == 0) pp.planted_clip_scale = 1;
+  if (pp.planted_rate_scale == 0) pp.planted_rate_scale = 1;
+  p = &pp;
   int rc = check_params(p);
   if (rc) return rc;
   rc = check_config(c);

@@ -34,7 +34,7 @@ typedef struct dpgd_audit_params {
   /* Test-only planted bugs likewise (tests/train/audit_planted.c; 1 everywhere else):
    * the caps the run clips to, times planted_clip_scale (in [1, 4]; the noise stays
    * sigma C); the Poisson rate the claim accounts, times planted_rate_scale (in (0, 1];
-   * the run samples at the configured rate). */
+   * the run samples at the configured rate). 0 means 1 (callers that predate them). */
   double planted_clip_scale, planted_rate_scale;
   /* DPGD_AUDIT_INPUT: canary images. DPGD_AUDIT_GRADIENT: Dirac gradient points, canary j
    * a training point whose gradient is 4 C e_{k_j} (distinct k_j from the seed), clipped
