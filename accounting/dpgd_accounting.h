@@ -418,4 +418,38 @@ int dpgd_audit_p_value(size_t m, size_t r, size_t v, double eps, double delta, d
 int dpgd_audit_eps_lower(size_t m, size_t r, size_t v, double delta, double confidence,
                          double *eps);
 
+/* Mahloujifar, Melis & Chaudhuri, "Auditing f-Differential Privacy in One Run" (ICML
+ * 2025; train/AUDIT.md "The f-DP bound"): the same game, tested against a whole claimed
+ * trade-off curve f (f(a) = least type II error at type I error a). With tau = 1 -
+ * confidence, r_v = tau v / m, h_v = tau (r - v) / m and for i = v-1 .. 0
+ *   h_i = max(h_{i+1}, f(1 - r_{i+1})),  r_i = r_{i+1} + i / (r - i) (h_i - h_{i+1}),
+ * the claim "the mechanism is f-DP in each canary" is rejected at that confidence when
+ * r_0 + h_0 > r / m (by a relative margin of 1e-9 against rounding). f must be a valid
+ * trade-off curve for the claim (a lower curve is a weaker, still valid, claim). */
+typedef double (*dpgd_audit_curve)(double a, void *ctx);
+int dpgd_audit_fdp_reject(size_t m, size_t r, size_t v, dpgd_audit_curve f, void *ctx,
+                          double confidence, int *reject);
+/* The largest mu (up to 40) whose mu-GDP claim is rejected (bisection, rounded down), 0
+ * when none is; and that mu's eps at delta, rounded down: with that confidence the
+ * mechanism is not mu-GDP, i.e. no Gaussian mechanism of eps at most that value explains
+ * the guesses. */
+int dpgd_audit_fdp_mu_lower(size_t m, size_t r, size_t v, double confidence, double *mu);
+int dpgd_audit_fdp_eps_lower(size_t m, size_t r, size_t v, double delta, double confidence,
+                             double *eps);
+/* The same over the claims "steps Poisson-subsampled Gaussians of rate q and noise
+ * multiplier s" (each curve the envelope of its exact delta(eps) upper bounds at 48
+ * eps): the least s rejected (INFINITY when none) and its eps at delta, rounded down. */
+int dpgd_audit_fdp_sg_lower(size_t m, size_t r, size_t v, double q, uint64_t steps,
+                            double delta, double confidence, double *sigma, double *eps);
+/* Whether the curve of the composition in acct (the envelope of its exact delta(eps) at
+ * 48 eps in [0, eps_max]) is rejected. */
+/* The guess count fixed before a run (train/AUDIT.md "Guesses"): the even r that
+ * maximises the bound (f-DP when fdp, else Steinke et al.'s) at the expected counts of an
+ * ideal attacker on m canaries under a mu-GDP mechanism (scores N(mu, 1) in, N(0, 1)
+ * out; the r/2 highest guessed in, the r/2 lowest out); *expected_eps: that bound. */
+int dpgd_audit_guess_rule(size_t m, double mu, double delta, double confidence, int fdp,
+                          size_t *r, double *expected_eps);
+int dpgd_audit_fdp_profile_reject(size_t m, size_t r, size_t v, const dpgd_accountant *acct,
+                                  double eps_max, double confidence, int *reject);
+
 #endif /* DPGD_ACCOUNTING_H */

@@ -32,6 +32,14 @@ typedef struct dpgd_dataset {
                         unpack copies them, rows x cols is then channels x positions */
   uint8_t *labels;   /* (n) */
   float mean, std;   /* unpack gives (p / 255 - mean) / std */
+  /* Gradient points (train/AUDIT.md "Gradient canaries"; NULL in every other dataset):
+   * when fixed_coord is set, rows i >= fixed_from carry no image (their pixels are
+   * ignored): their per-example gradient is fixed_value times the unit vector on
+   * coordinate fixed_coord[i - fixed_from], clipped, capped and summed by the engine
+   * as every row is (model/engine.c). */
+  size_t fixed_from;
+  const uint32_t *fixed_coord;
+  float fixed_value;
 } dpgd_dataset;
 
 /* An empty dataset of n examples of rows x cols pixels (contents uninitialised), with

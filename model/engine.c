@@ -314,10 +314,40 @@ static size_t gather(chunk_ws *w, const dpgd_dataset *ds, const double *caps, si
   return B;
 }
 
+/* Gradient points [lo, hi) (dpgd_dataset's fixed rows): g_i = v e_{k_i}, ||g_i||^2 = v^2
+ * exactly (a float squared is exact in double); the clipping rule and the accumulation
+ * in index order are those of every row. */
+static void fixed_rows(const dpgd_model *m, double *acc, const dpgd_dataset *ds,
+                       const double *caps, size_t lo, size_t hi, double *pre, double *post,
+                       int constant_time)
+{
+  const double v = ds->fixed_value;
+  for (size_t i = lo; i < hi; i++) {
+    if (!(caps[i] > 0.0 || constant_time)) {
+      if (pre) pre[i] = NAN;
+      if (post) post[i] = 0.0;
+      continue;
+    }
+    double pr, po;
+    float f = dpgd_clip_scale(v * v, caps[i], m->n_params, &pr, &po);
+    if (pre) pre[i] = pr;
+    if (post) post[i] = po;
+    if (f != 0.0f) acc[ds->fixed_coord[i - ds->fixed_from]] += (double)f * v;
+  }
+}
+
 void dpgd_engine_run_leaf(const dpgd_model *m, chunk_ws *w, double *acc, const dpgd_dataset *ds,
                           const double *caps, size_t lo, size_t hi, size_t chunk, double *pre,
                           double *post, int constant_time)
 {
+  if (ds->fixed_coord && ds->fixed_from < hi) {
+    size_t split = ds->fixed_from > lo ? ds->fixed_from : lo;
+    dpgd_dataset images = *ds; /* the rows before fixed_from: images */
+    images.fixed_coord = NULL;
+    dpgd_engine_run_leaf(m, w, acc, &images, caps, lo, split, chunk, pre, post, constant_time);
+    fixed_rows(m, acc, ds, caps, split, hi, pre, post, constant_time);
+    return;
+  }
   for (size_t i = lo; i < hi;) {
     size_t start = i, B = gather(w, ds, caps, &i, hi, chunk, pre, post, constant_time);
     if (B == 0) continue; /* then i == hi */

@@ -18,6 +18,9 @@ void dpgd_audit_defaults(dpgd_audit_params *p)
   p->seed = 1;
   p->confidence = 0.95;
   p->planted_noise_scale = 1;
+  p->planted_clip_scale = 1;
+  p->planted_rate_scale = 1;
+  p->kind = DPGD_AUDIT_INPUT;
 }
 
 void dpgd_audit_free(dpgd_audit *a)
@@ -42,6 +45,12 @@ void dpgd_audit_free(dpgd_audit *a)
   free(a->gstep);
   free(a->gram);
   free(a->theta);
+  free(a->coords);
+  free(a->sb);
+  free(a->syb);
+  free(a->sbb);
+  free(a->pcaps);
+  dpgd_rng_free(a->g);
   free(a);
 }
 
@@ -53,9 +62,13 @@ static int check_params(const dpgd_audit_params *p)
                      p->guesses, p->canaries);
   if (!(p->confidence > 0 && p->confidence < 1))
     return DPGD_FAIL(DPGD_EINVAL, "confidence %g must lie in (0, 1)", p->confidence);
-  if (!(p->planted_noise_scale > 0 && p->planted_noise_scale <= 1))
-    return DPGD_FAIL(DPGD_EINVAL, "planted noise scale %g must lie in (0, 1]",
-                     p->planted_noise_scale);
+  if (!(p->planted_noise_scale > 0 && p->planted_noise_scale <= 1) ||
+      !(p->planted_clip_scale >= 1 && p->planted_clip_scale <= 4) ||
+      !(p->planted_rate_scale > 0 && p->planted_rate_scale <= 1))
+    return DPGD_FAIL(DPGD_EINVAL, "planted scales (noise %g, clip %g, rate %g) out of range",
+                     p->planted_noise_scale, p->planted_clip_scale, p->planted_rate_scale);
+  if (p->kind != DPGD_AUDIT_INPUT && p->kind != DPGD_AUDIT_GRADIENT)
+    return DPGD_FAIL(DPGD_EINVAL, "unknown canary kind %d", p->kind);
   return DPGD_OK;
 }
 
@@ -80,27 +93,45 @@ static int alloc_state(dpgd_audit *a)
   size_t M = a->M, n = a->n_base + M, P = a->P;
   a->shadow = dpgd_ledger_alloc(M, r->plan.filtered, r->plan.clip, r->plan.budget);
   a->ws1 = dpgd_grad_ws_alloc(r->model, 1, 1);
+  int grad = a->ap.kind == DPGD_AUDIT_GRADIENT; /* no per-canary gradient matrices */
   a->ccaps = calloc(M, sizeof *a->ccaps);
   a->cpost = calloc(M, sizeof *a->cpost);
   a->bcaps = calloc(n, sizeof *a->bcaps);
-  a->G = calloc(M * P, sizeof *a->G);
+  a->G = calloc(grad ? 1 : M * P, sizeof *a->G);
   a->gd = calloc(P, sizeof *a->gd);
   a->base_sum = calloc(P, sizeof *a->base_sum);
   a->resid = calloc(P, sizeof *a->resid);
   a->score = calloc(M, sizeof *a->score);
   a->null_mask = calloc(n, 1);
-  a->gstep = calloc(M * M, sizeof *a->gstep);
-  a->gram = calloc(M * M, sizeof *a->gram);
+  a->gstep = calloc(grad ? 1 : M * M, sizeof *a->gstep);
+  a->gram = calloc(grad ? 1 : M * M, sizeof *a->gram);
   a->theta = calloc(P, sizeof *a->theta);
+  a->sb = calloc(M, sizeof *a->sb);
+  a->syb = calloc(M, sizeof *a->syb);
+  a->sbb = calloc(M, sizeof *a->sbb);
   if (!a->shadow || !a->ws1 || !a->ccaps || !a->cpost || !a->bcaps || !a->G || !a->gd ||
       !a->base_sum || !a->resid || !a->score || !a->null_mask || !a->gstep || !a->gram ||
-      !a->theta)
+      !a->theta || !a->sb || !a->syb || !a->sbb)
     return DPGD_FAIL(DPGD_ENOMEM, "no memory for the audit (%zu canaries, %zu parameters)", M,
                      P);
   for (size_t j = 0; j < M; j++) a->null_mask[a->n_base + j] = !a->in[j];
   r->null_mask = a->null_mask;
   /* The canaries are charged as the run charges its points (same summation slack). */
   return dpgd_ledger_set_slack(a->shadow, r->ledger->slack);
+}
+
+/* The planted clip bug: the run clips to planted_clip_scale times the caps it accounts
+ * (and charges the accounted caps), its noise staying sigma C. */
+static int planted_sum(void *ctx, dpgd_model *m, dpgd_grad_ws *ws, const dpgd_dataset *ds,
+                       const double *caps, double *sum, double *post)
+{
+  dpgd_audit *a = ctx;
+  double s = a->ap.planted_clip_scale;
+  for (size_t i = 0; i < ds->n; i++) a->pcaps[i] = caps[i] * s;
+  int rc = dpgd_model_clipped_grad_sum(m, ws, ds, a->pcaps, sum, NULL, post);
+  for (size_t i = 0; !rc && i < ds->n; i++)
+    if (post[i] > caps[i] * caps[i]) post[i] = caps[i] * caps[i];
+  return rc;
 }
 
 /* The claim: eps at delta of the training releases alone (every step's noisy sum, as the
@@ -120,8 +151,15 @@ static int claim_and_plant(dpgd_audit *a)
   if (rc) return rc;
   a->eps_claimed = v.value;
   a->sigma = r->plan.sigma;
+  a->q_claimed = r->plan.sampling == DPGD_SAMPLING_POISSON ? r->plan.sample_rate : 1;
   r->plan.sigma *= a->ap.planted_noise_scale;
-  return DPGD_OK;
+  r->plan.sample_rate /= a->ap.planted_rate_scale; /* sampled faster than accounted */
+  if (a->ap.planted_clip_scale != 1) {
+    a->pcaps = calloc(r->m.n, sizeof *a->pcaps);
+    if (!a->pcaps) return DPGD_FAIL(DPGD_ENOMEM, "no memory for the planted caps");
+    dpgd_run_set_sum(r, planted_sum, a);
+  }
+  return dpgd_gdp_mu(a->eps_claimed, a->delta, &a->mu_claimed);
 }
 
 /* What the audit cannot run. */
@@ -152,6 +190,10 @@ int dpgd_audit_open(dpgd_audit **out, const dpgd_config *c, const char *dir,
                     const dpgd_audit_params *p)
 {
   *out = NULL;
+  dpgd_audit_params pp = *p; /* the planted clip and rate scales: 0 (unset) is 1 */
+  if (pp.planted_clip_scale == 0) pp.planted_clip_scale = 1;
+  if (pp.planted_rate_scale == 0) pp.planted_rate_scale = 1;
+  p = &pp;
   int rc = check_params(p);
   if (rc) return rc;
   rc = check_config(c);
@@ -161,7 +203,6 @@ int dpgd_audit_open(dpgd_audit **out, const dpgd_config *c, const char *dir,
   a->cfg = *c;
   a->ap = *p;
   a->M = p->canaries;
-  if (!a->ap.guesses) a->ap.guesses = a->M / 5 >= 2 ? a->M / 5 / 2 * 2 : 2;
   a->t0 = dpgd_run_now_s();
   rc = dpgd_audit_load_base(a);
   if (!rc) {
@@ -173,6 +214,7 @@ int dpgd_audit_open(dpgd_audit **out, const dpgd_config *c, const char *dir,
   if (!rc) rc = dpgd_audit_write_data(a, dir);
   if (!rc) rc = dpgd_run_open(&a->run, &a->cfg, dir);
   if (!rc) a->P = a->run->P;
+  if (!rc) rc = dpgd_audit_grad_attach(a);
   if (!rc) rc = alloc_state(a);
   if (!rc) rc = claim_and_plant(a);
   if (rc) {
@@ -205,6 +247,23 @@ static int subtract_base(dpgd_audit *a)
   return DPGD_OK;
 }
 
+/* Gradient canaries, at theta_t: canary j's clipped value at its shadow cap, computed
+ * by the engine over the canaries' gradient rows alone (each lands on its own
+ * coordinate of gd), and resid = -(base part) - (1/2) of it on k_j. */
+static int before_step_grad(dpgd_audit *a)
+{
+  dpgd_run *r = a->run;
+  dpgd_ledger_caps(a->shadow, a->ccaps);
+  dpgd_dataset gds = *a->canaries; /* M gradient rows, pixels unused */
+  gds.fixed_from = 0;
+  gds.fixed_coord = a->coords;
+  gds.fixed_value = r->train->fixed_value;
+  int rc = dpgd_model_clipped_grad_sum(r->model, r->ws, &gds, a->ccaps, a->gd, NULL, a->cpost);
+  if (rc) return rc;
+  for (size_t j = 0; j < a->M; j++) a->resid[a->coords[j]] -= 0.5 * a->gd[a->coords[j]];
+  return dpgd_ledger_spend(a->shadow, a->ccaps, a->cpost);
+}
+
 /* Before the step, at theta_t: resid = -(1/2) sum_j G_j - (base points' clipped sum),
  * with the base caps the run is about to use and the canaries' own (shadow) caps. Under
  * Poisson sampling the base part waits for the step's sample (after_step). */
@@ -218,6 +277,7 @@ static int before_step(dpgd_audit *a)
   memset(a->resid, 0, P * sizeof *a->resid);
   int rc = r->rng_sample ? DPGD_OK : subtract_base(a);
   if (rc) return rc;
+  if (a->ap.kind == DPGD_AUDIT_GRADIENT) return before_step_grad(a);
   dpgd_ledger_caps(a->shadow, a->ccaps);
   dpgd_dataset one = *a->canaries;
   one.n = 1;
@@ -255,6 +315,29 @@ static int subtract_sampled_base(dpgd_audit *a)
   return rc;
 }
 
+/* Gradient canaries after the step: y = canary j's coordinate k_j of the residual
+ * (released sum - base part - c/2, c its clipped value). Full batch: the score adds y
+ * (with the base part's sums for audit_report.c's scale fit). Poisson: y + c/2 = B c +
+ * N(0, s^2), B ~ Bernoulli(q) when included, 0 when not (q and s = sigma C as claimed),
+ * and the score adds the step's log-likelihood ratio log(1 - q + q e^{(x c - c^2/2) /
+ * s^2}), the Neyman-Pearson statistic of the step. */
+static void after_step_grad(dpgd_audit *a)
+{
+  double s2 = a->sigma * a->run->plan.clip, q = a->q_claimed;
+  s2 *= s2;
+  for (size_t j = 0; j < a->M; j++) {
+    size_t k = a->coords[j];
+    double y = a->run->sum[k] + a->resid[k], b = a->base_sum[k], c = a->gd[k];
+    if (q < 1) {
+      double t = ((y + 0.5 * c) * c - 0.5 * c * c) / s2, l0 = log1p(-q), l1 = log(q) + t;
+      a->score[j] += l0 > l1 ? l0 + log1p(exp(l1 - l0)) : l1 + log1p(exp(l0 - l1));
+      continue;
+    }
+    a->score[j] += y;
+    a->sb[j] += b, a->syb[j] += y * b, a->sbb[j] += b * b;
+  }
+}
+
 /* After the step: resid += the released noisy sum; score_j += <G_j, resid>; the Gram
  * matrix of the canaries' gradients gains this step's G G^T (audit_report.c solves with
  * it). */
@@ -263,6 +346,10 @@ static int after_step(dpgd_audit *a)
   size_t P = a->P, M = a->M;
   int rc = a->run->rng_sample ? subtract_sampled_base(a) : DPGD_OK;
   if (rc) return rc;
+  if (a->ap.kind == DPGD_AUDIT_GRADIENT) {
+    after_step_grad(a);
+    return DPGD_OK;
+  }
   cblas_ssyrk(CblasRowMajor, CblasUpper, CblasNoTrans, (int)M, (int)P, 1.0f, a->G, (int)P, 0.0f,
               a->gstep, (int)M);
   for (size_t i = 0; i < M; i++)

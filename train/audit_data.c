@@ -52,6 +52,13 @@ int dpgd_audit_make_canaries(dpgd_audit *a)
   uint64_t u = 0;
   for (size_t j = 0; !rc && j < M; j++) {
     uint8_t *px = a->canaries->pixels + j * b->d;
+    if (a->ap.kind == DPGD_AUDIT_GRADIENT) { /* a placeholder image: its pixels are unused */
+      memset(px, 0, b->d);
+      rc = dpgd_rng_u64(g, &u);
+      a->canaries->labels[j] = 0;
+      a->in[j] = (uint8_t)(u & 1);
+      continue;
+    }
     for (size_t k = 0; !rc && k < b->d; k++) {
       if (k % 64 == 0) rc = dpgd_rng_u64(g, &u);
       px[k] = (u >> (k % 64)) & 1 ? hi : lo;
@@ -60,7 +67,7 @@ int dpgd_audit_make_canaries(dpgd_audit *a)
     a->canaries->labels[j] = (uint8_t)((u >> 8) % (uint64_t)b->n_classes);
     a->in[j] = (uint8_t)(u & 1);
   }
-  dpgd_rng_free(g);
+  a->g = g; /* gradient canaries draw their coordinates from it once P is known */
   if (rc) return rc;
   a->canaries->mean = (float)a->cfg.data_mean;
   a->canaries->std = (float)a->cfg.data_std;
@@ -146,4 +153,41 @@ int dpgd_audit_write_data(dpgd_audit *a, const char *dir)
   a->cfg.data_n_train = 0;
   a->cfg.data_n_test = 0;
   return DPGD_OK;
+}
+
+/* Gradient canaries: M distinct coordinates of the P parameters from the audit stream
+ * (a partial Fisher-Yates shuffle; u mod (P - j) is biased by at most 2^-32), and the
+ * run's training rows n_base .. n_base + M - 1 made gradient points: canary j's gradient
+ * is 4 C e_{k_j}, so that every cap the run applies (at most C) clips it. */
+int dpgd_audit_grad_attach(dpgd_audit *a)
+{
+  size_t M = a->M, P = a->P;
+  if (a->ap.kind != DPGD_AUDIT_GRADIENT) return DPGD_OK;
+  if (M > P)
+    return DPGD_FAIL(DPGD_EINVAL,
+                     "%zu gradient canaries need distinct coordinates: this model has %zu "
+                     "parameters",
+                     M, P);
+  uint32_t *perm = malloc(P * sizeof *perm);
+  a->coords = malloc(M * sizeof *a->coords);
+  if (!perm || !a->coords) {
+    free(perm);
+    return DPGD_FAIL(DPGD_ENOMEM, "no memory for %zu gradient canaries", M);
+  }
+  for (size_t k = 0; k < P; k++) perm[k] = (uint32_t)k;
+  int rc = DPGD_OK;
+  for (size_t j = 0; !rc && j < M; j++) {
+    uint64_t u;
+    rc = dpgd_rng_u64(a->g, &u);
+    size_t s = j + (size_t)(u % (uint64_t)(P - j));
+    uint32_t t = perm[j];
+    perm[j] = perm[s], perm[s] = t;
+    a->coords[j] = perm[j];
+  }
+  free(perm);
+  dpgd_dataset *tr = a->run->train;
+  tr->fixed_from = a->n_base;
+  tr->fixed_coord = a->coords;
+  tr->fixed_value = (float)(4 * a->run->plan.clip);
+  return rc;
 }

@@ -35,13 +35,23 @@ struct dpgd_audit {
   float *gstep;          /* (M, M) G G^T of one step (upper triangle) */
   double *gram;          /* (M, M) sum over steps of G G^T (upper triangle) */
   float *theta;          /* (P) theta_t, the iterate of the step's gradients */
+  uint32_t *coords;      /* (M) gradient canaries: canary j's coordinate k_j */
+  dpgd_rng *g;           /* the audit stream, until the coordinates are drawn */
+  double *pcaps;         /* (n_base + M) a planted clip bug's caps (tests only) */
+  /* (M) gradient canaries, over the steps: sum of b = the base part on k_j, of y b (y the
+   * residual on k_j) and of b^2 (audit_report.c fits the base part's scale with them) */
+  double *sb, *syb, *sbb;
   double eps_claimed, delta;
-  double sigma; /* the noise multiplier the claim assumes */
+  double sigma;      /* the noise multiplier the claim assumes */
+  double q_claimed;  /* the Poisson rate the claim assumes (1: full batch) */
+  double mu_claimed; /* GDP mu of the claimed eps at delta (the guess rule's) */
   double t0;
 };
 
 int dpgd_audit_load_base(dpgd_audit *a);
 int dpgd_audit_make_canaries(dpgd_audit *a);
 int dpgd_audit_write_data(dpgd_audit *a, const char *dir);
+int dpgd_audit_grad_attach(dpgd_audit *a);
+int dpgd_audit_pick_guesses(dpgd_audit *a, size_t *r_snj, size_t *r_fdp, double *ideal);
 
 #endif /* DPGD_AUDIT_INTERNAL_H */

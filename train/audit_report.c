@@ -41,6 +41,20 @@ static int decorrelate(dpgd_audit *a)
   return DPGD_OK;
 }
 
+/* Gradient canaries: y_t(k_j) = (S_j - 1/2) c_t(j) + (beta - 1) b_t(k_j) + noise, with b
+ * the base points' clipped sum the auditor computed and beta = 1 in a correct run. One
+ * common beta - 1 is fitted by least squares over every canary and step, and its part
+ * removed from each score: a bug that scales the base points' sums (a wrong clip norm)
+ * then leaves the scores as clean as a correct run's. Post-processing of the released
+ * sums: the power changes, never the validity. */
+static void remove_base_scale(dpgd_audit *a)
+{
+  double num = 0, den = 0;
+  for (size_t j = 0; j < a->M; j++) num += a->syb[j], den += a->sbb[j];
+  double beta1 = den > 0 ? num / den : 0;
+  for (size_t j = 0; j < a->M; j++) a->score[j] -= beta1 * a->sb[j];
+}
+
 typedef struct {
   double score;
   size_t j;
@@ -54,10 +68,11 @@ static int by_score(const void *x, const void *y)
   return a->j < b->j ? -1 : a->j > b->j;
 }
 
-/* guess[j]: 1 in, -1 out, 0 abstain. Returns the number of correct guesses. */
-static size_t make_guesses(const dpgd_audit *a, signed char *guess, ranked *order)
+/* guess[j]: 1 in, -1 out, 0 abstain, for r guesses. Returns the number of correct
+ * guesses. */
+static size_t make_guesses(const dpgd_audit *a, size_t r, signed char *guess, ranked *order)
 {
-  size_t M = a->M, k = a->ap.guesses / 2, correct = 0;
+  size_t M = a->M, k = r / 2, correct = 0;
   for (size_t j = 0; j < M; j++) {
     order[j] = (ranked){a->score[j], j};
     guess[j] = 0;
@@ -105,10 +120,22 @@ static int write_json(const dpgd_audit *a, const dpgd_audit_result *res)
   fprintf(f, ",\n  \"delta\": %.10g,\n  \"confidence\": %.10g,\n", res->delta, res->confidence);
   fprintf(f, "  \"canaries\": %zu,\n  \"included\": %zu,\n", res->canaries, res->included);
   fprintf(f, "  \"guesses\": %zu,\n  \"correct\": %zu,\n", res->guesses, res->correct);
+  fprintf(f, "  \"eps_lower_fdp\": ");
+  dpgd_report_json_num(f, dpgd_round_digits(res->eps_lower_fdp, 10, -1));
+  fprintf(f, ",\n  \"guesses_fdp\": %zu,\n  \"correct_fdp\": %zu,\n  \"fdp_family\": \"%s\",\n",
+          res->guesses_fdp, res->correct_fdp,
+          a->q_claimed < 1 ? "poisson subsampled gaussian" : "gaussian");
+  fprintf(f, "  \"eps_ideal_fdp\": ");
+  dpgd_report_json_num(f, dpgd_round_digits(res->eps_ideal_fdp, 10, -1));
+  fprintf(f, ",\n  \"canaries_kind\": \"%s\",\n",
+          a->ap.kind == DPGD_AUDIT_GRADIENT ? "gradient" : "input");
   fprintf(f, "  \"steps\": %zu,\n  \"algorithm\": \"%s\",\n", res->steps,
           p->filtered ? "filtered" : "plain");
   fprintf(f, "  \"seed\": %llu,\n  \"planted_bug\": %s,\n", (unsigned long long)a->ap.seed,
-          a->ap.planted_noise_scale != 1 ? "true" : "false");
+          a->ap.planted_noise_scale != 1 || a->ap.planted_clip_scale != 1 ||
+                  a->ap.planted_rate_scale != 1
+              ? "true"
+              : "false");
   fprintf(f, "  \"wall_s\": %.3f,\n", res->wall_s);
   fprintf(f, "  \"meaning\": \"with the stated confidence the run is not (eps, delta)-DP "
              "for any eps below eps_lower; a lower bound can refute a claim, never prove "
@@ -118,6 +145,49 @@ static int write_json(const dpgd_audit *a, const dpgd_audit_result *res)
   int rc = dpgd_write_atomic(path, text, len);
   free(text);
   return rc;
+}
+
+/* The guess counts, fixed before the run from public numbers (train/AUDIT.md
+ * "Guesses"): --guesses R for both bounds when given; else, for each bound, the rule
+ * of dpgd_audit_guess_rule at the claim's GDP mu (input canaries keep M/5 for Steinke et
+ * al.'s bound). *ideal: the f-DP bound ideal gradient canaries would expect. */
+int dpgd_audit_pick_guesses(dpgd_audit *a, size_t *r_snj, size_t *r_fdp, double *ideal)
+{
+  size_t M = a->M;
+  double e;
+  int rc = dpgd_audit_guess_rule(M, a->mu_claimed, a->delta, a->ap.confidence, 1, r_fdp, ideal);
+  if (!rc && a->ap.kind == DPGD_AUDIT_GRADIENT)
+    rc = dpgd_audit_guess_rule(M, a->mu_claimed, a->delta, a->ap.confidence, 0, r_snj, &e);
+  else *r_snj = M / 5 >= 2 ? M / 5 / 2 * 2 : 2;
+  if (a->ap.guesses) *r_snj = *r_fdp = a->ap.guesses;
+  return rc;
+}
+
+/* The f-DP bound: the weakest claim of the run's family that v of r correct guesses
+ * reject (Gaussian; subsampled Gaussian at the claimed rate under Poisson sampling). */
+static int fdp_bound(const dpgd_audit *a, size_t r, size_t v, double *eps)
+{
+  if (a->q_claimed < 1) {
+    double sigma;
+    return dpgd_audit_fdp_sg_lower(a->M, r, v, a->q_claimed, a->run->plan.steps, a->delta,
+                                   a->ap.confidence, &sigma, eps);
+  }
+  return dpgd_audit_fdp_eps_lower(a->M, r, v, a->delta, a->ap.confidence, eps);
+}
+
+static int bounds(dpgd_audit *a, dpgd_audit_result *res, signed char *guess, ranked *order)
+{
+  size_t r_snj, r_fdp;
+  int rc = dpgd_audit_pick_guesses(a, &r_snj, &r_fdp, &res->eps_ideal_fdp);
+  if (rc) return rc;
+  res->guesses_fdp = r_fdp;
+  res->correct_fdp = make_guesses(a, r_fdp, guess, order);
+  rc = fdp_bound(a, r_fdp, res->correct_fdp, &res->eps_lower_fdp);
+  if (rc) return rc;
+  res->guesses = r_snj;
+  res->correct = make_guesses(a, r_snj, guess, order); /* the guesses written out */
+  return dpgd_audit_eps_lower(a->M, r_snj, res->correct, a->delta, a->ap.confidence,
+                              &res->eps_lower);
 }
 
 int dpgd_audit_finish(dpgd_audit *a, dpgd_audit_result *res)
@@ -130,18 +200,16 @@ int dpgd_audit_finish(dpgd_audit *a, dpgd_audit_result *res)
   ranked *order = malloc(a->M * sizeof *order);
   if (!guess || !order) rc = DPGD_FAIL(DPGD_ENOMEM, "no memory for the guesses");
   memset(res, 0, sizeof *res);
-  if (!rc) rc = decorrelate(a);
+  if (!rc && a->ap.kind == DPGD_AUDIT_INPUT) rc = decorrelate(a);
+  if (!rc && a->ap.kind == DPGD_AUDIT_GRADIENT) remove_base_scale(a);
   if (!rc) {
-    res->correct = make_guesses(a, guess, order);
     res->canaries = a->M;
     res->included = a->included;
-    res->guesses = a->ap.guesses;
     res->confidence = a->ap.confidence;
     res->delta = a->delta;
     res->eps_claimed = a->eps_claimed;
     res->steps = dpgd_run_step_index(a->run);
-    rc = dpgd_audit_eps_lower(a->M, res->guesses, res->correct, a->delta, res->confidence,
-                              &res->eps_lower);
+    rc = bounds(a, res, guess, order);
   }
   res->wall_s = dpgd_run_now_s() - a->t0;
   if (!rc) rc = write_scores(a, guess);

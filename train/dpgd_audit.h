@@ -24,20 +24,40 @@
  * dpgd_audit_step until dpgd_audit_done, then dpgd_audit_finish. */
 typedef struct dpgd_audit_params {
   size_t canaries;   /* M >= 2 */
-  size_t guesses;    /* r, even, <= M; 0: M / 5 rounded down to even (at least 2) */
+  size_t guesses;    /* r, even, <= M; 0: the rule of train/AUDIT.md "Guesses" */
   uint64_t seed;     /* canary images, labels and inclusion coins */
   double confidence; /* of the lower bound, in (0, 1) */
   /* Noise multiplier actually used over the one the claim assumes: 1 in every audit a
    * user can run (dpgd audit has no flag for it); tests/train/audit_planted.c plants a
    * bug with 0.1 to show that the audit catches it. */
   double planted_noise_scale;
+  /* Test-only planted bugs likewise (tests/train/audit_planted.c; 1 everywhere else):
+   * the caps the run clips to, times planted_clip_scale (in [1, 4]; the noise stays
+   * sigma C); the Poisson rate the claim accounts, times planted_rate_scale (in (0, 1];
+   * the run samples at the configured rate). 0 means 1 (callers that predate them). */
+  double planted_clip_scale, planted_rate_scale;
+  /* DPGD_AUDIT_INPUT: canary images. DPGD_AUDIT_GRADIENT: Dirac gradient points, canary j
+   * a training point whose gradient is 4 C e_{k_j} (distinct k_j from the seed), clipped
+   * to its cap by the run (train/AUDIT.md "Gradient canaries"); M <= parameters. */
+  int kind;
 } dpgd_audit_params;
 
-void dpgd_audit_defaults(dpgd_audit_params *p); /* M 1000, r M/5, seed 1, 0.95, 1 */
+enum { DPGD_AUDIT_INPUT = 0, DPGD_AUDIT_GRADIENT = 1 };
+
+/* M 1000, r by the rule, seed 1, 0.95, no planted bug, input canaries */
+void dpgd_audit_defaults(dpgd_audit_params *p);
 
 typedef struct dpgd_audit_result {
   double eps_lower, eps_claimed, delta, confidence;
   size_t canaries, included, guesses, correct, steps;
+  /* The f-DP bound (train/AUDIT.md "The f-DP bound"): its guesses, correct ones, and
+   * the eps (at delta) of the weakest claim of the run's family (Gaussian; subsampled
+   * Gaussian at the claimed rate under Poisson sampling) it rejects. */
+  size_t guesses_fdp, correct_fdp;
+  double eps_lower_fdp;
+  /* The f-DP bound that ideal gradient canaries would give at this claim, at the
+   * expected counts of the guess rule (for input canaries: how much weaker they are). */
+  double eps_ideal_fdp;
   double wall_s;
 } dpgd_audit_result;
 

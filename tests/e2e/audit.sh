@@ -47,6 +47,7 @@ modes=$(stat -c '%a' "$TMP/plain/audit_data" "$TMP/plain/audit_data"/* | sort -u
 checks=$((checks + 1))
 grep -q '^SENSITIVE: audit_data/ is a byte-identical copy of the training data' "$TMP/plain/SENSITIVE" ||
   fail "plain: SENSITIVE missing or wrong"
+expect_out plain-weaker '^weaker      input canaries: ideal gradient canaries would expect'
 expect_ok planted "$PLANTED" audit "${ARGS[@]}" --out "$TMP/planted"
 expect_out planted-verdict '^verdict     CLAIM REFUTED'
 audit_ok planted "$TMP/planted" ABOVE
@@ -59,6 +60,23 @@ expect_ok filtered "$DPGD" audit "${ARGS[@]}" "${F[@]}" --out "$TMP/filtered"
 audit_ok filtered "$TMP/filtered" BELOW
 expect_ok filtered-planted "$PLANTED" audit "${ARGS[@]}" "${F[@]}" --out "$TMP/filtered-planted"
 audit_ok filtered-planted "$TMP/filtered-planted" ABOVE
+
+# Gradient canaries (7850 on softmax): below the claim without a bug, above it with the
+# noise halved, the clip applied as 2C, and (DP-SGD) Poisson sampled at twice the rate.
+G=(--canaries 7850 --canaries-kind gradient)
+expect_ok grad "$DPGD" audit "${ARGS[@]}" "${G[@]}" --out "$TMP/grad"
+audit_ok grad "$TMP/grad" BELOW
+checks=$((checks + 1))
+grep -q '"canaries_kind": "gradient"' "$TMP/grad/audit.json" || fail "grad: kind not recorded"
+expect_ok grad-noise env AUDIT_PLANTED_SCALE=0.5 "$PLANTED" audit "${ARGS[@]}" "${G[@]}" --out "$TMP/grad-noise"
+expect_out grad-noise-verdict '^verdict     CLAIM REFUTED'
+expect_ok grad-clip env AUDIT_PLANTED_BUG=clip "$PLANTED" audit "${ARGS[@]}" "${G[@]}" --out "$TMP/grad-clip"
+expect_out grad-clip-verdict '^verdict     CLAIM REFUTED'
+S=(--set train.sampling=poisson --set train.sample_rate=0.25)
+expect_ok grad-rate env AUDIT_PLANTED_BUG=rate "$PLANTED" audit "${ARGS[@]}" "${G[@]}" "${S[@]}" --out "$TMP/grad-rate"
+expect_out grad-rate-verdict '^verdict     CLAIM REFUTED'
+expect_fail bad-kind 'canaries-kind must be input or gradient' "$DPGD" audit "${ARGS[@]}" --canaries-kind image --out "$TMP/v"
+expect_fail too-many 'this model has 7850 parameters' "$DPGD" audit "${ARGS[@]}" --canaries 7851 --canaries-kind gradient --out "$TMP/u"
 
 # Same seeds, same scores; the figure is drawn when gnuplot is there.
 expect_ok again "$DPGD" audit "${ARGS[@]}" --out "$TMP/again"

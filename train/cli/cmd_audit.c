@@ -18,31 +18,40 @@
 
 static void usage(FILE *f)
 {
-  fprintf(f,
-          "usage: dpgd audit --config FILE [--set section.key=value ...] [--canaries M]\n"
-          "                  [--guesses R] [--seed S] [--confidence C] --out DIR [--quiet]\n\n"
-          "One-run privacy audit (Steinke, Nasr & Jagielski, NeurIPS 2023): M canary\n"
-          "images are appended to the config's training set, each included with\n"
-          "probability 1/2 (an excluded one is a null point); the run is trained as\n"
-          "'dpgd train' trains it and the auditor sees every released noisy sum\n"
-          "(white box). A canary's score estimates its inclusion by least squares\n"
-          "from the released sums (the base data's part removed) and every canary's\n"
-          "clipped gradient at each released iterate; the R/2 highest scores are\n"
-          "guessed in, the R/2 lowest out, and the correct guesses give a lower bound\n"
-          "on eps at the run's delta. A lower bound can show that a claimed eps is\n"
-          "false; it can never show that it holds (train/AUDIT.md).\n\n"
-          "  --config FILE    INI configuration (configs/*.ini)\n"
-          "  --set S.K=V      override one key (repeatable)\n"
-          "  --canaries M     canaries (default 1000)\n"
-          "  --guesses R      guesses, even (default M/5)\n"
-          "  --seed S         canaries and inclusion coins (default 1)\n"
-          "  --confidence C   of the lower bound (default 0.95)\n"
-          "  --out DIR        run directory: the run's files, audit.json,\n"
-          "                   audit_scores.csv, audit_scores.png, SENSITIVE and\n"
-          "                   audit_data/ (a copy of the training data, mode 0600):\n"
-          "                   keep DIR as private as the data; an audit is a separate\n"
-          "                   use of the data, and its scores are covered by no guarantee\n"
-          "  --quiet          no progress line\n");
+  fprintf(f, "usage: dpgd audit --config FILE [--set section.key=value ...] [--canaries M]\n"
+             "                  [--guesses R] [--seed S] [--confidence C]\n"
+             "                  [--canaries-kind input|gradient] --out DIR [--quiet]\n\n"
+             "One-run privacy audit (Steinke, Nasr & Jagielski, NeurIPS 2023): M canary\n"
+             "images are appended to the config's training set, each included with\n"
+             "probability 1/2 (an excluded one is a null point); the run is trained as\n"
+             "'dpgd train' trains it and the auditor sees every released noisy sum\n"
+             "(white box). A canary's score estimates its inclusion by least squares\n"
+             "from the released sums (the base data's part removed) and every canary's\n"
+             "clipped gradient at each released iterate; the R/2 highest scores are\n"
+             "guessed in, the R/2 lowest out, and the correct guesses give a lower bound\n"
+             "on eps at the run's delta. A lower bound can show that a claimed eps is\n"
+             "false; it can never show that it holds (train/AUDIT.md).\n"
+             "Two bounds: Steinke et al.'s (eps, delta) bound and the f-DP bound of\n"
+             "Mahloujifar, Melis & Chaudhuri (ICML 2025), which tests the claimed\n"
+             "mechanism's whole trade-off curve; the verdict is the f-DP bound's.\n"
+             "Gradient canaries (--canaries-kind gradient) are training points whose\n"
+             "gradient is 4C on one coordinate of their own (at most one canary per\n"
+             "parameter), clipped, charged, sampled and noised as every point; a canary's\n"
+             "score is its coordinate of the released sums less the base points' part.\n\n"
+             "  --config FILE    INI configuration (configs/*.ini)\n"
+             "  --set S.K=V      override one key (repeatable)\n"
+             "  --canaries M     canaries (default 1000)\n"
+             "  --guesses R      guesses, even (default: a rule fixed before the run,\n"
+             "                   train/AUDIT.md \"Guesses\")\n"
+             "  --canaries-kind K  input (canary images, default) or gradient\n"
+             "  --seed S         canaries and inclusion coins (default 1)\n"
+             "  --confidence C   of the lower bound (default 0.95)\n"
+             "  --out DIR        run directory: the run's files, audit.json,\n"
+             "                   audit_scores.csv, audit_scores.png, SENSITIVE and\n"
+             "                   audit_data/ (a copy of the training data, mode 0600):\n"
+             "                   keep DIR as private as the data; an audit is a separate\n"
+             "                   use of the data, and its scores are covered by no guarantee\n"
+             "  --quiet          no progress line\n");
 }
 
 typedef struct {
@@ -58,7 +67,13 @@ static int parse_value(audit_args *a, const char *arg, const char *v)
   double d;
   if (!strcmp(arg, "--config")) a->config = v;
   else if (!strcmp(arg, "--out")) a->out = v;
-  else if (!strcmp(arg, "--set")) {
+  else if (!strcmp(arg, "--canaries-kind")) {
+    if (!strcmp(v, "input")) a->p.kind = DPGD_AUDIT_INPUT;
+    else if (!strcmp(v, "gradient")) a->p.kind = DPGD_AUDIT_GRADIENT;
+    else
+      return dpgd_cli_usage_error("audit",
+                                  "--canaries-kind must be input or gradient, not '%s'", v);
+  } else if (!strcmp(arg, "--set")) {
     if (a->n_sets >= MAX_SETS)
       return dpgd_cli_usage_error("audit", "more than %d --set overrides", MAX_SETS);
     a->sets[a->n_sets++] = v;
@@ -76,8 +91,9 @@ static int parse_value(audit_args *a, const char *arg, const char *v)
 
 static int parse_args(audit_args *a, int argc, char **argv)
 {
-  static const char *const valued[] = {"--config", "--set",     "--out",        "--canaries",
-                                       "--seed",   "--guesses", "--confidence", NULL};
+  static const char *const valued[] = {"--config",     "--set",           "--out",
+                                       "--canaries",   "--seed",          "--guesses",
+                                       "--confidence", "--canaries-kind", NULL};
   for (int i = 1; i < argc; i++) {
     const char *arg = argv[i];
     if (!strcmp(arg, "--quiet")) {
@@ -166,15 +182,23 @@ static void draw_scores(const dpgd_audit *au, const dpgd_audit_result *res, cons
   free(text);
 }
 
-static void print_result(const dpgd_audit_result *res, const char *dir)
+static void print_result(const dpgd_audit_result *res, const char *dir, int gradient)
 {
   printf("canaries    %zu (%zu included), %zu guesses, %zu correct\n", res->canaries,
          res->included, res->guesses, res->correct);
-  printf("eps_lower   %.4f at confidence %g (delta %g)\n",
+  printf("eps_lower   %.4f at confidence %g (delta %g; Steinke et al.)\n",
          dpgd_round_digits(res->eps_lower, 4, -1), res->confidence, res->delta);
+  printf("f-DP bound  %.4f at confidence %g (%zu guesses, %zu correct; the largest eps of a "
+         "claim of the run's mechanism family it rejects)\n",
+         dpgd_round_digits(res->eps_lower_fdp, 4, -1), res->confidence, res->guesses_fdp,
+         res->correct_fdp);
   printf("eps_claimed %.4f (exact, training releases)\n",
          dpgd_round_digits(res->eps_claimed, 4, 1));
-  printf("verdict     %s\n", res->eps_lower > res->eps_claimed
+  if (!gradient)
+    printf("weaker      input canaries: ideal gradient canaries would expect an f-DP bound of "
+           "about %.2f here (--canaries-kind gradient)\n",
+           dpgd_round_digits(res->eps_ideal_fdp, 3, -1));
+  printf("verdict     %s\n", res->eps_lower_fdp > res->eps_claimed
                                  ? "CLAIM REFUTED: the lower bound exceeds the claimed eps"
                                  : "no violation found (a lower bound proves no privacy)");
   printf("done        %zu steps in %.1f s; %s/audit.json\n", res->steps, res->wall_s, dir);
@@ -183,7 +207,8 @@ static void print_result(const dpgd_audit_result *res, const char *dir)
          dir, dir);
 }
 
-int dpgd_cmd_audit_planted(int argc, char **argv, double noise_scale)
+int dpgd_cmd_audit_planted(int argc, char **argv, double noise_scale, double clip_scale,
+                           double rate_scale)
 {
   if (dpgd_cli_wants_help(argc, argv)) {
     usage(stdout);
@@ -195,6 +220,8 @@ int dpgd_cmd_audit_planted(int argc, char **argv, double noise_scale)
   int code = parse_args(&a, argc, argv);
   if (code) return code;
   a.p.planted_noise_scale = noise_scale;
+  a.p.planted_clip_scale = clip_scale;
+  a.p.planted_rate_scale = rate_scale;
   dpgd_config c;
   dpgd_config_defaults(&c);
   int rc = dpgd_config_load(&c, a.config);
@@ -210,12 +237,17 @@ int dpgd_cmd_audit_planted(int argc, char **argv, double noise_scale)
     dpgd_audit_free(au);
     return dpgd_cli_status_error(rc, "audit failed");
   }
-  if (noise_scale != 1)
-    printf("PLANTED BUG noise scaled by %g (test-only binary)\n", noise_scale);
+  if (noise_scale != 1 || clip_scale != 1 || rate_scale != 1)
+    printf("PLANTED BUG noise scaled by %g, clip by %g, accounted rate by %g (test-only "
+           "binary)\n",
+           noise_scale, clip_scale, rate_scale);
   draw_scores(au, &res, a.out);
-  print_result(&res, a.out);
+  print_result(&res, a.out, a.p.kind == DPGD_AUDIT_GRADIENT);
   dpgd_audit_free(au);
   return DPGD_EXIT_OK;
 }
 
-int dpgd_cmd_audit(int argc, char **argv) { return dpgd_cmd_audit_planted(argc, argv, 1); }
+int dpgd_cmd_audit(int argc, char **argv)
+{
+  return dpgd_cmd_audit_planted(argc, argv, 1, 1, 1);
+}

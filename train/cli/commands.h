@@ -22,9 +22,12 @@ dpgd_cmd_fn dpgd_cmd_data;     /* cmd_data.c */
 dpgd_cmd_fn dpgd_cmd_data_png; /* cmd_data_png.c: 'dpgd data png' */
 dpgd_cmd_fn dpgd_cmd_bench;    /* cmd_bench.c */
 dpgd_cmd_fn dpgd_cmd_audit;    /* cmd_audit.c */
-/* 'dpgd audit' with the noise of the run scaled by noise_scale (< 1: a planted bug).
- * Only the test-only program tests/train/audit_planted.c passes anything but 1: the
- * dpgd binary has no way to plant it. */
-int dpgd_cmd_audit_planted(int argc, char **argv, double noise_scale);
+/* 'dpgd audit' with planted bugs: the run's noise scaled by noise_scale (< 1), its
+ * clip applied as clip_scale C (> 1) while accounted as C, its Poisson rate accounted
+ * as rate_scale (< 1) times the rate it samples at. Only the test-only program
+ * tests/train/audit_planted.c passes anything but 1, 1, 1: the dpgd binary has no way
+ * to plant them. */
+int dpgd_cmd_audit_planted(int argc, char **argv, double noise_scale, double clip_scale,
+                           double rate_scale);
 
 #endif /* DPGD_COMMANDS_H */
