@@ -97,7 +97,14 @@ void dpgd_data_unpack(float *out, const dpgd_dataset *ds, size_t first, size_t c
 
 void dpgd_data_unpack_idx(float *out, const dpgd_dataset *ds, const size_t *idx, size_t count)
 {
-  for (size_t k = 0; k < count; k++) dpgd_data_unpack(out + k * ds->d, ds, idx[k], 1);
+  /* The examples lie anywhere in the dataset: the next one's pixels are fetched while
+   * this one is converted (a sampled batch is otherwise bound by the memory's latency). */
+  for (size_t k = 0; k < count; k++) {
+    if (k + 1 < count)
+      for (size_t b = 0; b < ds->d; b += 64)
+        __builtin_prefetch(ds->pixels + idx[k + 1] * ds->d + b);
+    dpgd_data_unpack(out + k * ds->d, ds, idx[k], 1);
+  }
 }
 
 int dpgd_data_truncate(dpgd_dataset *ds, size_t n)

@@ -116,6 +116,11 @@ int dpgd_ledger_set_slack(dpgd_ledger *l, double slack);
  * does not exceed the slack. Filtered DP-SGD: also sets the step's grid indices (the
  * ledger's scratch). */
 void dpgd_ledger_caps(const dpgd_ledger *l, double *caps /* (n) out */);
+/* The caps of dpgd_ledger_caps for the points with in[i] != 0 and 0 for the others
+ * (a sampled step's caps), the same bits; without a DP-SGD filter only the sampled
+ * points' allowances are computed. */
+void dpgd_ledger_caps_in(const dpgd_ledger *l, const unsigned char *in /* (n) */,
+                         double *caps /* (n) out */);
 
 /* Charges one step: s(i) += min(a(i)^2, (sqrt(sqnorm_post[i]) + slack)^2 rounded up)
  * (nothing for a point with cap 0 or a zero contribution); sqnorm_post[i] is the

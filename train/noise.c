@@ -28,6 +28,7 @@
 #include "noise_internal.h"
 
 #define SECURE_BUF_WORDS 512 /* 4 KiB of getrandom output per refill */
+#define POISSON_BLOCK 512    /* points per bulk read of a research stream */
 
 struct dpgd_rng {
   int mode;
@@ -221,12 +222,27 @@ int dpgd_rng_sample_poisson(dpgd_rng *r, double q, unsigned char *in, size_t n, 
   /* q 2^64 is exact (a power-of-two scaling); below 2^64 for q < 1, so it converts. */
   uint64_t thresh = q < 1 ? (uint64_t)ldexp(q, 64) : UINT64_MAX;
   size_t k = 0;
-  for (size_t i = 0; i < n; i++) {
-    uint64_t w;
-    int rc = dpgd_rng_u64(r, &w);
-    if (rc) return rc;
-    in[i] = q == 1 || w < thresh;
-    k += in[i];
+  if (r->mode == DPGD_RNG_RESEARCH) {
+    /* The words of dpgd_rng_u64 (high half first), read a block of points at a time. */
+    uint32_t words[2 * POISSON_BLOCK];
+    for (size_t i0 = 0; i0 < n; i0 += POISSON_BLOCK) {
+      size_t b = n - i0 < POISSON_BLOCK ? n - i0 : POISSON_BLOCK;
+      dpgd_stream_words(r->g, words, 2 * b);
+      for (size_t i = 0; i < b; i++) {
+        uint64_t w = (uint64_t)words[2 * i] << 32 | words[2 * i + 1];
+        in[i0 + i] = q == 1 || w < thresh;
+        k += in[i0 + i];
+      }
+    }
+    explicit_bzero(words, sizeof words);
+  } else {
+    for (size_t i = 0; i < n; i++) {
+      uint64_t w;
+      int rc = dpgd_rng_u64(r, &w);
+      if (rc) return rc;
+      in[i] = q == 1 || w < thresh;
+      k += in[i];
+    }
   }
   if (count) *count = k;
   return DPGD_OK;

@@ -24,6 +24,9 @@ void dpgd_stream_set_key(gsl_rng *g, const uint8_t key[DPGD_STREAM_KEY_BYTES]);
 /* Words drawn so far (modulo 2^64); dpgd_stream_seek goes to any position. */
 uint64_t dpgd_stream_position(const gsl_rng *g);
 void dpgd_stream_seek(gsl_rng *g, uint64_t position);
+/* The next n words of the stream (the words n gsl_rng_get calls would return), read
+ * a buffer at a time. */
+void dpgd_stream_words(gsl_rng *g, uint32_t *out, size_t n);
 /* Zeroes the generator's state (key and buffered keystream) before it is freed. */
 void dpgd_stream_wipe(gsl_rng *g);
 

@@ -100,14 +100,9 @@ int dpgd_run_checkpoint(dpgd_run *r) { return dpgd_run_write_checkpoint(r); }
  * sample is normal: the update is then noise only. */
 static int sample_batch(dpgd_run *r)
 {
-  int rc =
-      r->plan.sampling == DPGD_SAMPLING_SUBSET
-          ? dpgd_rng_sample_subset(r->rng_sample, r->plan.batch_size, r->in, r->m.n)
-          : dpgd_rng_sample_poisson(r->rng_sample, r->plan.sample_rate, r->in, r->m.n, NULL);
-  if (rc) return rc;
-  for (size_t i = 0; i < r->m.n; i++)
-    if (!r->in[i]) r->caps[i] = 0;
-  return DPGD_OK;
+  return r->plan.sampling == DPGD_SAMPLING_SUBSET
+             ? dpgd_rng_sample_subset(r->rng_sample, r->plan.batch_size, r->in, r->m.n)
+             : dpgd_rng_sample_poisson(r->rng_sample, r->plan.sample_rate, r->in, r->m.n, NULL);
 }
 
 /* Filtered DP-SGD at a refresh step (steps 1, 1 + r, 1 + 2r, ...: public): every point's
@@ -128,20 +123,41 @@ static int refresh_pass(dpgd_run *r)
   return rc;
 }
 
+/* The step's caps: the ledger's, 0 outside the sample. The sample comes from its own
+ * stream, so drawing it before the caps changes no bit; without a DP-SGD filter only
+ * the sampled points' allowances are then computed (the step's work is the batch's).
+ * Filtered DP-SGD computes every cap first: a refresh pass clips every point. */
+static int step_caps(dpgd_run *r)
+{
+  int sampled_only = r->rng_sample && !r->ledger->sg;
+  int rc;
+  if (!sampled_only) {
+    dpgd_ledger_caps(r->ledger, r->caps);
+    rc = refresh_pass(r);
+    if (rc || !r->rng_sample) return rc;
+  }
+  rc = sample_batch(r);
+  if (rc) return rc;
+  if (sampled_only) {
+    dpgd_ledger_caps_in(r->ledger, r->in, r->caps);
+  } else {
+    for (size_t i = 0; i < r->m.n; i++)
+      if (!r->in[i]) r->caps[i] = 0;
+  }
+  return DPGD_OK;
+}
+
 /* The clipped sum under the caps of the ledger, the spend, and ONE Gaussian draw on it. */
 static int clipped_noisy_sum(dpgd_run *r)
 {
   const dpgd_plan *p = &r->plan;
   /* Zero active points is a normal state: the sum is then zero and the update is noise
    * only (divided by the public n, never by the active count). */
-  dpgd_ledger_caps(r->ledger, r->caps);
-  int rc = refresh_pass(r);
+  int rc = step_caps(r);
   if (rc) return rc;
   if (r->null_mask) /* dpgd audit: an excluded canary contributes nothing */
     for (size_t i = 0; i < r->m.n; i++)
       if (r->null_mask[i]) r->caps[i] = 0;
-  rc = r->rng_sample ? sample_batch(r) : DPGD_OK;
-  if (rc) return rc;
   rc = r->sum_fn ? r->sum_fn(r->sum_ctx, r->model, r->ws, r->train, r->caps, r->sum, r->post)
                  : dpgd_model_clipped_grad_sum(r->model, r->ws, r->train, r->caps, r->sum, NULL,
                                                r->post);

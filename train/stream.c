@@ -69,6 +69,27 @@ static unsigned long stream_get(void *vs)
          (unsigned long)b[3] << 24;
 }
 
+/* n words in stream order, the very words n calls of stream_get return: whole buffers
+ * are copied at a time instead of one word per call through GSL's function pointer. */
+void dpgd_stream_words(gsl_rng *g, uint32_t *out, size_t n)
+{
+  stream_state *s = gsl_rng_state(g);
+  while (n > 0) {
+    if (s->pos == BUF_WORDS) {
+      fill(s, s->block + BUF_BLOCKS);
+      s->pos = 0;
+    }
+    size_t k = BUF_WORDS - s->pos < n ? BUF_WORDS - s->pos : n;
+    const uint8_t *b = s->buf + 4 * s->pos;
+    for (size_t w = 0; w < k; w++, b += 4)
+      out[w] =
+          (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+    s->pos += (uint32_t)k;
+    out += k;
+    n -= k;
+  }
+}
+
 static double stream_get_double(void *vs) { return (double)stream_get(vs) / 4294967296.0; }
 
 static const gsl_rng_type stream_type = {"dpgd-chacha20",      0xffffffffUL, 0,

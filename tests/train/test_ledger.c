@@ -232,6 +232,46 @@ static void test_slack(void **state)
   dpgd_ledger_free(l);
 }
 
+/* A sampled step: dpgd_ledger_caps_in gives dpgd_ledger_caps' bits on the sampled
+ * points and 0 elsewhere, and the spend of those caps (whatever the unsampled points'
+ * post values, in runs of 8 or more that the spend skips) equals the spend of all the
+ * caps with post 0 outside the sample: the same bits, every point, every step. A NaN
+ * post value is refused even where the cap is 0. */
+static void test_caps_in(void **state)
+{
+  (void)state;
+  enum { N = 45, T = 60 };
+  const double C = 1.25, B = 4 * C * C;
+  double full[N], caps[N], post[N], post0[N];
+  unsigned char in[N];
+  int bound = 0;
+  dpgd_ledger *a = dpgd_ledger_alloc(N, 1, C, B), *b = dpgd_ledger_alloc(N, 1, C, B);
+  assert_int_equal(dpgd_ledger_set_slack(a, 1e-3), DPGD_OK);
+  assert_int_equal(dpgd_ledger_set_slack(b, 1e-3), DPGD_OK);
+  for (int t = 0; t < T; t++) {
+    /* Every ninth point, shifting: a sampled point right after 8 unsampled ones. */
+    for (int i = 0; i < N; i++) in[i] = (i + t) % 9 == 0 || i == N - 1 || urand() < 0.1;
+    dpgd_ledger_caps(a, full);
+    dpgd_ledger_caps_in(b, in, caps);
+    for (int i = 0; i < N; i++) {
+      double want = in[i] ? full[i] : 0.0;
+      bound |= full[i] < C - 1e-3;
+      assert_memory_equal(&caps[i], &want, sizeof want);
+      post[i] = in[i] ? caps[i] * caps[i] * urand() : 1e6;
+      post0[i] = in[i] ? post[i] : 0.0;
+    }
+    assert_int_equal(dpgd_ledger_spend(a, full, post0), DPGD_OK);
+    assert_int_equal(dpgd_ledger_spend(b, caps, post), DPGD_OK);
+    assert_memory_equal(a->spend, b->spend, N * sizeof(double));
+  }
+  assert_true(bound); /* the budgets ran out on the way */
+  for (int i = 0; i < N; i++) caps[i] = 0, post[i] = 0;
+  post[20] = NAN;
+  assert_int_equal(dpgd_ledger_spend(b, caps, post), DPGD_ERANGE);
+  dpgd_ledger_free(a);
+  dpgd_ledger_free(b);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -239,6 +279,7 @@ int main(void)
       cmocka_unit_test(test_boundaries),       cmocka_unit_test(test_nan_post_refused),
       cmocka_unit_test(test_invariant_random), cmocka_unit_test(test_alg6_caps_reproduced),
       cmocka_unit_test(test_point_mu2),        cmocka_unit_test(test_slack),
+      cmocka_unit_test(test_caps_in),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -239,6 +239,42 @@ static void test_poisson_batch_sizes(void **state)
   dpgd_rng_free(r);
 }
 
+/* The sample is a function of the stream's words alone, the same bits as one
+ * dpgd_rng_u64 per point in index order: point i is in iff its word is below
+ * floor(q 2^64), for sizes across the bulk reads' blocks, and the stream ends at the
+ * same position (the next word agrees). */
+static void test_poisson_words(void **state)
+{
+  (void)state;
+  static const size_t sizes[] = {1, 511, 512, 513, 1500};
+  static const double rates[] = {0.3, 0.0042666666666666667, 1.0, 0.0};
+  unsigned char *in = malloc(1500);
+  assert_non_null(in);
+  for (size_t a = 0; a < 5; a++)
+    for (size_t b = 0; b < 4; b++) {
+      dpgd_rng *r = dpgd_rng_alloc_u64(DPGD_RNG_RESEARCH, 2385 + a, DPGD_STREAM_SAMPLE);
+      dpgd_rng *t = dpgd_rng_alloc_u64(DPGD_RNG_RESEARCH, 2385 + a, DPGD_STREAM_SAMPLE);
+      size_t n = sizes[a], k, want = 0;
+      double q = rates[b];
+      assert_int_equal(dpgd_rng_sample_poisson(r, q, in, n, &k), DPGD_OK);
+      for (size_t i = 0; i < n; i++) {
+        uint64_t w;
+        assert_int_equal(dpgd_rng_u64(t, &w), DPGD_OK);
+        int ref = q == 1 || (long double)w < floorl((long double)q * 0x1p64L);
+        assert_int_equal(in[i], ref);
+        want += (size_t)ref;
+      }
+      assert_int_equal(k, want);
+      uint64_t u, v;
+      assert_int_equal(dpgd_rng_u64(r, &u), DPGD_OK);
+      assert_int_equal(dpgd_rng_u64(t, &v), DPGD_OK);
+      assert_true(u == v);
+      dpgd_rng_free(r);
+      dpgd_rng_free(t);
+    }
+  free(in);
+}
+
 /* Independence: over T steps, each point's inclusion rate is q, two different points
  * (i, i + 1) are in together at rate q^2, and one point in two consecutive steps at rate
  * q^2. z-tests of the counts, rejected at |z| > 5.3 (false alarm about 1.2e-7 each).
@@ -288,7 +324,7 @@ int main(void)
       cmocka_unit_test(test_research_reproducible), cmocka_unit_test(test_state_restore),
       cmocka_unit_test(test_gaussian_std_research), cmocka_unit_test(test_gaussian_std_secure),
       cmocka_unit_test(test_uniform_extremes),      cmocka_unit_test(test_poisson_batch_sizes),
-      cmocka_unit_test(test_poisson_independence),
+      cmocka_unit_test(test_poisson_independence),  cmocka_unit_test(test_poisson_words),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

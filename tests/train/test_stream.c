@@ -3,7 +3,8 @@
  * own vectors), keys computed by Python's hashlib (BLAKE2b), and the properties the
  * privacy argument needs: every bit of the seed changes every stream, the labels give
  * distinct streams, a checkpointed position continues the stream, a bad state is refused,
- * a run's initial parameters are the init keystream's words; plus train.seed's text
+ * a run's initial parameters are the init keystream's words, the bulk read gives the
+ * keystream's words in order; plus train.seed's text
  * (decimal below 2^64, 0x and up to 64 hex digits). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -176,6 +177,39 @@ static void test_stream_known_answer(void **state)
   dpgd_rng_free(r);
 }
 
+/* dpgd_stream_words (the bulk read behind Poisson sampling) gives the reference
+ * keystream's words in order, for reads of 1 word up to several refills, starting inside
+ * and at the end of a refill, and leaves the position where word-by-word reads would. */
+static void test_stream_words(void **state)
+{
+  (void)state;
+  dpgd_seed s;
+  uint8_t key[32], nonce[8] = {0};
+  seed_and_key(&s, "a3388d4b896bea3b8036a22cdfc41d376bfccf8bdaa1c648ec1118cb8e1e80f9", key);
+  gsl_rng *g = gsl_rng_alloc(dpgd_stream_type());
+  assert_non_null(g);
+  dpgd_stream_set_key(g, key);
+  static const size_t len[] = {1, 3, 252, 256, 257, 1, 600, 4097, 255};
+  uint32_t *got = malloc(4097 * sizeof *got);
+  assert_non_null(got);
+  uint64_t pos = 0;
+  for (size_t c = 0; c < sizeof len / sizeof len[0]; c++) {
+    dpgd_stream_words(g, got, len[c]);
+    for (size_t k = 0; k < len[c]; k++) {
+      uint32_t w[16];
+      ref_block(key, nonce, (pos + k) / 16, w);
+      assert_true(got[k] == w[(pos + k) % 16]);
+    }
+    pos += len[c];
+    assert_true(dpgd_stream_position(g) == pos);
+  }
+  uint32_t w[16];
+  ref_block(key, nonce, pos / 16, w);
+  assert_true(gsl_rng_get(g) == w[pos % 16]); /* word by word continues from there */
+  free(got);
+  gsl_rng_free(g);
+}
+
 static void first_words(const dpgd_seed *s, int stream, uint64_t out[8])
 {
   dpgd_rng *r = dpgd_rng_alloc(DPGD_RNG_RESEARCH, s, stream);
@@ -334,6 +368,7 @@ int main(void)
       cmocka_unit_test(test_init_known_answer),    cmocka_unit_test(test_stream_known_answer),
       cmocka_unit_test(test_seed_bits_matter),     cmocka_unit_test(test_labels_differ),
       cmocka_unit_test(test_state_refused),        cmocka_unit_test(test_seed_text),
+      cmocka_unit_test(test_stream_words),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
