@@ -111,15 +111,6 @@ int dpgd_rng_u64(dpgd_rng *r, uint64_t *out)
 
 int dpgd_rng_bits(void *rng, uint64_t *word) { return dpgd_rng_u64(rng, word); }
 
-int dpgd_rng_init_model(dpgd_model *m, int mode, const dpgd_seed *seed)
-{
-  dpgd_rng *r = dpgd_rng_alloc(mode, seed, DPGD_STREAM_INIT);
-  if (!r) return DPGD_FAIL(DPGD_ENOMEM, "no memory for the init stream");
-  int rc = dpgd_model_init_draw(m, dpgd_rng_bits, r);
-  dpgd_rng_free(r);
-  return rc;
-}
-
 /* num = ceil(s^2), s = std 2^F (exact: a power-of-two scaling), the smallest integer at
  * least s^2, without rounding: p = fl(s^2) and e = fma(s, s, -p) give s^2 = p + e exactly.
  * If p is an integer, ceil(s^2) = p + ceil(e). If not (p < 2^52), |e| <= ulp(p)/2 while p
