@@ -325,11 +325,12 @@ static void after_step_grad(dpgd_audit *a)
 {
   double s2 = a->sigma * a->run->plan.clip, q = a->q_claimed;
   s2 *= s2;
+  const double l0 = q < 1 ? log1p(-q) : 0, lq = q < 1 ? log(q) : 0; /* the same every canary */
   for (size_t j = 0; j < a->M; j++) {
     size_t k = a->coords[j];
     double y = a->run->sum[k] + a->resid[k], b = a->base_sum[k], c = a->gd[k];
     if (q < 1) {
-      double t = ((y + 0.5 * c) * c - 0.5 * c * c) / s2, l0 = log1p(-q), l1 = log(q) + t;
+      double t = ((y + 0.5 * c) * c - 0.5 * c * c) / s2, l1 = lq + t;
       a->score[j] += l0 > l1 ? l0 + log1p(exp(l1 - l0)) : l1 + log1p(exp(l0 - l1));
       continue;
     }

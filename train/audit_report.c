@@ -156,10 +156,10 @@ int dpgd_audit_pick_guesses(dpgd_audit *a, size_t *r_snj, size_t *r_fdp, double 
   size_t M = a->M;
   double e;
   int rc = dpgd_audit_guess_rule(M, a->mu_claimed, a->delta, a->ap.confidence, 1, r_fdp, ideal);
-  if (!rc && a->ap.kind == DPGD_AUDIT_GRADIENT)
+  if (a->ap.guesses) *r_snj = *r_fdp = a->ap.guesses; /* the rule's count is not needed */
+  else if (!rc && a->ap.kind == DPGD_AUDIT_GRADIENT)
     rc = dpgd_audit_guess_rule(M, a->mu_claimed, a->delta, a->ap.confidence, 0, r_snj, &e);
   else *r_snj = M / 5 >= 2 ? M / 5 / 2 * 2 : 2;
-  if (a->ap.guesses) *r_snj = *r_fdp = a->ap.guesses;
   return rc;
 }
 
@@ -185,7 +185,8 @@ static int bounds(dpgd_audit *a, dpgd_audit_result *res, signed char *guess, ran
   rc = fdp_bound(a, r_fdp, res->correct_fdp, &res->eps_lower_fdp);
   if (rc) return rc;
   res->guesses = r_snj;
-  res->correct = make_guesses(a, r_snj, guess, order); /* the guesses written out */
+  /* the guesses written out; guess[] already holds r_fdp's */
+  res->correct = r_snj == r_fdp ? res->correct_fdp : make_guesses(a, r_snj, guess, order);
   return dpgd_audit_eps_lower(a->M, r_snj, res->correct, a->delta, a->ap.confidence,
                               &res->eps_lower);
 }
