@@ -99,6 +99,10 @@ void dpgd_data_unpack_idx(float *out, const dpgd_dataset *ds, const size_t *idx,
 {
   /* The examples lie anywhere in the dataset: the next one's pixels are fetched while
    * this one is converted (a sampled batch is otherwise bound by the memory's latency). */
+  if (ds->feat) { /* features: no conversion to overlap a fetch with */
+    for (size_t k = 0; k < count; k++) dpgd_data_unpack(out + k * ds->d, ds, idx[k], 1);
+    return;
+  }
   for (size_t k = 0; k < count; k++) {
     if (k + 1 < count)
       for (size_t b = 0; b < ds->d; b += 64)

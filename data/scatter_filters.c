@@ -34,7 +34,6 @@ static void gabor(double complex *g, size_t M, size_t N, double sigma, double th
   for (int a = 0; a < 2; a++)
     for (int b = 0; b < 2; b++)
       curv[a][b] = (r[a][0] * dr[0][b] + r[a][1] * dr[1][b]) / (2 * sigma * sigma);
-  double ct = cos(theta), st = sin(theta);
   for (size_t i = 0; i < M * N; i++) g[i] = 0;
   for (int ex = -2; ex <= 2; ex++)
     for (int ey = -2; ey <= 2; ey++)
@@ -43,7 +42,7 @@ static void gabor(double complex *g, size_t M, size_t N, double sigma, double th
           double x = (double)ex * (double)M + (double)i, y = (double)ey * (double)N + (double)k;
           double re =
               -(curv[0][0] * x * x + (curv[0][1] + curv[1][0]) * x * y + curv[1][1] * y * y);
-          double im = x * xi * ct + y * xi * st;
+          double im = x * xi * c + y * xi * s;
           g[i * N + k] += cexp(re + I * im);
         }
   double norm = 2 * KYMATIO_PI * sigma * sigma / slant;
