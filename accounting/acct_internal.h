@@ -170,6 +170,11 @@ struct gsl_function_struct;
  * program. Swapping the handler off and back around each call raced between threads
  * (the handler is one global), so it is switched off for good at the first use. */
 void dpgd_acct_gsl_quiet(void);
+/* log(e^x + e^y) without overflow (-inf when both are -inf). */
+double dpgd_acct_logsumexp2(double x, double y);
+/* RDP at order a > 1 of the Laplace mechanism with pure-DP parameter a0 (docs/MATH.md
+ * 6.1 "RDP curves"). */
+double dpgd_acct_laplace_rdp(double a0, double a);
 int dpgd_acct_brent(struct gsl_function_struct *F, double lo, double hi, int upper, double *x);
 
 /* ---- rounding helpers (gdp.c) ---- */

@@ -19,13 +19,6 @@ const double dpgd_filter_sg_orders[DPGD_FILTER_SG_N_ORDERS] = {
 /* Relative pad of an evaluation: far above its rounding (DPSGD_FILTER.md section 1). */
 #define SG_PAD 0x1p-30
 
-static double logsumexp2(double x, double y)
-{
-  double m = x > y ? x : y;
-  if (m == -INFINITY) return -INFINITY;
-  return m + log(exp(x - m) + exp(y - m));
-}
-
 /* log(expm1(y)) for y > 0, without overflow for large y. */
 static double log_expm1(double y) { return y > 1 ? y + log1p(-exp(-y)) : log(expm1(y)); }
 
@@ -51,7 +44,7 @@ static double rdp_of_weights(const double *w, unsigned a, double c)
   double l = -INFINITY;
   for (unsigned k = 2; k <= a; k++) {
     double dk = (double)k;
-    if (w[k] > -INFINITY) l = logsumexp2(l, w[k] + log_expm1((dk * dk - dk) * c));
+    if (w[k] > -INFINITY) l = dpgd_acct_logsumexp2(l, w[k] + log_expm1((dk * dk - dk) * c));
   }
   if (l == -INFINITY) return nextafter(0.0, INFINITY);
   if (!isfinite(l)) return INFINITY;

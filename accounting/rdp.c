@@ -22,11 +22,18 @@
 #define ACCT_RDP_NGRID 121
 #define ACCT_RDP_INT_MAX 256
 
-static double logsumexp2(double x, double y)
+double dpgd_acct_logsumexp2(double x, double y)
 {
   double m = x > y ? x : y;
   if (m == -INFINITY) return -INFINITY;
-  return m + log(exp(x - m) + exp(y - m));
+  return m + log1p(exp(-fabs(x - y)));
+}
+
+double dpgd_acct_laplace_rdp(double a0, double a)
+{
+  return dpgd_acct_logsumexp2(log(a / (2 * a - 1)) + (a - 1) * a0,
+                              log((a - 1) / (2 * a - 1)) - a * a0) /
+         (a - 1);
 }
 
 /* eps_hat(a) of one mechanism (docs/MATH.md "RDP curves"), max over both directions. */
@@ -35,16 +42,11 @@ static double rdp_entry(const acct_entry *en, double a)
   switch (en->kind) {
   case ACCT_GAUSSIAN:
   case ACCT_DGAUSS: return a * en->par[0] * en->par[0] / 2;
-  case ACCT_LAPLACE: {
-    double a0 = en->par[0];
-    double l =
-        logsumexp2(log(a / (2 * a - 1)) + (a - 1) * a0, log((a - 1) / (2 * a - 1)) - a * a0);
-    return l / (a - 1);
-  }
+  case ACCT_LAPLACE: return dpgd_acct_laplace_rdp(en->par[0], a);
   case ACCT_RR: {
     double e0 = en->par[0];
     double lp = -log1p(exp(-e0)), lq = lp - e0; /* log p, log(1-p): no overflow */
-    double l = logsumexp2(a * lp + (1 - a) * lq, a * lq + (1 - a) * lp);
+    double l = dpgd_acct_logsumexp2(a * lp + (1 - a) * lq, a * lq + (1 - a) * lp);
     return l / (a - 1);
   }
   case ACCT_DISCRETE: {
@@ -53,7 +55,7 @@ static double rdp_entry(const acct_entry *en, double a)
       const double *p = dir ? en->q : en->p, *q = dir ? en->p : en->q;
       double l = -INFINITY;
       for (size_t i = 0; i < en->k; i++)
-        if (p[i] > 0) l = logsumexp2(l, a * log(p[i]) + (1 - a) * log(q[i]));
+        if (p[i] > 0) l = dpgd_acct_logsumexp2(l, a * log(p[i]) + (1 - a) * log(q[i]));
       if (l / (a - 1) > best) best = l / (a - 1);
     }
     return best;
@@ -64,8 +66,9 @@ static double rdp_entry(const acct_entry *en, double a)
     if (ai < 2) ai = 2;
     double l = -INFINITY;
     for (double k = 0; k <= ai; k++)
-      l = logsumexp2(l, gsl_sf_lnchoose((unsigned)ai, (unsigned)k) + (ai - k) * log1p(-q) +
-                            k * log(q) + (k * k - k) / (2 * s * s));
+      l = dpgd_acct_logsumexp2(l, gsl_sf_lnchoose((unsigned)ai, (unsigned)k) +
+                                      (ai - k) * log1p(-q) + k * log(q) +
+                                      (k * k - k) / (2 * s * s));
     return l / (ai - 1);
   }
   default: return dpgd_acct_wor_rdp(en, a);
@@ -109,7 +112,7 @@ static double opt_logm(double p, void *vp)
   const opt_par *o = vp;
   double t1 = o->a * log(p) + (1 - o->a) * log(p - o->delta);
   double t2 = o->a * log1p(-p) + (1 - o->a) * log(exp(o->eps) - p + o->delta);
-  return logsumexp2(t1, t2);
+  return dpgd_acct_logsumexp2(t1, t2);
 }
 
 /* min over p of log M by a scan then GSL's Brent minimiser. The value returned is the

@@ -114,13 +114,6 @@ int dpgd_acct_add_wor_laplace(dpgd_accountant *a, uint64_t m, uint64_t n, double
  * beyond 256) the terms keep Theorem 9's form. */
 #define WOR_CHI_LMAX 258
 
-static double lse2(double x, double y)
-{
-  double m = x > y ? x : y;
-  if (m == -INFINITY) return -INFINITY;
-  return m + log1p(exp(-fabs(x - y)));
-}
-
 /* The base mechanism's RDP at order j (docs/MATH.md "RDP curves"; +inf for j = INFINITY: the
  * Gaussian has no pure-DP bound, the Laplace's is a0). */
 static double base_rdp(const acct_entry *en, double j)
@@ -128,7 +121,7 @@ static double base_rdp(const acct_entry *en, double j)
   double p = en->par[1];
   if (en->kind == ACCT_WOR_RO_GAUSSIAN) return isinf(j) ? INFINITY : j / (2 * p * p);
   if (isinf(j)) return p;
-  return lse2(log(j / (2 * j - 1)) + (j - 1) * p, log((j - 1) / (2 * j - 1)) - j * p) / (j - 1);
+  return dpgd_acct_laplace_rdp(p, j);
 }
 
 /* Upper bounds on log B_l, l = 0, 2, 4, .., lmax, for the base Gaussian (noise multiplier
@@ -196,7 +189,7 @@ double dpgd_acct_wor_rdp(const acct_entry *en, double alpha)
     double t = (j - 1) * base_rdp(en, j) + fmin(log(2), j * lx);
     int lo = 2 * (int)floor(j / 2), hi = 2 * (int)ceil(j / 2);
     if (gauss && hi <= lmax) t = fmin(t, log(4) + 0.5 * (logb[lo / 2] + logb[hi / 2]));
-    s = lse2(s, gsl_sf_lnchoose((unsigned)ai, (unsigned)j) + j * lg + t);
+    s = dpgd_acct_logsumexp2(s, gsl_sf_lnchoose((unsigned)ai, (unsigned)j) + j * lg + t);
   }
   double v = log1p(exp(s)) / (ai - 1);
   if (s > 700) v = (s + log1p(exp(-s))) / (ai - 1);
