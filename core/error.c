@@ -41,6 +41,25 @@ int dpgd_error_report(int status, const char *file, int line, const char *fmt, .
 
 const char *dpgd_error_last(void) { return last_reason; }
 
+static _Thread_local char notice[1024];
+static _Thread_local int notice_pending;
+
+void dpgd_notice(const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(notice, sizeof notice, fmt, ap);
+  va_end(ap);
+  notice_pending = 1;
+}
+
+const char *dpgd_notice_take(void)
+{
+  if (!notice_pending) return NULL;
+  notice_pending = 0;
+  return notice;
+}
+
 void dpgd_error_clear(void) { last_reason[0] = '\0'; }
 
 const char *dpgd_error_str(int status)

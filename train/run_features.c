@@ -26,8 +26,13 @@ static int to_features(dpgd_dataset **ds, const char *cache_dir, const char *spl
            RUN_SCATTER_L, split, (*ds)->n);
   dpgd_scatter_opts o = {RUN_SCATTER_J, RUN_SCATTER_L, c->model_scatter_groups};
   dpgd_dataset *f = NULL;
-  int rc = dpgd_scatter_features(&f, *ds, &o, path, c->model_threads, NULL);
+  dpgd_scatter_cache_info info;
+  int rc = dpgd_scatter_features(&f, *ds, &o, path, c->model_threads, &info);
   if (rc) return rc;
+  if (info.write_rc)
+    dpgd_notice("the features were computed but not cached (%s); set data.feature_cache to "
+                "a writable folder, or the next run computes them again",
+                dpgd_error_last());
   dpgd_data_free(*ds);
   *ds = f;
   return DPGD_OK;

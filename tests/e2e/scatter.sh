@@ -1,6 +1,6 @@
 # scatter.sh -- softmax on scattering features end to end (configs/scatter): a small run
 # computes and caches the features, a second run reads the cache and trains to the same
-# bytes; Algorithm 7 filtering and DP-SGD run on the features; a group count that does
+# bytes; a cache that cannot be written is reported in one line; Algorithm 7 filtering and DP-SGD run on the features; a group count that does
 # not divide the 81 channels, the last-iterate mode and the audit are refused with one
 # line.
 . "$(dirname "$0")/lib.sh"
@@ -21,6 +21,14 @@ echo "scatter-softmax, n 1000, 20 steps, eps 1: test accuracy $acc"
 expect_ok cached "$DPGD" train --config "$CFG" "${SET[@]}" --out "$TMP/b" --quiet
 checks=$((checks + 1))
 cmp -s "$TMP/a/model.bin" "$TMP/b/model.bin" || fail "the run on cached features differs"
+
+# A cache that cannot be written is no error, but the user is told (one line on stderr).
+: >"$TMP/not-a-folder"
+expect_ok uncached "$DPGD" train --config "$CFG" "${SET[@]}" \
+  --set data.feature_cache="$TMP/not-a-folder" --set train.steps=2 --out "$TMP/u" --quiet
+checks=$((checks + 1))
+grep -q "dpgd: note: the features were computed but not cached (cannot write the feature cache" \
+  "$TMP/err" || fail "no notice of the unwritten cache: $(head -c 300 "$TMP/err")"
 
 expect_ok filtered "$DPGD" train --config "$CFG" "${SET[@]}" --set filter.enabled=true \
   --set filter.k=20 \

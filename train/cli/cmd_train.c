@@ -243,6 +243,8 @@ static int start_run(dpgd_run **r, const train_args *a)
 static void print_start(dpgd_run *r, int resume)
 {
   const dpgd_config *c = dpgd_run_config(r);
+  const char *note = dpgd_notice_take();
+  if (note) fprintf(stderr, "dpgd: note: %s\n", note);
   printf("run         %s%s\n", c->output_dir, resume ? " (resumed)" : "");
   print_plan(dpgd_run_plan(r), c);
   if (c->train_rng == DPGD_RNG_RESEARCH)
