@@ -107,6 +107,10 @@ static const key_spec schema[] = {
      "poisson: train.steps = ceil(epochs / sample_rate) when train.steps is not given "
      "(0: not given); --set train.steps=S replaces a file's epochs, and the reverse"},
     {KEY(train, lr), T_DOUBLE, "0.1", NULL, GT0, "learning rate (> 0)"},
+    {KEY(train, momentum), T_DOUBLE, "0", NULL, GT0 | LT1 | ZERO_UNSET | ZERO_OK | HASH_IF_SET,
+     "heavy-ball momentum beta, 0 <= beta < 1 (PyTorch SGD's form: v = beta v + g, theta -= "
+     "lr v, g the noisy gradient; post-processing of the released sums, so eps is "
+     "unchanged); 0: plain gradient steps"},
     {KEY(train, lr_schedule), T_ENUM, "constant", schedule_names, 0, "constant | cosine"},
     {KEY(train, seed), T_SEED, "1", NULL, 0,
      "master seed of the research streams (ChaCha20 keyed by every bit): decimal below 2^64 "
@@ -216,7 +220,7 @@ static int parse_integer(char *field, const key_spec *k, const char *text, char 
     return DPGD_EINVAL;
   }
   if ((k->flags & GT0) && v == 0) {
-    snprintf(why, whylen, "must be > 0 (got %s)", text);
+    snprintf(why, whylen, "must be %s 0 (got %s)", (k->flags & ZERO_OK) ? ">=" : ">", text);
     return DPGD_EINVAL;
   }
   if (k->type == T_INT) {
@@ -246,7 +250,7 @@ static int parse_double(char *field, const key_spec *k, const char *text, char *
     return DPGD_EINVAL;
   }
   if ((k->flags & GT0) && !(v > 0) && !((k->flags & ZERO_OK) && v == 0)) {
-    snprintf(why, whylen, "must be > 0 (got %s)", text);
+    snprintf(why, whylen, "must be %s 0 (got %s)", (k->flags & ZERO_OK) ? ">=" : ">", text);
     return DPGD_EINVAL;
   }
   if ((k->flags & LT1) && !(v < 1)) {

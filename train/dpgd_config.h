@@ -76,6 +76,7 @@ typedef struct dpgd_config {
   double train_epochs;      /* poisson: steps = ceil(epochs / q); 0 = not given */
   double train_lr;          /* learning rate eta */
   int train_lr_schedule;    /* dpgd_lr_schedule */
+  double train_momentum;    /* heavy-ball beta in [0, 1); 0: none */
   dpgd_seed train_seed;     /* master seed (research mode) */
   size_t train_eval_every;  /* test accuracy every N steps; 0 = only at the end */
   int train_rng;            /* dpgd_rng_mode */

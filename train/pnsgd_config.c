@@ -37,6 +37,11 @@ static int check_hidden(const dpgd_config *c)
 /* Keys of the other trainers that change what the pass is. */
 static int check_pass(const dpgd_config *c)
 {
+  if (c->train_momentum != 0)
+    return DPGD_FAIL(DPGD_EINVAL,
+                     "%s does not go with %s = pnsgd: its last-iterate guarantee needs "
+                     "every step to be a projected gradient step (accounting/ITERATION.md)",
+                     NAME(train_momentum), NAME(train_algorithm));
   if (c->filter_enabled)
     return DPGD_FAIL(DPGD_EINVAL,
                      "%s = true (individual filtering) does not go with %s = pnsgd: a pass "

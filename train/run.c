@@ -46,6 +46,7 @@ void dpgd_run_free(dpgd_run *r)
   free(r->post);
   free(r->sum);
   free(r->best);
+  free(r->velocity);
   dpgd_rng_free(r->rng_step);
   dpgd_rng_free(r->rng_query);
   dpgd_rng_free(r->rng_sample);
@@ -193,6 +194,7 @@ int dpgd_run_setup(dpgd_run *r)
   r->post = malloc(n * sizeof *r->post);
   r->sum = malloc(r->P * sizeof *r->sum);
   r->best = malloc(r->P * sizeof *r->best);
+  if (c->train_momentum > 0) r->velocity = calloc(r->P, sizeof *r->velocity);
   if (r->ws) {
     dpgd_grad_ws_set_constant_time(r->ws, c->train_constant_time);
     char eng[320], libm[96];
@@ -207,8 +209,9 @@ int dpgd_run_setup(dpgd_run *r)
   int sampled = r->plan.sampling != DPGD_SAMPLING_FULL;
   if (sampled) r->rng_sample = dpgd_rng_alloc(c->train_rng, &c->train_seed, DPGD_STREAM_SAMPLE);
   if (sampled) r->in = malloc(n);
-  if (!r->ws || !r->ledger || !r->caps || !r->post || !r->sum || !r->best || !r->rng_step ||
-      !r->rng_query || (sampled && (!r->rng_sample || !r->in)))
+  if (!r->ws || !r->ledger || !r->caps || !r->post || !r->sum || !r->best ||
+      (c->train_momentum > 0 && !r->velocity) || !r->rng_step || !r->rng_query ||
+      (sampled && (!r->rng_sample || !r->in)))
     return DPGD_FAIL(DPGD_ENOMEM, "no memory for the training state (n = %zu, P = %zu)", n,
                      r->P);
   /* The sum's rounding moves it by up to 2 gamma sum_j ||v_j|| <= 2 gamma n C more

@@ -37,6 +37,7 @@ struct dpgd_run {
   dpgd_ledger *ledger;
   double *caps, *post, *sum; /* (n), (n), (P) */
   float *best;               /* (P) parameters of the best noisy iterate */
+  double *velocity;          /* (P) train.momentum > 0: heavy-ball velocity; else NULL */
   dpgd_rng *rng_step, *rng_query;
   dpgd_rng *rng_sample;  /* poisson: the batches' stream; NULL for full-batch runs */
   unsigned char *in;     /* (n) poisson: 1 for the points sampled this step; else NULL */

@@ -51,7 +51,7 @@ int dpgd_run_write_checkpoint(dpgd_run *r)
   r->m.wall_s =
       r->wall_before + (dpgd_run_now_s() - ((double)r->t0.tv_sec + 1e-9 * r->t0.tv_nsec));
   const char *rng = rng_buf;
-  dpgd_ckpt_section s[12] = {
+  dpgd_ckpt_section s[16] = {
       {"meta", &r->m, sizeof r->m},
       {"params", dpgd_model_params_const(r->model), r->P * sizeof(float)},
       {"best", r->best, r->P * sizeof(float)},
@@ -67,6 +67,8 @@ int dpgd_run_write_checkpoint(dpgd_run *r)
     s[n_sections++] = (dpgd_ckpt_section){"row", r->row, strlen(r->row)};
   if (r->rng_sample) /* poisson runs only */
     s[n_sections++] = (dpgd_ckpt_section){"rngsamp", rng + rl[0] + rl[1], rl[2]};
+  if (r->velocity) /* train.momentum > 0 only */
+    s[n_sections++] = (dpgd_ckpt_section){"velocity", r->velocity, r->P * sizeof(double)};
   if (r->ledger->hold_idx) /* filter.hold runs only (DPSGD_FILTER.md section 3) */
     s[n_sections++] =
         (dpgd_ckpt_section){"hold", r->ledger->hold_idx, r->m.n * sizeof *r->ledger->hold_idx};
@@ -327,6 +329,8 @@ static int restore_state(dpgd_run *r, const dpgd_ckpt *ck, const char *p)
   if (!rc) memcpy(dpgd_model_params(r->model), d, r->P * sizeof(float));
   if (!rc) rc = dpgd_ckpt_get(ck, "best", r->P * sizeof(float), &d, NULL);
   if (!rc) memcpy(r->best, d, r->P * sizeof(float));
+  if (!rc && r->velocity) rc = dpgd_ckpt_get(ck, "velocity", r->P * sizeof(double), &d, NULL);
+  if (!rc && r->velocity) memcpy(r->velocity, d, r->P * sizeof(double));
   if (!rc) rc = restore_ledger(r, ck, p);
   if (!rc) rc = restore_hold(r, ck, p);
   if (!rc) rc = dpgd_ckpt_get(ck, "rngstep", 0, &d, &len);

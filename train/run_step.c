@@ -179,6 +179,15 @@ static int apply_update(dpgd_run *r, double scale)
 {
   float *theta = dpgd_model_params(r->model);
   int finite = 1;
+  if (r->velocity) { /* heavy ball (PyTorch SGD, dampening 0): v = beta v + g */
+    double beta = r->cfg.train_momentum;
+    for (size_t j = 0; j < r->P; j++) {
+      r->velocity[j] = beta * r->velocity[j] + r->sum[j];
+      theta[j] = (float)((double)theta[j] - scale * r->velocity[j]);
+      finite &= isfinite(theta[j]);
+    }
+    return finite;
+  }
   for (size_t j = 0; j < r->P; j++) {
     theta[j] = (float)((double)theta[j] - scale * r->sum[j]);
     finite &= isfinite(theta[j]);

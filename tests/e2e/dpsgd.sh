@@ -4,7 +4,7 @@
 # killed with SIGKILL resumes to the bytes of an uninterrupted one; the combinations not
 # supported are refused with one line naming the keys; with individual filtering
 # (filter.k >= steps: the budget is never reached) the run is the unfiltered one bit for
-# bit.
+# bit; heavy-ball momentum keeps eps and resumes bit for bit.
 . "$(dirname "$0")/lib.sh"
 SRC=${DPGD_SOURCE_DIR:-$(dirname "$0")/../..}
 CFG=$SRC/configs/softmax.ini
@@ -49,6 +49,26 @@ expect_out dpsgd-config-eps '^  exact +1$'
 # Killed (SIGKILL) after a few rows, resumed: the bytes of the uninterrupted run, which
 # needs the sampler's stream from the checkpoint.
 expect_kill_resume killed "$TMP/killed" 5
+
+# Heavy-ball momentum is post-processing: another model than the plain run's, the same eps,
+# and a run killed mid-way resumes to the bytes of an uninterrupted one (the velocity is in
+# the checkpoint). train.momentum = 0 is the plain run, bit for bit.
+mv "$TMP/ref" "$TMP/plain"
+expect_ok momentum-zero "$DPGD" train --config "$CFG" "${SET[@]}" --set train.momentum=0 \
+  --out "$TMP/m0" --quiet
+expect_same_files momentum-zero "$TMP/plain" "$TMP/m0" "the run without momentum"
+SET+=(--set train.momentum=0.9)
+expect_ok momentum "$DPGD" train --config "$CFG" "${SET[@]}" --out "$TMP/ref" --quiet
+checks=$((checks + 1))
+cmp -s "$TMP/plain/model.bin" "$TMP/ref/model.bin" && fail "momentum 0.9 changed nothing"
+m_eps=$(sed -n 's/.*"eps": {"exact": \([0-9.e+-]*\),.*/\1/p' "$TMP/ref/summary.json")
+checks=$((checks + 1))
+[ "$m_eps" = "$run_eps" ] || fail "momentum changed eps: $m_eps, plain $run_eps"
+expect_kill_resume momentum-killed "$TMP/mkilled" 5
+expect_fail momentum-range 'train.momentum: must be < 1' "$DPGD" train --config "$CFG" \
+  "${SET[@]}" --set train.momentum=1 --out "$TMP/mr" --quiet
+expect_fail momentum-negative 'train.momentum: must be >= 0' "$DPGD" train --config "$CFG" \
+  "${SET[@]}" --set train.momentum=-0.5 --out "$TMP/mr" --quiet
 
 # Refused, one line naming the keys.
 R=(--config "$CFG" --set data.dir="$MNIST" --set privacy.calibrate=none --set privacy.sigma=2
