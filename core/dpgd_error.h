@@ -37,7 +37,7 @@ void dpgd_error_clear(void);
 
 /* Notices: what a library function wants the user to know without failing (a cache that
  * could not be written). dpgd_notice formats one line and keeps it for this thread (a
- * later notice replaces an earlier one that was not taken); dpgd_notice_take returns it
+ * later notice is joined to one not taken yet with "; "); dpgd_notice_take returns it
  * and forgets it (NULL when there is none). The CLI prints it; library code never does. */
 void dpgd_notice(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 const char *dpgd_notice_take(void);

@@ -5,6 +5,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 static _Thread_local char last_reason[1024];
 
@@ -46,10 +47,17 @@ static _Thread_local int notice_pending;
 
 void dpgd_notice(const char *fmt, ...)
 {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(notice, sizeof notice, fmt, ap);
-  va_end(ap);
+  size_t at = 0;
+  if (notice_pending) { /* joined to the one not taken yet */
+    at = strlen(notice);
+    at += (size_t)snprintf(notice + at, sizeof notice - at, "; ");
+  }
+  if (at < sizeof notice) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(notice + at, sizeof notice - at, fmt, ap);
+    va_end(ap);
+  }
   notice_pending = 1;
 }
 

@@ -463,6 +463,16 @@ typedef struct dpgd_pnsgd_consts {
 
 /* For d inputs normalised as dpgd_data_unpack does with mean and std (floats). */
 int dpgd_pnsgd_consts_make(dpgd_pnsgd_consts *k, size_t d, float mean, float std);
+/* For inputs whose squared norm is at most x2 (public): L, beta and 2/beta from it. */
+int dpgd_pnsgd_consts_from_sq(dpgd_pnsgd_consts *k, double x2);
+
+/* Feature data (ds->feat: scattering features after group normalisation): the public
+ * bound X^2 = d (a group-normalised group of m values has squared norm m v/(v + eps) < m
+ * in exact arithmetic) made to hold for the floats: every example whose squared norm,
+ * summed in double and moved up by its rounding bound, exceeds d is scaled down until it
+ * does not (a per-example map of public form, so it costs no privacy; LASTITERATE.md
+ * section 1). *x2 = d; *scaled = how many examples were scaled (0 in practice). */
+int dpgd_pnsgd_features_bound(dpgd_dataset *ds, double *x2, size_t *scaled);
 
 typedef struct dpgd_pnsgd_plan {
   size_t n;            /* points = steps of the pass (public) */
@@ -479,6 +489,9 @@ typedef struct dpgd_pnsgd_plan {
  * privacy.epsilon; LASTITERATE.md section 6). */
 int dpgd_pnsgd_plan_make(dpgd_pnsgd_plan *p, const dpgd_config *c, size_t n, size_t d,
                          float mean, float std);
+/* The same for a loaded training set: pixels (the box of mean, std) or group-normalised
+ * features (dpgd_pnsgd_features_bound, which may scale examples of ds down). */
+int dpgd_pnsgd_plan_for_data(dpgd_pnsgd_plan *p, const dpgd_config *c, dpgd_dataset *ds);
 /* The accountant's setting of the point at position t (g = L, diameter 2R). */
 dpgd_iter_setting dpgd_pnsgd_setting(const dpgd_pnsgd_plan *p, size_t t);
 

@@ -34,9 +34,14 @@ int dpgd_pnsgd_consts_make(dpgd_pnsgd_consts *k, size_t d, float mean, float std
   dpgd_data_free(box);
   double m = 0;
   for (int q = 0; q < 256; q++) m = fmax(m, (double)v[q] * v[q]); /* exact in double */
-  double x2 = nextafter((double)d * m, INFINITY);
+  return dpgd_pnsgd_consts_from_sq(k, nextafter((double)d * m, INFINITY));
+}
+
+int dpgd_pnsgd_consts_from_sq(dpgd_pnsgd_consts *k, double x2)
+{
   double s = nextafter(x2 + 1, INFINITY); /* X^2 + 1, rounded up */
-  if (!isfinite(s)) return DPGD_FAIL(DPGD_ERANGE, "pnsgd: the feature box is not finite");
+  if (!(x2 >= 0) || !isfinite(s))
+    return DPGD_FAIL(DPGD_ERANGE, "pnsgd: the feature box is not finite");
   k->feat_sq = x2;
   k->lipschitz = nextafter(sqrt(2 * s), INFINITY); /* sqrt is correctly rounded */
   k->smooth = s / 2;                               /* exact */
@@ -66,13 +71,9 @@ static int calibrate(dpgd_pnsgd_plan *p, const dpgd_config *c)
                    c->privacy_epsilon);
 }
 
-int dpgd_pnsgd_plan_make(dpgd_pnsgd_plan *p, const dpgd_config *c, size_t n, size_t d,
-                         float mean, float std)
+/* The plan for n points once p->k is set. */
+static int plan_with_consts(dpgd_pnsgd_plan *p, const dpgd_config *c, size_t n)
 {
-  memset(p, 0, sizeof *p);
-  if (n == 0) return DPGD_FAIL(DPGD_EINVAL, "pnsgd: the training set is empty");
-  int rc = dpgd_pnsgd_consts_make(&p->k, d, mean, std);
-  if (rc) return rc;
   if (!(c->train_lr <= p->k.lr_max))
     return DPGD_FAIL(DPGD_EINVAL,
                      "%s = %g exceeds 2/beta = %.6g for %s = pnsgd (beta = (X^2 + 1)/2 = %.6g "
@@ -89,6 +90,27 @@ int dpgd_pnsgd_plan_make(dpgd_pnsgd_plan *p, const dpgd_config *c, size_t n, siz
   p->cap = p->k.lipschitz * (1 - PNSGD_CLIP_SHRINK);
   p->sigma = c->privacy_sigma;
   return c->privacy_calibrate == DPGD_CALIBRATE_SIGMA ? calibrate(p, c) : DPGD_OK;
+}
+
+int dpgd_pnsgd_plan_make(dpgd_pnsgd_plan *p, const dpgd_config *c, size_t n, size_t d,
+                         float mean, float std)
+{
+  memset(p, 0, sizeof *p);
+  if (n == 0) return DPGD_FAIL(DPGD_EINVAL, "pnsgd: the training set is empty");
+  int rc = dpgd_pnsgd_consts_make(&p->k, d, mean, std);
+  return rc ? rc : plan_with_consts(p, c, n);
+}
+
+int dpgd_pnsgd_plan_for_data(dpgd_pnsgd_plan *p, const dpgd_config *c, dpgd_dataset *ds)
+{
+  if (!ds->feat) return dpgd_pnsgd_plan_make(p, c, ds->n, ds->d, ds->mean, ds->std);
+  memset(p, 0, sizeof *p);
+  if (ds->n == 0) return DPGD_FAIL(DPGD_EINVAL, "pnsgd: the training set is empty");
+  double x2;
+  size_t scaled;
+  int rc = dpgd_pnsgd_features_bound(ds, &x2, &scaled);
+  if (!rc) rc = dpgd_pnsgd_consts_from_sq(&p->k, x2);
+  return rc ? rc : plan_with_consts(p, c, ds->n);
 }
 
 dpgd_iter_setting dpgd_pnsgd_setting(const dpgd_pnsgd_plan *p, size_t t)
@@ -126,7 +148,7 @@ int dpgd_pnsgd_dry(dpgd_pnsgd_plan *p, const dpgd_config *c)
   if (!rc && c->train_algorithm != DPGD_ALGO_PNSGD)
     rc = DPGD_FAIL(DPGD_EINVAL, "%s is not pnsgd", NAME(train_algorithm));
   if (!rc) rc = dpgd_run_load_data(&train, NULL, c);
-  if (!rc) rc = dpgd_pnsgd_plan_make(p, c, train->n, train->d, train->mean, train->std);
+  if (!rc) rc = dpgd_pnsgd_plan_for_data(p, c, train);
   dpgd_data_free(train);
   return rc;
 }
@@ -200,12 +222,10 @@ static int init_params(dpgd_pnsgd *r)
 static int setup(dpgd_pnsgd *r)
 {
   int rc = dpgd_run_load_data(&r->train, &r->test, &r->cfg);
-  if (!rc)
-    rc = dpgd_pnsgd_plan_make(&r->plan, &r->cfg, r->train->n, r->train->d, r->train->mean,
-                              r->train->std);
+  if (!rc) rc = dpgd_pnsgd_plan_for_data(&r->plan, &r->cfg, r->train);
   if (rc) return rc;
-  r->model = dpgd_model_alloc(dpgd_model_softmax, DPGD_ACT_RELU, r->train->rows, r->train->cols,
-                              r->train->n_classes);
+  r->model = dpgd_model_alloc(dpgd_model_type_find(r->cfg.model_type), DPGD_ACT_RELU,
+                              r->train->rows, r->train->cols, r->train->n_classes);
   if (!r->model) return DPGD_FAIL(DPGD_ENOMEM, "no memory for the model");
   r->P = dpgd_model_n_params(r->model);
   r->ws = dpgd_grad_ws_alloc(r->model, 1, 1);

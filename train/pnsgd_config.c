@@ -65,11 +65,19 @@ static int check_pass(const dpgd_config *c)
 
 int dpgd_pnsgd_config_check(const dpgd_config *c)
 {
-  if (strcmp(c->model_type, "softmax"))
+  if (!strcmp(c->model_type, "scatter-softmax") && c->model_scatter_groups == 0)
     return DPGD_FAIL(DPGD_EINVAL,
-                     "%s = pnsgd needs %s = softmax: its guarantee assumes a convex, smooth "
-                     "loss (accounting/ITERATION.md A3) and the %s model's loss is not convex",
-                     NAME(train_algorithm), NAME(model_type), c->model_type);
+                     "%s = pnsgd with %s = scatter-softmax needs %s > 0: the public bound on "
+                     "a feature vector's norm comes from group normalisation "
+                     "(train/LASTITERATE.md section 1)",
+                     NAME(train_algorithm), NAME(model_type), NAME(model_scatter_groups));
+  if (strcmp(c->model_type, "softmax") && strcmp(c->model_type, "scatter-softmax"))
+    return DPGD_FAIL(
+        DPGD_EINVAL,
+        "%s = pnsgd needs %s = softmax or scatter-softmax: its guarantee assumes a "
+        "convex, smooth "
+        "loss (accounting/ITERATION.md A3) and the %s model's loss is not convex",
+        NAME(train_algorithm), NAME(model_type), c->model_type);
   if (!(c->train_radius > 0) || !isfinite(c->train_radius))
     return DPGD_FAIL(DPGD_EINVAL, "%s = pnsgd needs %s > 0 (the projection radius)",
                      NAME(train_algorithm), NAME(train_radius));

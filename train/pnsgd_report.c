@@ -139,8 +139,8 @@ static int json_position(FILE *f, const dpgd_pnsgd_plan *p, const char *name, si
 static void json_setting(FILE *f, const dpgd_pnsgd *r)
 {
   const dpgd_pnsgd_plan *p = &r->plan;
-  fprintf(f, "{\"dpgd_version\": \"%s\", \"model\": \"softmax\", \"algorithm\": \"pnsgd\",\n",
-          DPGD_VERSION);
+  fprintf(f, "{\"dpgd_version\": \"%s\", \"model\": \"%s\", \"algorithm\": \"pnsgd\",\n",
+          DPGD_VERSION, r->cfg.model_type);
   fprintf(
       f,
       " \"n_train\": %zu, \"n_test\": %zu, \"steps\": %zu, \"released\": \"last iterate\",\n",

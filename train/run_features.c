@@ -1,6 +1,7 @@
 /* run_features.c -- the datasets of a scatter-* model: the training and evaluation
  * images replaced by their scattering features (data/scatter*.c), read from the feature
  * cache when it matches the images and the transform, computed and cached otherwise. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -47,4 +48,39 @@ int dpgd_run_features(dpgd_dataset **train, dpgd_dataset **test, const dpgd_conf
   if (!rc && test && *test)
     rc = to_features(test, dir, c->data_validation ? "validation" : "test", c);
   return rc;
+}
+
+/* Upper bound on the squared norm of v (d floats): the squares are exact in double and
+ * their recursive sum is within (d - 1) 2^-53 of the true sum (relative), so
+ * sum (1 + d 2^-52), rounded up, is above it. */
+static double sq_norm_up(const float *v, size_t d)
+{
+  double s = 0;
+  for (size_t k = 0; k < d; k++) s += (double)v[k] * v[k];
+  return nextafter(s * (1 + (double)d * 0x1p-52), INFINITY);
+}
+
+int dpgd_pnsgd_features_bound(dpgd_dataset *ds, double *x2, size_t *scaled)
+{
+  double bound = (double)ds->d; /* exact: d < 2^53 */
+  *x2 = bound;
+  *scaled = 0;
+  for (size_t i = 0; i < ds->n; i++) {
+    float *v = ds->feat + i * ds->d;
+    double sq = sq_norm_up(v, ds->d);
+    if (!isfinite(sq)) return DPGD_FAIL(DPGD_EFORMAT, "feature example %zu is not finite", i);
+    if (sq <= bound) continue;
+    (*scaled)++;
+    for (int it = 0; sq > bound; it++) {
+      if (it == 64) return DPGD_FAIL(DPGD_ERANGE, "feature example %zu cannot be bounded", i);
+      float f = (float)(sqrt(bound / sq) * (1 - ldexp(1, it - 24)));
+      for (size_t k = 0; k < ds->d; k++) v[k] *= f;
+      sq = sq_norm_up(v, ds->d);
+    }
+  }
+  if (*scaled)
+    dpgd_notice("pnsgd: %zu feature examples were scaled down to the public norm bound "
+                "sqrt(%zu) (train/LASTITERATE.md section 1)",
+                *scaled, ds->d);
+  return DPGD_OK;
 }

@@ -1,8 +1,8 @@
 # scatter.sh -- softmax on scattering features end to end (configs/scatter): a small run
 # computes and caches the features, a second run reads the cache and trains to the same
 # bytes; a cache that cannot be written is reported in one line; Algorithm 7 filtering and DP-SGD run on the features; a group count that does
-# not divide the 81 channels, the last-iterate mode and the audit are refused with one
-# line.
+# not divide the 81 channels and the audit are refused with one line; the last-iterate mode
+# runs on group-normalised features with the public norm bound X^2 = 3969.
 . "$(dirname "$0")/lib.sh"
 SRC=${DPGD_SOURCE_DIR:-$(dirname "$0")/../..}
 CFG=$SRC/configs/scatter/softmax-eps1.ini
@@ -38,8 +38,16 @@ expect_ok dpsgd "$DPGD" train --config "$CFG" "${SET[@]}" --set train.sampling=p
 
 expect_fail groups "scatter_groups|groups do not divide" "$DPGD" train --config "$CFG" \
   "${SET[@]}" --set model.scatter_groups=4 --out "$TMP/g" --quiet
-expect_fail pnsgd "model.type" "$DPGD" train --config "$CFG" "${SET[@]}" \
-  --set train.algorithm=pnsgd --set train.radius=1 --out "$TMP/p" --quiet
+# The last-iterate mode: the features' public norm bound X^2 = d = 3969 (group normalisation).
+PN=(--set train.algorithm=pnsgd --set train.radius=100 --set train.lr=0.001 --set train.steps=0
+    --set train.eval_every=0 --set output.checkpoint_every=0)
+expect_ok pnsgd "$DPGD" train --config "$CFG" "${SET[@]}" "${PN[@]}" --out "$TMP/p" --quiet
+checks=$((checks + 1))
+grep -q '"model": "scatter-softmax", "algorithm": "pnsgd"' "$TMP/p/summary.json" &&
+  grep -q '"feature_sq_max": 3969,' "$TMP/p/summary.json" ||
+  fail "pnsgd summary.json: $(head -c 400 "$TMP/p/summary.json")"
+expect_fail pnsgd-groups "model.scatter_groups > 0" "$DPGD" train --config "$CFG" "${SET[@]}" \
+  "${PN[@]}" --set model.scatter_groups=0 --out "$TMP/p0" --quiet
 expect_fail audit "pixel models only" "$DPGD" audit --config "$CFG" "${SET[@]}" \
   --out "$TMP/au" --quiet
 finish

@@ -71,6 +71,8 @@ int dpgd_cmd_train_pnsgd(const dpgd_config *c, const char *out, int dry, int pro
   int rc = dry ? dpgd_pnsgd_dry(&plan, c) : dpgd_pnsgd_open(&r, c, out);
   if (rc) return dpgd_cli_status_error(rc, "");
   const dpgd_pnsgd_plan *p = dry ? &plan : dpgd_pnsgd_plan_of(r);
+  const char *note = dpgd_notice_take();
+  if (note) fprintf(stderr, "dpgd: note: %s\n", note);
   if (!dry) printf("run         %s\n", dpgd_pnsgd_config(r)->output_dir);
   rc = print_plan(p, c);
   if (dry || rc) {
