@@ -79,7 +79,8 @@ static void test_consts(void **state)
   (void)state;
   dpgd_pnsgd_consts k;
   assert_int_equal(dpgd_pnsgd_consts_from_sq(&k, 3969), DPGD_OK);
-  assert_true(k.lipschitz >= sqrtl(2.0L * 3970) && k.lipschitz < sqrt(2.0 * 3970) * (1 + 1e-15));
+  assert_true(k.lipschitz >= sqrtl(2.0L * 3970) &&
+              k.lipschitz < sqrt(2.0 * 3970) * (1 + 1e-15));
   assert_true(k.smooth >= 1985 && k.smooth < 1985 * (1 + 1e-15));
   assert_true(k.lr_max <= 4.0L / 3970 && k.lr_max > 4.0 / 3970 * (1 - 1e-15));
   assert_int_equal(dpgd_pnsgd_consts_from_sq(&k, INFINITY), DPGD_ERANGE);
