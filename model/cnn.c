@@ -19,7 +19,6 @@
 
 #include "layers.h"
 #include "model_internal.h"
-#include "vec4.h"
 
 enum {
   IMG = 28,
@@ -130,33 +129,6 @@ static size_t cnn_scratch(const dpgd_model *m, size_t chunk)
   return carve(&b, NULL, chunk, (size_t)m->n_classes);
 }
 
-/* Channels-last (4, 4, 32) -> PyTorch flatten order (32, 4, 4), and back. */
-static void flatten_chw(float *f, const float *p, size_t B, size_t hw, size_t c)
-{
-  for (size_t i = 0; i < B; i++)
-    for (size_t q = 0; q < hw; q++)
-      for (size_t ch = 0; ch < c; ch++)
-        f[i * hw * c + ch * hw + q] = p[i * hw * c + q * c + ch];
-}
-
-static void unflatten_chw(float *p, const float *f, size_t B, size_t hw, size_t c)
-{
-  for (size_t i = 0; i < B; i++)
-    for (size_t q = 0; q < hw; q++)
-      for (size_t ch = 0; ch < c; ch++)
-        p[i * hw * c + q * c + ch] = f[i * hw * c + ch * hw + q];
-}
-
-/* A convolution after im2col, y (rows, cout) = b + cols (rows, K) W^T: W transposed into
- * wt (cout K floats), then dpgd_gemm's register tiles over 8-column vectors of y. */
-static void conv_forward(float *y, const float *cols, const float *W, const float *bias,
-                         float *wt, size_t rows, size_t K, size_t cout)
-{
-  for (size_t o = 0; o < cout; o++)
-    for (size_t k = 0; k < K; k++) wt[k * cout + o] = W[o * K + k];
-  dpgd_gemm(DPGD_TILE_6X2, y, cout, cols, K, 1, wt, cout, bias, rows, cout, K);
-}
-
 /* Batched forward of B examples up to the logits (b->z), keeping what backward needs. */
 static void forward(const dpgd_model *m, cnn_bufs *b, const float *x, size_t B)
 {
@@ -164,14 +136,14 @@ static void forward(const dpgd_model *m, cnn_bufs *b, const float *x, size_t B)
   const size_t K = (size_t)m->n_classes;
   const size_t h1 = b->s1.oh, h2 = b->s2.oh;
   dpgd_im2col(b->cols1, x, &b->s1, B);
-  conv_forward(b->a1, b->cols1, th + OW1, th + OB1, b->wt, B * b->n1, K1 * K1, C1);
+  dpgd_conv_forward(b->a1, b->cols1, th + OW1, th + OB1, b->wt, B * b->n1, K1 * K1, C1);
   dpgd_act_forward(b->a1, B * b->n1 * C1, m->act);
   dpgd_maxpool2s1_forward(b->p1, b->arg1, b->a1, B, h1, h1, C1);
   dpgd_im2col(b->cols2, b->p1, &b->s2, B);
-  conv_forward(b->a2, b->cols2, th + OW2, th + OB2, b->wt, B * b->n2, C1 * K2 * K2, C2);
+  dpgd_conv_forward(b->a2, b->cols2, th + OW2, th + OB2, b->wt, B * b->n2, C1 * K2 * K2, C2);
   dpgd_act_forward(b->a2, B * b->n2 * C2, m->act);
   dpgd_maxpool2s1_forward(b->p2, b->arg2, b->a2, B, h2, h2, C2);
-  flatten_chw(b->f, b->p2, B, b->q2, C2);
+  dpgd_flatten_chw(b->f, b->p2, B, b->q2, C2);
   dpgd_linear_forward(b->a3, b->f, th + OW3, th + OB3, B, FLAT, HID);
   dpgd_act_forward(b->a3, B * HID, m->act);
   dpgd_linear_forward(b->z, b->a3, th + OW4, th + OW4 + K * HID, B, HID, K);
@@ -184,43 +156,6 @@ static void cnn_logits(const dpgd_model *m, float *scratch, float *out, const fl
   carve(&b, scratch, B, (size_t)m->n_classes);
   forward(m, &b, x, B);
   memcpy(out, b.z, B * (size_t)m->n_classes * sizeof(float));
-}
-
-/* db (cout) = the column sums of dy (n, cout), row after row: for the CNN's 16 and 32
- * channels in eight-lane vectors held in registers (the same additions lane by lane),
- * otherwise one float at a time. */
-static inline void column_sums8(float *db, const float *dy, size_t n, size_t nv)
-{
-  v8f s[C2 / 8], v;
-  for (size_t t = 0; t < nv; t++) s[t] = (v8f){0.0f};
-  for (size_t q = 0; q < n; q++)
-    for (size_t t = 0; t < nv; t++) {
-      V8_LOAD(v, dy + (q * nv + t) * 8);
-      s[t] += v;
-    }
-  for (size_t t = 0; t < nv; t++) V8_STORE(db + t * 8, s[t]);
-}
-
-DPGD_CLONES static void bias_grad(float *db, const float *dy, size_t n, size_t cout)
-{
-  if (cout == C1) {
-    column_sums8(db, dy, n, C1 / 8);
-  } else if (cout == C2) {
-    column_sums8(db, dy, n, C2 / 8);
-  } else {
-    for (size_t o = 0; o < cout; o++) db[o] = 0.0f;
-    for (size_t q = 0; q < n; q++)
-      for (size_t o = 0; o < cout; o++) db[o] += dy[q * cout + o];
-  }
-}
-
-/* Per-example conv weight gradient: dW (cout, K) = dY_i^T (cout, n) cols_i (n, K), and
- * the bias gradient, the column sums of dY_i. */
-static void conv_grad_example(float *dW, float *db, const float *dy /* (n, cout) */,
-                              const float *cols /* (n, K) */, size_t n, size_t K, size_t cout)
-{
-  dpgd_conv_wgrad(dW, dy, cols, n, K, cout);
-  bias_grad(db, dy, n, cout);
 }
 
 /* Per example: the two convolutions forward (2 n K cout each), conv2's input gradient
@@ -256,7 +191,7 @@ static void cnn_chunk_step(const dpgd_model *m, float *scratch, double *acc, dou
   dpgd_linear_backward_input(b.da3, b.dz, th + OW4, B, HID, K);
   dpgd_act_backward(b.da3, b.a3, B * HID, m->act); /* now fc1's output gradient */
   dpgd_linear_backward_input(b.df, b.da3, th + OW3, B, FLAT, HID);
-  unflatten_chw(b.dp2, b.df, B, b.q2, C2);
+  dpgd_unflatten_chw(b.dp2, b.df, B, b.q2, C2);
   dpgd_maxpool2s1_backward(b.da2, b.dp2, b.arg2, B, h2, h2, C2);
   dpgd_act_backward(b.da2, b.a2, B * b.n2 * C2, m->act); /* conv2's output gradient */
   dpgd_linear_backward_input(b.dcols2, b.da2, th + OW2, B * b.n2, kc2, C2);
@@ -264,22 +199,16 @@ static void cnn_chunk_step(const dpgd_model *m, float *scratch, double *acc, dou
   dpgd_maxpool2s1_backward(b.da1, b.dp1, b.arg1, B, h1, h1, C1);
   dpgd_act_backward(b.da1, b.a1, B * b.n1 * C1, m->act); /* conv1's output gradient */
 
-  /* Per-example conv gradients, norms over all parameters, clip factors. */
+  /* Per-example conv gradients; then norms over all parameters, clip factors, sums. */
   for (size_t i = 0; i < B; i++) {
     float *g = b.G + i * PCONV;
-    conv_grad_example(g + OW1, g + OB1, b.da1 + i * b.n1 * C1, b.cols1 + i * b.n1 * kc1, b.n1,
-                      kc1, C1);
-    conv_grad_example(g + OW2, g + OB2, b.da2 + i * b.n2 * C2, b.cols2 + i * b.n2 * kc2, b.n2,
-                      kc2, C2);
-    double sq = dpgd_sqnorm_d(g, PCONV);
-    sq += dpgd_linear_sqnorm(b.da3 + i * HID, b.f + i * FLAT, HID, FLAT);
-    sq += dpgd_linear_sqnorm(b.dz + i * K, b.a3 + i * HID, K, HID);
-    b.scale[i] = dpgd_clip_scale(sq, caps[i], m->n_params, &pre[i], &post[i]);
+    dpgd_conv_grad_example(g + OW1, g + OB1, b.da1 + i * b.n1 * C1, b.cols1 + i * b.n1 * kc1,
+                           b.n1, kc1, C1);
+    dpgd_conv_grad_example(g + OW2, g + OB2, b.da2 + i * b.n2 * C2, b.cols2 + i * b.n2 * kc2,
+                           b.n2, kc2, C2);
   }
-  dpgd_accumulate_rows(acc, b.G, b.scale, B, PCONV);
-  dpgd_accumulate_linear(acc + OW3, acc + OB3, b.rsd, b.xd, b.da3, b.f, b.scale, B, HID, FLAT);
-  dpgd_accumulate_linear(acc + OW4, acc + OW4 + K * HID, b.rsd, b.xd, b.dz, b.a3, b.scale, B, K,
-                         HID);
+  const dpgd_dense2 d = {b.G, PCONV, FLAT, HID, b.f, b.da3, b.a3, b.dz, b.scale, b.rsd, b.xd};
+  dpgd_convnet_clip_sum(m, &d, acc, pre, post, caps, B);
 }
 
 static const dpgd_model_type cnn_type = {

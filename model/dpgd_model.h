@@ -21,8 +21,12 @@ extern const dpgd_model_type *dpgd_model_softmax; /* 784 -> 10, 7,850 parameters
 extern const dpgd_model_type *dpgd_model_cnn;     /* 26,010 parameters */
 /* Softmax regression on scattering features (docs/SCATTER.md): 3969 -> 10 on MNIST. */
 extern const dpgd_model_type *dpgd_model_scatter_softmax;
+/* Tramer & Boneh's small CNN on scattering features (81 x 7 x 7 on MNIST), 33,066
+ * parameters. */
+extern const dpgd_model_type *dpgd_model_scatter_cnn;
 
-/* Looks a type up by name ("softmax", "cnn", "scatter-softmax"); NULL if unknown. */
+/* Looks a type up by name ("softmax", "cnn", "scatter-softmax",
+ * "scatter-cnn"); NULL if unknown. */
 const dpgd_model_type *dpgd_model_type_find(const char *name);
 const char *dpgd_model_type_name(const dpgd_model_type *t);
 

@@ -1,7 +1,8 @@
 /* io.c -- model files (STYLE.md 8). Little-endian throughout:
  *   8 bytes  magic "DPGDMODL"
  *   u32      format version (MODEL_FILE_VERSION)
- *   u32      type code (dpgd_model_type.file_id: 1 softmax, 2 cnn, 3 scatter-softmax)
+ *   u32      type code (dpgd_model_type.file_id: 1 softmax, 2 cnn, 3 scatter-softmax,
+ *           4 scatter-cnn)
  *   u32      activation (0 relu, 1 tanh)
  *   u32      rows, u32 cols, u32 n_classes
  *   u64      number of parameters P
@@ -117,7 +118,7 @@ static int read_all(unsigned char **out, size_t *len, const char *path)
 static const dpgd_model_type *type_by_id(uint32_t id)
 {
   const dpgd_model_type *types[] = {dpgd_model_softmax, dpgd_model_cnn,
-                                    dpgd_model_scatter_softmax};
+                                    dpgd_model_scatter_softmax, dpgd_model_scatter_cnn};
   for (size_t k = 0; k < sizeof types / sizeof types[0]; k++)
     if (types[k]->file_id == id) return types[k];
   return NULL;

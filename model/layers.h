@@ -138,4 +138,40 @@ void dpgd_softmax_residual(float *r /* (B, K) */, const uint8_t *y /* (B) */, si
 void dpgd_tanh_f32(float *a, size_t n);
 void dpgd_tanh_f32_ref(float *a, size_t n);
 
+/* ---- convnet.c: what cnn.c and scatter_cnn.c share ---- */
+
+/* Channels-last (B, hw, c) -> PyTorch's flatten order (B, c, hw), and back. */
+void dpgd_flatten_chw(float *f, const float *p, size_t B, size_t hw, size_t c);
+void dpgd_unflatten_chw(float *p, const float *f, size_t B, size_t hw, size_t c);
+
+/* A convolution after im2col, y (rows, cout) = b + cols (rows, K) W^T: W transposed
+ * into wt (cout K floats), then dpgd_gemm's register tiles over 8-column vectors of y. */
+void dpgd_conv_forward(float *y, const float *cols, const float *W, const float *bias,
+                       float *wt, size_t rows, size_t K, size_t cout);
+
+/* One example's convolution gradients: dW (cout, K) = dy^T (cout, n) cols (n, K) by
+ * dpgd_conv_wgrad, and db (cout) the column sums of dy, row after row (overwrites). */
+void dpgd_conv_grad_example(float *dW, float *db, const float *dy /* (n, cout) */,
+                            const float *cols /* (n, K) */, size_t n, size_t K, size_t cout);
+
+/* The end of a chunk step of a conv net whose parameters are its convolutions' (pconv
+ * of them, per-example gradients formed in G) followed by two dense layers fc1 (flat ->
+ * hid) and fc2 (hid -> K), in that slab order: per example, the squared norm over every
+ * parameter (G's row by dpgd_sqnorm_d, the dense layers' rank-one gradients by
+ * dpgd_linear_sqnorm), its clip factor into scale; then the clipped sums added to acc
+ * in double (accumulate_rows, accumulate_linear). */
+typedef struct dpgd_dense2 {
+  const float *G; /* (B, pconv) the convolutions' per-example gradients */
+  size_t pconv, flat, hid;
+  const float *f;   /* (B, flat) fc1's input */
+  const float *dh;  /* (B, hid) fc1's output gradient (after the activation) */
+  const float *h;   /* (B, hid) fc2's input */
+  const float *dz;  /* (B, K) the logits' gradient */
+  float *scale;     /* (B) out: the clip factors */
+  double *rsd, *xd; /* accumulate_linear's scratch: (B, max(hid, K)), (B, flat) */
+} dpgd_dense2;
+void dpgd_convnet_clip_sum(const dpgd_model *m, const dpgd_dense2 *d, double *acc /* (P) */,
+                           double *pre /* (B) */, double *post /* (B) */,
+                           const double *caps /* (B) */, size_t B);
+
 #endif /* DPGD_MODEL_LAYERS_H */

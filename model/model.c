@@ -18,7 +18,7 @@
 const dpgd_model_type *dpgd_model_type_find(const char *name)
 {
   const dpgd_model_type *types[] = {dpgd_model_softmax, dpgd_model_cnn,
-                                    dpgd_model_scatter_softmax};
+                                    dpgd_model_scatter_softmax, dpgd_model_scatter_cnn};
   if (!name) return NULL;
   for (size_t k = 0; k < sizeof types / sizeof types[0]; k++)
     if (strcmp(types[k]->name, name) == 0) return types[k];

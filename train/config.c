@@ -45,7 +45,8 @@ typedef struct {
 } key_spec;
 
 static const char *const activation_names[] = {"relu", "tanh", NULL};
-static const char *const model_names[] = {"cnn", "softmax", "scatter-softmax", NULL};
+static const char *const model_names[] = {"cnn", "softmax", "scatter-softmax", "scatter-cnn",
+                                          NULL};
 static const char *const schedule_names[] = {"constant", "cosine", NULL};
 static const char *const rng_names[] = {"research", "secure", NULL};
 static const char *const calibrate_names[] = {"none", "sigma", "budget", NULL};
@@ -74,7 +75,9 @@ static const key_spec schema[] = {
     {KEY(data, feature_cache), T_PATH, "", NULL, NOHASH,
      "scatter-* models: directory of the scattering feature cache; empty = the dataset's"},
     {KEY(model, type), T_NAME, "cnn", model_names, 0,
-     "cnn | softmax | scatter-softmax (softmax on scattering features: docs/SCATTER.md)"},
+     "cnn | softmax | scatter-softmax | scatter-cnn (softmax, or Tramer & Boneh's small CNN, "
+     "on "
+     "scattering features: docs/SCATTER.md)"},
     {KEY(model, scatter_groups), T_SIZE, "0", NULL, HASH_IF_SET,
      "scatter-*: group normalisation of each example's 81 channels in this many groups "
      "(1, 3, 9, 27 or 81; per example, no privacy cost); 0 = none"},

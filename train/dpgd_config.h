@@ -61,7 +61,7 @@ typedef struct dpgd_config {
   double data_mean, data_std;                    /* normalisation (p/255 - mean)/std */
   char data_feature_cache[DPGD_CONFIG_PATH_MAX]; /* scatter-*: cache dir; "" = data dir */
   /* [model] */
-  char model_type[16];         /* "cnn" | "softmax" | "scatter-softmax" */
+  char model_type[16];         /* "cnn" | "softmax" | "scatter-softmax" | "scatter-cnn" */
   size_t model_scatter_groups; /* scatter-*: group normalisation groups; 0 = none */
   int model_activation;        /* dpgd_activation: 0 relu, 1 tanh */
   size_t model_chunk;          /* examples per chunk; 0 = measured default */

@@ -1,6 +1,6 @@
 /* ref_model.c -- double-precision reference models for the tests, written from the
  * definitions (PyTorch semantics, NCHW, plain loops) and sharing no code with model/:
- * softmax regression and the Opacus-example MNIST CNN. */
+ * softmax regression, the Opacus-example MNIST CNN and Tramer & Boneh's scatter CNN. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -213,15 +213,135 @@ static double cnn_ref(const dpgd_model *m, const double *th, const float *x, int
   return loss;
 }
 
+/* ---- the scatter CNN (Tramer & Boneh): x (cin, 7, 7) -------------------------------
+ * conv(cin->16, k3, s2, p1) -> act -> conv(16->32, k3, s1, p1) -> act -> flatten (C,H,W)
+ * -> fc(512->32) -> act -> fc(32->K). */
+enum { SX = 7, SO = 4, SC1 = 16, SC2 = 32, SF = 512 };
+
+typedef struct sc_state {
+  double a1[SC1][SO][SO], a2[SC2][SO][SO], a3[HID], z[256];
+} sc_state;
+
+/* One 3 x 3 convolution, pad 1, on (cin, h, h) -> (cout, SO, SO) with stride st;
+ * y = b + sum w x before the activation. */
+static void sc_conv(double *y, const double *w, const double *b, const double *x, int cin,
+                    int h, int cout, int st)
+{
+  for (int o = 0; o < cout; o++)
+    for (int i = 0; i < SO; i++)
+      for (int j = 0; j < SO; j++) {
+        double v = b[o];
+        for (int c = 0; c < cin; c++)
+          for (int ky = 0; ky < 3; ky++)
+            for (int kx = 0; kx < 3; kx++) {
+              int iy = st * i - 1 + ky, ix = st * j - 1 + kx;
+              if (iy >= 0 && ix >= 0 && iy < h && ix < h)
+                v += w[((o * cin + c) * 3 + ky) * 3 + kx] * x[(c * h + iy) * h + ix];
+            }
+        y[(o * SO + i) * SO + j] = v;
+      }
+}
+
+/* The adjoint of sc_conv for output gradient dy (cout, SO, SO): gw, gb += and, when
+ * dx != NULL, dx (cin, h, h) +=. */
+static void sc_conv_back(double *gw, double *gb, double *dx, const double *dy, const double *w,
+                         const double *x, int cin, int h, int cout, int st)
+{
+  for (int o = 0; o < cout; o++)
+    for (int i = 0; i < SO; i++)
+      for (int j = 0; j < SO; j++) {
+        double d = dy[(o * SO + i) * SO + j];
+        gb[o] += d;
+        for (int c = 0; c < cin; c++)
+          for (int ky = 0; ky < 3; ky++)
+            for (int kx = 0; kx < 3; kx++) {
+              int iy = st * i - 1 + ky, ix = st * j - 1 + kx;
+              if (iy < 0 || ix < 0 || iy >= h || ix >= h) continue;
+              int q = ((o * cin + c) * 3 + ky) * 3 + kx;
+              gw[q] += d * x[(c * h + iy) * h + ix];
+              if (dx) dx[(c * h + iy) * h + ix] += d * w[q];
+            }
+      }
+}
+
+/* The two dense layers on f (F), loss, and (g != NULL) their gradients and df. */
+static double sc_dense(const dpgd_model *m, const double *th, size_t w3, sc_state *s,
+                       const double *f, int y, double *g, double *df)
+{
+  const int K = m->n_classes;
+  const size_t b3 = w3 + HID * SF, w4 = b3 + HID, b4 = w4 + (size_t)K * HID;
+  for (int o = 0; o < HID; o++) {
+    double v = th[b3 + o];
+    for (int k = 0; k < SF; k++) v += th[w3 + (size_t)o * SF + k] * f[k];
+    s->a3[o] = act(v, m->act);
+  }
+  for (int k = 0; k < K; k++) {
+    double v = th[b4 + k];
+    for (int o = 0; o < HID; o++) v += th[w4 + (size_t)k * HID + o] * s->a3[o];
+    s->z[k] = v;
+  }
+  double dz[256], da3[HID] = {0};
+  double loss = xent(s->z, K, y, g ? dz : NULL);
+  if (!g) return loss;
+  for (int k = 0; k < K; k++) {
+    g[b4 + k] = dz[k];
+    for (int o = 0; o < HID; o++) {
+      g[w4 + (size_t)k * HID + o] = dz[k] * s->a3[o];
+      da3[o] += dz[k] * th[w4 + (size_t)k * HID + o];
+    }
+  }
+  for (int o = 0; o < HID; o++) {
+    double dh = da3[o] * dact(s->a3[o], m->act);
+    g[b3 + o] = dh;
+    for (int k = 0; k < SF; k++) {
+      g[w3 + (size_t)o * SF + k] = dh * f[k];
+      df[k] += dh * th[w3 + (size_t)o * SF + k];
+    }
+  }
+  return loss;
+}
+
+static double scatter_cnn_ref(const dpgd_model *m, const double *th, const float *xf, int y,
+                              double *g)
+{
+  const int cin = (int)m->rows;
+  const size_t w1 = 0, b1 = w1 + (size_t)SC1 * cin * 9, w2 = b1 + SC1, b2 = w2 + SC2 * SC1 * 9,
+               w3 = b2 + SC2;
+  sc_state *s = calloc(1, sizeof *s);
+  double *x = malloc((size_t)cin * SX * SX * sizeof *x);
+  if (!s || !x) abort();
+  for (int q = 0; q < cin * SX * SX; q++) x[q] = xf[q];
+  double *a1 = &s->a1[0][0][0], *a2 = &s->a2[0][0][0];
+  sc_conv(a1, th + w1, th + b1, x, cin, SX, SC1, 2);
+  for (int q = 0; q < SC1 * SO * SO; q++) a1[q] = act(a1[q], m->act);
+  sc_conv(a2, th + w2, th + b2, a1, SC1, SO, SC2, 1);
+  for (int q = 0; q < SF; q++) a2[q] = act(a2[q], m->act);
+  double df[SF] = {0}, da1[SC1 * SO * SO] = {0};
+  if (g) memset(g, 0, dpgd_model_n_params(m) * sizeof *g);
+  double loss = sc_dense(m, th, w3, s, a2, y, g, df);
+  if (g) {
+    for (int q = 0; q < SF; q++) df[q] *= dact(a2[q], m->act);
+    sc_conv_back(g + w2, g + b2, da1, df, th + w2, a1, SC1, SO, SC2, 1);
+    for (int q = 0; q < SC1 * SO * SO; q++) da1[q] *= dact(a1[q], m->act);
+    sc_conv_back(g + w1, g + b1, NULL, da1, th + w1, x, cin, SX, SC1, 2);
+  }
+  free(x);
+  free(s);
+  return loss;
+}
+
 static int is_cnn(const dpgd_model *m) { return m->type == dpgd_model_cnn; }
+static int is_scatter_cnn(const dpgd_model *m) { return m->type == dpgd_model_scatter_cnn; }
 
 double ref_loss(const dpgd_model *m, const double *theta, const float *x, int y)
 {
+  if (is_scatter_cnn(m)) return scatter_cnn_ref(m, theta, x, y, NULL);
   return is_cnn(m) ? cnn_ref(m, theta, x, y, NULL) : softmax_ref(m, theta, x, y, NULL);
 }
 
 void ref_grad(const dpgd_model *m, const double *theta, const float *x, int y, double *g)
 {
-  if (is_cnn(m)) cnn_ref(m, theta, x, y, g);
+  if (is_scatter_cnn(m)) scatter_cnn_ref(m, theta, x, y, g);
+  else if (is_cnn(m)) cnn_ref(m, theta, x, y, g);
   else softmax_ref(m, theta, x, y, g);
 }

@@ -378,13 +378,92 @@ static void test_cnn_relu(void **state)
   run_all_checks(dpgd_model_cnn, DPGD_ACT_RELU, 28, 28, 10, 11);
 }
 
+/* Tramer & Boneh's CNN on scattering features: a small one (5 channels of 7 x 7, 4
+ * classes) through every check, and the MNIST shape (81 x 49, 10 classes). The inputs
+ * are synthetic C x 49 arrays, read channels-first as the feature datasets store them. */
+static void test_scatter_cnn_ref_fd(void **state)
+{
+  (void)state;
+  check_ref_fd(dpgd_model_scatter_cnn, DPGD_ACT_TANH, 5, 49, 4);
+  check_ref_fd(dpgd_model_scatter_cnn, DPGD_ACT_RELU, 5, 49, 4);
+  check_ref_fd(dpgd_model_scatter_cnn, DPGD_ACT_TANH, 81, 49, 10);
+}
+
+static void test_scatter_cnn_small(void **state)
+{
+  (void)state;
+  run_all_checks(dpgd_model_scatter_cnn, DPGD_ACT_TANH, 5, 49, 4, 11);
+  run_all_checks(dpgd_model_scatter_cnn, DPGD_ACT_RELU, 3, 49, 3, 9);
+}
+
+static void test_scatter_cnn_mnist_shape(void **state)
+{
+  (void)state;
+  mt_fixture *f = mt_fixture_make(dpgd_model_scatter_cnn, DPGD_ACT_TANH, 81, 49, 10, 40, 0, 2);
+  assert_int_equal(f->P, 33066); /* 11,680 + 4,640 + 16,416 + 330, as in PyTorch */
+  check_per_example(f);
+  check_clipping(f);
+  check_invariance(f);
+  mt_fixture_free(f);
+}
+
+/* The fused step against the examples computed one at a time (unfused): with one leaf
+ * of one chunk, each parameter of the per-example (convolution) part of the clipped sum
+ * is the examples' clipped contributions, each computed alone, added in double in row
+ * order from 0, bit for bit (a row's bits do not depend on the other rows, and
+ * accumulate_rows adds row after row); the dense layers' part, summed by one dgemm,
+ * agrees within 1e-12 relative. For models whose first tensors are formed per example
+ * (the CNNs): pformed is their parameter count. */
+static void check_unfused(mt_fixture *f, size_t pformed)
+{
+  const size_t n = f->n, P = f->P;
+  dpgd_grad_ws *ws = dpgd_grad_ws_alloc(f->m, n, 1);
+  assert_non_null(ws);
+  double *caps = malloc(n * sizeof *caps), *one = calloc(n, sizeof *one);
+  double *sum = malloc(P * sizeof *sum), *c = malloc(P * sizeof *c), *r = calloc(P, sizeof *r);
+  for (size_t i = 0; i < n; i++) caps[i] = i % 3 == 0 ? INFINITY : 0.02 + 0.3 * (double)i;
+  assert_int_equal(dpgd_model_clipped_grad_sum(f->m, ws, f->ds, caps, sum, NULL, NULL), 0);
+  for (size_t i = 0; i < n; i++) {
+    one[i] = caps[i];
+    assert_int_equal(dpgd_model_clipped_grad_sum(f->m, ws, f->ds, one, c, NULL, NULL), 0);
+    one[i] = 0.0;
+    for (size_t p = 0; p < P; p++) r[p] += c[p];
+  }
+  for (size_t p = 0; p < pformed; p++)
+    if (memcmp(&sum[p], &r[p], sizeof(double)))
+      fail_msg("%s: parameter %zu: fused sum %.17g, unfused %.17g", f->type->name, p, sum[p],
+               r[p]);
+  double e = mt_rel_err(sum + pformed, r + pformed, P - pformed, 1e-12);
+  if (e > 1e-12) fail_msg("%s: dense part of the sum differs by %g", f->type->name, e);
+  dpgd_grad_ws_free(ws);
+  free(caps), free(one), free(sum), free(c), free(r);
+}
+
+static size_t conv_params(const dpgd_model *m)
+{
+  return m->tensors[0].size + m->tensors[1].size + m->tensors[2].size + m->tensors[3].size;
+}
+
+static void test_unfused(void **state)
+{
+  (void)state;
+  mt_fixture *f = mt_fixture_make(dpgd_model_scatter_cnn, DPGD_ACT_TANH, 81, 49, 10, 13, 0, 1);
+  check_unfused(f, conv_params(f->m));
+  mt_fixture_free(f);
+  f = mt_fixture_make(dpgd_model_cnn, DPGD_ACT_RELU, 28, 28, 10, 13, 0, 1);
+  check_unfused(f, conv_params(f->m));
+  mt_fixture_free(f);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_sgemm_is_openblas), cmocka_unit_test(test_softmax_ref_fd),
       cmocka_unit_test(test_softmax_small),     cmocka_unit_test(test_softmax_mnist_shape),
       cmocka_unit_test(test_cnn_ref_fd),        cmocka_unit_test(test_cnn_tanh),
-      cmocka_unit_test(test_cnn_relu),
+      cmocka_unit_test(test_cnn_relu),          cmocka_unit_test(test_scatter_cnn_ref_fd),
+      cmocka_unit_test(test_scatter_cnn_small), cmocka_unit_test(test_scatter_cnn_mnist_shape),
+      cmocka_unit_test(test_unfused),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -200,9 +200,10 @@ static void expect_load_fails(const char *name, const unsigned char *b, size_t n
   if (!strstr(dpgd_error_last(), path)) fail_msg("%s: message does not name the file", name);
 }
 
-static void check_roundtrip(const dpgd_model_type *t, dpgd_activation act)
+static void check_roundtrip(const dpgd_model_type *t, dpgd_activation act, size_t rows,
+                            size_t cols)
 {
-  dpgd_model *m = dpgd_model_alloc(t, act, 28, 28, 10);
+  dpgd_model *m = dpgd_model_alloc(t, act, rows, cols, 10);
   assert_non_null(m);
   dpgd_model_init(m, 99);
   char path[512];
@@ -212,6 +213,8 @@ static void check_roundtrip(const dpgd_model_type *t, dpgd_activation act)
   assert_int_equal(dpgd_model_load(&l, path), 0);
   assert_ptr_equal(l->type, t);
   assert_int_equal(l->act, act);
+  assert_int_equal(l->rows, rows);
+  assert_int_equal(l->cols, cols);
   assert_int_equal(dpgd_model_n_params(l), dpgd_model_n_params(m));
   assert_memory_equal(dpgd_model_params(l), dpgd_model_params(m),
                       dpgd_model_n_params(m) * sizeof(float));
@@ -225,10 +228,13 @@ static void test_files(void **state)
   snprintf(tmpdir, sizeof tmpdir, "%s/dpgd_model_XXXXXX",
            getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
   assert_non_null(mkdtemp(tmpdir));
-  check_roundtrip(dpgd_model_softmax, DPGD_ACT_RELU);
-  check_roundtrip(dpgd_model_softmax, DPGD_ACT_TANH);
-  check_roundtrip(dpgd_model_cnn, DPGD_ACT_RELU);
-  check_roundtrip(dpgd_model_cnn, DPGD_ACT_TANH);
+  check_roundtrip(dpgd_model_softmax, DPGD_ACT_RELU, 28, 28);
+  check_roundtrip(dpgd_model_softmax, DPGD_ACT_TANH, 28, 28);
+  check_roundtrip(dpgd_model_cnn, DPGD_ACT_RELU, 28, 28);
+  check_roundtrip(dpgd_model_cnn, DPGD_ACT_TANH, 28, 28);
+  check_roundtrip(dpgd_model_scatter_softmax, DPGD_ACT_RELU, 81, 49);
+  check_roundtrip(dpgd_model_scatter_cnn, DPGD_ACT_TANH, 81, 49);
+  check_roundtrip(dpgd_model_scatter_cnn, DPGD_ACT_RELU, 5, 49);
 
   char path[512];
   snprintf(path, sizeof path, "%s/softmax.model", tmpdir);
@@ -252,6 +258,10 @@ static void test_files(void **state)
   put32(b + 8, 2);
   fix_crc(b, n);
   expect_load_fails("version", b, n, "format version 2");
+  memcpy(b, good, n);
+  put32(b + 12, 4); /* a scatter-cnn of 28 x 28 inputs: not a shape it takes */
+  fix_crc(b, n);
+  expect_load_fails("scatter_cnn_shape", b, n, "scatter-cnn model of 28 x 28 images");
   memcpy(b, good, n);
   put32(b + 12, 77);
   fix_crc(b, n);
@@ -303,6 +313,11 @@ static void test_bad_args(void **state)
   assert_null(dpgd_model_type_find("resnet"));
   assert_ptr_equal(dpgd_model_type_find("softmax"), dpgd_model_softmax);
   assert_ptr_equal(dpgd_model_type_find("cnn"), dpgd_model_cnn);
+  assert_ptr_equal(dpgd_model_type_find("scatter-cnn"), dpgd_model_scatter_cnn);
+  /* the scatter CNN takes C channels of 7 x 7 (C x 49) only */
+  assert_null(dpgd_model_alloc(dpgd_model_scatter_cnn, DPGD_ACT_TANH, 28, 28, 10));
+  assert_null(dpgd_model_alloc(dpgd_model_scatter_cnn, DPGD_ACT_TANH, 81, 48, 10));
+  assert_non_null(strstr(dpgd_error_last(), "C x 49"));
   assert_null(dpgd_model_alloc(dpgd_model_softmax, (dpgd_activation)7, 28, 28, 10));
   assert_null(dpgd_model_alloc(dpgd_model_softmax, DPGD_ACT_RELU, 28, 28, 1));
   assert_null(dpgd_model_alloc(dpgd_model_softmax, DPGD_ACT_RELU, 0, 28, 10));

@@ -36,10 +36,12 @@ static fx make_span(const dpgd_model_type *t, size_t side, int K, size_t n, size
                     size_t span, double zeros)
 {
   fx f = {0};
-  f.m = dpgd_model_alloc(t, DPGD_ACT_TANH, side, side, K);
+  /* the scatter CNN: side channels of 7 x 7; the pixel models: side x side images */
+  const size_t cols = t == dpgd_model_scatter_cnn ? 49 : side;
+  f.m = dpgd_model_alloc(t, DPGD_ACT_TANH, side, cols, K);
   assert_non_null(f.m);
   dpgd_model_init(f.m, 2385);
-  f.ds = mt_synthetic(n, side, side, K, 11);
+  f.ds = mt_synthetic(n, side, cols, K, 11);
   f.n = n;
   f.P = dpgd_model_n_params(f.m);
   f.chunk = chunk;
@@ -283,6 +285,13 @@ static void test_cnn(void **state)
   check_model(dpgd_model_cnn, 28, 10, 150, 4, 4, 0.1); /* 38 chunks */
 }
 
+static void test_scatter_cnn(void **state)
+{
+  (void)state;
+  check_model(dpgd_model_scatter_cnn, 81, 10, 150, 4, 4, 0.1);  /* 38 chunks */
+  check_model(dpgd_model_scatter_cnn, 81, 10, 150, 4, 16, 0.6); /* leaves of 4 chunks */
+}
+
 /* Leaves of several chunks, caps mostly 0 as in a sampled step: leaves of 10 and of
  * 70 examples over chunks of 7 (a few rows per leaf, some leaves with none, some with
  * more than one sub-batch), a span past n (one leaf), and the CNN. */
@@ -394,9 +403,10 @@ static void test_refused(void **state)
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_cover),   cmocka_unit_test(test_refused),
-      cmocka_unit_test(test_softmax), cmocka_unit_test(test_cnn),
-      cmocka_unit_test(test_span),    cmocka_unit_test(test_span_rule),
+      cmocka_unit_test(test_cover),       cmocka_unit_test(test_refused),
+      cmocka_unit_test(test_softmax),     cmocka_unit_test(test_cnn),
+      cmocka_unit_test(test_scatter_cnn), cmocka_unit_test(test_span),
+      cmocka_unit_test(test_span_rule),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

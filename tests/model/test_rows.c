@@ -1,7 +1,8 @@
 /* test_rows.c -- row independence (model/SENSITIVITY.md 5): removing one example (cap 0,
  * skipped, the later rows of its leaf move up) leaves every other example's squared
  * norms bit for bit, and moves the clipped sum by that example's own contribution within
- * the rounding bound of section 4, for softmax and the CNN (relu, tanh), leaves of one
+ * the rounding bound of section 4, for softmax, the CNN (relu, tanh) and the scatter CNN
+ * (tanh, on 81 x 49 inputs), leaves of one
  * chunk and of several (full batch; Poisson and subset sampling), 1 and 2 threads, with
  * both of gemm_fma.c's kernels. The removed example's own norm, computed alone, is its
  * norm in the full run too. ctest runs it with OpenBLAS's own kernels and with
@@ -48,10 +49,13 @@ static rx make(const dpgd_model_type *t, dpgd_activation act, size_t n, size_t c
                size_t span, int threads, double zeros, uint64_t seed)
 {
   rx f = {0};
-  f.m = dpgd_model_alloc(t, act, 28, 28, 10);
+  /* the scatter CNN takes 81 channels of 7 x 7, the pixel models 28 x 28 images */
+  const size_t rows = t == dpgd_model_scatter_cnn ? 81 : 28,
+               cols = t == dpgd_model_scatter_cnn ? 49 : 28;
+  f.m = dpgd_model_alloc(t, act, rows, cols, 10);
   assert_non_null(f.m);
   dpgd_model_init(f.m, seed);
-  f.ds = mt_synthetic(n, 28, 28, 10, seed + 1);
+  f.ds = mt_synthetic(n, rows, cols, 10, seed + 1);
   f.n = n;
   f.P = dpgd_model_n_params(f.m);
   f.ws = dpgd_grad_ws_alloc(f.m, chunk, threads);
@@ -167,24 +171,26 @@ static void check_removals(rx *f, size_t stride)
  * with most caps 0 a sampled one (Poisson, subset). */
 static const struct {
   const char *name;
-  int cnn;
+  const char *type;
   dpgd_activation act;
   size_t n, chunk, span;
   int threads;
   double zeros;
 } cases[] = {
-    {"softmax, full batch", 0, DPGD_ACT_RELU, 300, 64, 64, 1, 0.1},
-    {"softmax, sampled", 0, DPGD_ACT_RELU, 600, 64, 256, 2, 0.6},
-    {"cnn tanh, full batch", 1, DPGD_ACT_TANH, 80, 16, 16, 1, 0.1},
-    {"cnn relu, sampled", 1, DPGD_ACT_RELU, 160, 16, 48, 2, 0.5},
+    {"softmax, full batch", "softmax", DPGD_ACT_RELU, 300, 64, 64, 1, 0.1},
+    {"softmax, sampled", "softmax", DPGD_ACT_RELU, 600, 64, 256, 2, 0.6},
+    {"cnn tanh, full batch", "cnn", DPGD_ACT_TANH, 80, 16, 16, 1, 0.1},
+    {"cnn relu, sampled", "cnn", DPGD_ACT_RELU, 160, 16, 48, 2, 0.5},
+    {"scatter-cnn tanh, full batch", "scatter-cnn", DPGD_ACT_TANH, 80, 16, 16, 1, 0.1},
+    {"scatter-cnn tanh, sampled", "scatter-cnn", DPGD_ACT_TANH, 160, 16, 48, 2, 0.5},
 };
 
 static void test_case(void **state)
 {
   const size_t k = *(const size_t *)*state;
   print_message("  %s\n", cases[k].name);
-  rx f = make(cases[k].cnn ? dpgd_model_cnn : dpgd_model_softmax, cases[k].act, cases[k].n,
-              cases[k].chunk, cases[k].span, cases[k].threads, cases[k].zeros, 41 + k);
+  rx f = make(dpgd_model_type_find(cases[k].type), cases[k].act, cases[k].n, cases[k].chunk,
+              cases[k].span, cases[k].threads, cases[k].zeros, 41 + k);
   check_removals(&f, 1);
   drop(&f);
 }
@@ -208,12 +214,14 @@ static void test_replay_id(void **state)
 
 int main(void)
 {
-  static const size_t ks[] = {0, 1, 2, 3};
+  static const size_t ks[] = {0, 1, 2, 3, 4, 5};
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_prestate(test_case, (void *)&ks[0]),
       cmocka_unit_test_prestate(test_case, (void *)&ks[1]),
       cmocka_unit_test_prestate(test_case, (void *)&ks[2]),
       cmocka_unit_test_prestate(test_case, (void *)&ks[3]),
+      cmocka_unit_test_prestate(test_case, (void *)&ks[4]),
+      cmocka_unit_test_prestate(test_case, (void *)&ks[5]),
       cmocka_unit_test(test_replay_id),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,84 @@
+/* convnet.c -- what the two convolutional models (cnn.c on pixels, scatter_cnn.c on
+ * scattering features) share: a convolution forward after im2col, one example's
+ * convolution weight and bias gradients, the PyTorch flatten order, and the end of the
+ * chunk step (norms over every parameter, clip factors, clipped sums in double). */
+#include "layers.h"
+#include "model_internal.h"
+#include "vec4.h"
+
+void dpgd_flatten_chw(float *f, const float *p, size_t B, size_t hw, size_t c)
+{
+  for (size_t i = 0; i < B; i++)
+    for (size_t q = 0; q < hw; q++)
+      for (size_t ch = 0; ch < c; ch++)
+        f[i * hw * c + ch * hw + q] = p[i * hw * c + q * c + ch];
+}
+
+void dpgd_unflatten_chw(float *p, const float *f, size_t B, size_t hw, size_t c)
+{
+  for (size_t i = 0; i < B; i++)
+    for (size_t q = 0; q < hw; q++)
+      for (size_t ch = 0; ch < c; ch++)
+        p[i * hw * c + q * c + ch] = f[i * hw * c + ch * hw + q];
+}
+
+void dpgd_conv_forward(float *y, const float *cols, const float *W, const float *bias,
+                       float *wt, size_t rows, size_t K, size_t cout)
+{
+  for (size_t o = 0; o < cout; o++)
+    for (size_t k = 0; k < K; k++) wt[k * cout + o] = W[o * K + k];
+  dpgd_gemm(DPGD_TILE_6X2, y, cout, cols, K, 1, wt, cout, bias, rows, cout, K);
+}
+
+/* db (cout) = the column sums of dy (n, cout), row after row: for 16 and 32 channels
+ * in eight-lane vectors held in registers (the same additions lane by lane), otherwise
+ * one float at a time. */
+#define SUMS_MAXV 4
+static inline void column_sums8(float *db, const float *dy, size_t n, size_t nv)
+{
+  v8f s[SUMS_MAXV], v;
+  for (size_t t = 0; t < nv; t++) s[t] = (v8f){0.0f};
+  for (size_t q = 0; q < n; q++)
+    for (size_t t = 0; t < nv; t++) {
+      V8_LOAD(v, dy + (q * nv + t) * 8);
+      s[t] += v;
+    }
+  for (size_t t = 0; t < nv; t++) V8_STORE(db + t * 8, s[t]);
+}
+
+DPGD_CLONES static void bias_grad(float *db, const float *dy, size_t n, size_t cout)
+{
+  if (cout == 16) {
+    column_sums8(db, dy, n, 2);
+  } else if (cout == 32) {
+    column_sums8(db, dy, n, 4);
+  } else {
+    for (size_t o = 0; o < cout; o++) db[o] = 0.0f;
+    for (size_t q = 0; q < n; q++)
+      for (size_t o = 0; o < cout; o++) db[o] += dy[q * cout + o];
+  }
+}
+
+void dpgd_conv_grad_example(float *dW, float *db, const float *dy, const float *cols, size_t n,
+                            size_t K, size_t cout)
+{
+  dpgd_conv_wgrad(dW, dy, cols, n, K, cout);
+  bias_grad(db, dy, n, cout);
+}
+
+void dpgd_convnet_clip_sum(const dpgd_model *m, const dpgd_dense2 *d, double *acc, double *pre,
+                           double *post, const double *caps, size_t B)
+{
+  const size_t K = (size_t)m->n_classes, pc = d->pconv, fl = d->flat, hid = d->hid;
+  for (size_t i = 0; i < B; i++) {
+    double sq = dpgd_sqnorm_d(d->G + i * pc, pc);
+    sq += dpgd_linear_sqnorm(d->dh + i * hid, d->f + i * fl, hid, fl);
+    sq += dpgd_linear_sqnorm(d->dz + i * K, d->h + i * hid, K, hid);
+    d->scale[i] = dpgd_clip_scale(sq, caps[i], m->n_params, &pre[i], &post[i]);
+  }
+  double *acc3 = acc + pc, *acc4 = acc3 + hid * fl + hid;
+  dpgd_accumulate_rows(acc, d->G, d->scale, B, pc);
+  dpgd_accumulate_linear(acc3, acc3 + hid * fl, d->rsd, d->xd, d->dh, d->f, d->scale, B, hid,
+                         fl);
+  dpgd_accumulate_linear(acc4, acc4 + K * hid, d->rsd, d->xd, d->dz, d->h, d->scale, B, K, hid);
+}
