@@ -26,8 +26,7 @@ int dpgd_select_k_check(const dpgd_select_k *k)
   }
   if (k->dist == DPGD_SELECT_POISSON) {
     if (!(k->mean > 0) || !isfinite(k->mean))
-      return DPGD_FAIL(DPGD_EINVAL, "selection: the Poisson mean %g must be positive",
-                       k->mean);
+      return DPGD_FAIL(DPGD_EINVAL, "selection: the Poisson mean %g must be positive", k->mean);
     return DPGD_OK;
   }
   return DPGD_FAIL(DPGD_EINVAL, "selection: unknown distribution of K (%d)", (int)k->dist);
@@ -186,8 +185,8 @@ static double sel_curve(double alpha, const void *vp)
   return dpgd_select_rdp(s->k, s->b, alpha);
 }
 
-int dpgd_select_epsilon(const dpgd_select_k *k, const dpgd_select_base *b,
-                        dpgd_acct_method m, double delta, dpgd_acct_value *out)
+int dpgd_select_epsilon(const dpgd_select_k *k, const dpgd_select_base *b, dpgd_acct_method m,
+                        double delta, dpgd_acct_value *out)
 {
   int st = dpgd_select_k_check(k);
   if (st) return st;

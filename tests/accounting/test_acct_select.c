@@ -64,8 +64,8 @@ static void test_tnb_gaussian_closed_form(void **state)
         double ref = lam * mu * mu / 2 + (1 + etas[i]) * (mu * sqrt(2 * L) - mu * mu / 2) +
                      log(dpgd_select_k_mean(&k)) / (lam - 1);
         double v = dpgd_select_rdp(&k, &b, lam);
-        assert_true(v >= ref);              /* any lambda_hat is valid: never below */
-        assert_true(v <= ref * (1 + 1e-9)); /* and the grid finds the minimum */
+        assert_true(v >= ref);               /* any lambda_hat is valid: never below */
+        assert_true(v <= ref * (1 + 1e-9));  /* and the grid finds the minimum */
         assert_true(v >= lam * mu * mu / 2); /* at least the base's own curve */
       }
     }
@@ -158,10 +158,7 @@ static void test_bound_above_true_divergence(void **state)
 }
 
 /* eps(delta) grows with E[K] and is at least the base's own eps at that delta. */
-static double base_curve(double a, const void *ctx)
-{
-  return dpgd_select_base_rdp(ctx, a);
-}
+static double base_curve(double a, const void *ctx) { return dpgd_select_base_rdp(ctx, a); }
 
 static void test_monotone_and_above_base(void **state)
 {
