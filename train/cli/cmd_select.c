@@ -45,10 +45,13 @@ static int parse_k(const char *v, select_opts *o, dpgd_selection *s)
   if (!strcmp(v, "geometric")) o->eta = 1;
   else if (!strcmp(v, "logarithmic")) o->eta = 0;
   else if (!strcmp(v, "poisson")) s->k.dist = DPGD_SELECT_POISSON;
-  else if (!strncmp(v, "tnb:", 4)) return dpgd_cli_parse_double("--k-dist tnb:", v + 4, &o->eta);
+  else if (!strncmp(v, "tnb:", 4))
+    return dpgd_cli_parse_double("--k-dist tnb:", v + 4, &o->eta);
   else
-    return dpgd_cli_usage_error("select", "--k-dist '%s': expected geometric, logarithmic, "
-                                          "poisson or tnb:ETA", v);
+    return dpgd_cli_usage_error("select",
+                                "--k-dist '%s': expected geometric, logarithmic, "
+                                "poisson or tnb:ETA",
+                                v);
   return DPGD_EXIT_OK;
 }
 
@@ -70,8 +73,10 @@ static int parse_value(const char *a, const char *v, select_opts *o, dpgd_select
   } else if (!strcmp(a, "--method")) {
     int m = dpgd_acct_method_find(v);
     if (m < DPGD_ACCT_RDP_CLASSIC)
-      return dpgd_cli_usage_error("select", "--method '%s': expected rdp_optimal, rdp_balle "
-                                            "or rdp_classic", v);
+      return dpgd_cli_usage_error("select",
+                                  "--method '%s': expected rdp_optimal, rdp_balle "
+                                  "or rdp_classic",
+                                  v);
     s->method = (dpgd_acct_method)m;
   } else if (!strcmp(a, "--set")) st = dpgd_sweep_add_set(&s->sweep, v);
   else return dpgd_cli_usage_error("select", "unknown option '%s'", a);
@@ -94,7 +99,8 @@ static int parse_options(int argc, char **argv, select_opts *o, dpgd_selection *
   }
   if (!o->file) return dpgd_cli_usage_error("select", "no grid: give FILE.sweep");
   if ((o->total > 0) == (o->run_eps > 0))
-    return dpgd_cli_usage_error("select", "give one of --epsilon TOTAL or --run-epsilon E (> 0)");
+    return dpgd_cli_usage_error("select",
+                                "give one of --epsilon TOTAL or --run-epsilon E (> 0)");
   if (!(s->score_sigma >= 0))
     return dpgd_cli_usage_error("select", "--score-sigma %g: expected > 0", s->score_sigma);
   return DPGD_EXIT_OK;
@@ -164,7 +170,8 @@ static void json_best(FILE *f, const dpgd_selection *s, const dpgd_select_draws 
   const dpgd_select_cand *c = &d->cand[d->best];
   char name[512] = "";
   dpgd_sweep_cell_name(name, sizeof name, &s->sweep, c->cell);
-  fprintf(f, " \"best\": {\"cell\": \"%s\", \"score\": %.10g, \"overrides\": [", name, c->score);
+  fprintf(f, " \"best\": {\"cell\": \"%s\", \"score\": %.10g, \"overrides\": [", name,
+          c->score);
   for (size_t k = 0; k < s->sweep.n_dims; k++) {
     char kv[700];
     dpgd_sweep_cell_override(kv, sizeof kv, &s->sweep, c->cell, k);
@@ -270,7 +277,8 @@ static int run_selection(const select_opts *o, dpgd_selection *s, dpgd_select_dr
   int st = make_dir(priv);
   if (!st && o->rng == DPGD_RNG_RESEARCH && !o->quiet)
     fprintf(stderr, "dpgd: warning: %s\n",
-            DPGD_RESEARCH_CAVEAT_OF("--seed", "select anything you will release with --rng secure"));
+            DPGD_RESEARCH_CAVEAT_OF("--seed",
+                                    "select anything you will release with --rng secure"));
   if (!st) st = open_rng(&r, o);
   if (!st) st = dpgd_select_draw(d, s, r);
   if (!st) st = dpgd_select_run(d, s, r, exe, priv, o->rng);
@@ -285,14 +293,16 @@ static int select_main(const select_opts *o, dpgd_selection *s)
 {
   int st = dpgd_select_setup(s);
   if (!st && !(s->delta > 0)) s->delta = s->run_delta;
-  if (!st) st = o->total > 0 ? dpgd_select_calibrate(s, o->total) : dpgd_select_account(s, o->run_eps);
+  if (!st)
+    st = o->total > 0 ? dpgd_select_calibrate(s, o->total) : dpgd_select_account(s, o->run_eps);
   if (st) return dpgd_cli_status_error(st, "select");
   print_account(s);
   if (o->dry) return DPGD_EXIT_OK;
   dpgd_select_draws d = {0, NULL, -1};
   st = run_selection(o, s, &d);
   if (!st && d.best >= 0)
-    printf("best: %s/model.bin, noisy validation accuracy %.6f\n", o->out, d.cand[d.best].score);
+    printf("best: %s/model.bin, noisy validation accuracy %.6f\n", o->out,
+           d.cand[d.best].score);
   else if (!st) printf("best: none (K = 0: the selection releases nothing)\n");
   dpgd_select_draws_free(&d);
   return st ? dpgd_cli_status_error(st, "select") : DPGD_EXIT_OK;

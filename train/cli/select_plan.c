@@ -30,7 +30,8 @@ static int cell_config(dpgd_selection *s, size_t c, char *name, size_t len)
   dpgd_config_defaults(cfg);
   int st = dpgd_sweep_cell_name(name, len, &s->sweep, c);
   if (!st) st = dpgd_config_load(cfg, dpgd_sweep_cell_config(&s->sweep, c));
-  for (size_t i = 0; !st && i < s->sweep.n_sets; i++) st = dpgd_config_set(cfg, s->sweep.sets[i]);
+  for (size_t i = 0; !st && i < s->sweep.n_sets; i++)
+    st = dpgd_config_set(cfg, s->sweep.sets[i]);
   for (size_t d = 0; !st && d < s->sweep.n_dims; d++) {
     st = dpgd_sweep_cell_override(kv, sizeof kv, &s->sweep, c, d);
     if (!st) st = dpgd_config_set(cfg, kv);
@@ -54,7 +55,8 @@ static int cell_config(dpgd_selection *s, size_t c, char *name, size_t len)
 
 static int grid_checks(const dpgd_selection *s)
 {
-  if (!s->n_cells) return DPGD_FAIL(DPGD_EINVAL, "the grid is empty: give a .sweep with a config");
+  if (!s->n_cells)
+    return DPGD_FAIL(DPGD_EINVAL, "the grid is empty: give a .sweep with a config");
   for (size_t d = 0; d < s->sweep.n_dims; d++)
     if (!strncmp(s->sweep.dims[d].key, "privacy.", 8))
       return DPGD_FAIL(DPGD_EINVAL,

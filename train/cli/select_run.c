@@ -83,7 +83,8 @@ static char **child_argv(const dpgd_selection *s, const dpgd_select_cand *c, con
   size_t a = 0, k = 0;
   argv[a++] = (char *)exe, argv[a++] = "train", argv[a++] = "--config";
   argv[a++] = (char *)dpgd_sweep_cell_config(&s->sweep, c->cell);
-  for (size_t i = 0; i < s->sweep.n_sets; i++) argv[a++] = "--set", argv[a++] = s->sweep.sets[i];
+  for (size_t i = 0; i < s->sweep.n_sets; i++)
+    argv[a++] = "--set", argv[a++] = s->sweep.sets[i];
   for (size_t d = 0; d < s->sweep.n_dims; d++, k++) {
     dpgd_sweep_cell_override(strs + 700 * k, 700, &s->sweep, c->cell, d);
     argv[a++] = "--set", argv[a++] = strs + 700 * k;
@@ -139,14 +140,15 @@ static int read_count(const dpgd_selection *s, dpgd_select_cand *c, const char *
                      want);
   double n = sum.n_test, k = nearbyint(sum.test_acc * n);
   if (!(n >= 1) || fabs(k / n - sum.test_acc) > 1e-9)
-    return DPGD_FAIL(DPGD_EFORMAT, "%s: test_acc %g is not a count of %g", path, sum.test_acc, n);
+    return DPGD_FAIL(DPGD_EFORMAT, "%s: test_acc %g is not a count of %g", path, sum.test_acc,
+                     n);
   c->n_val = (size_t)n;
   c->correct = (size_t)k;
   return DPGD_OK;
 }
 
-int dpgd_select_run(dpgd_select_draws *d, const dpgd_selection *s, dpgd_rng *r,
-                    const char *exe, const char *dir, int rng)
+int dpgd_select_run(dpgd_select_draws *d, const dpgd_selection *s, dpgd_rng *r, const char *exe,
+                    const char *dir, int rng)
 {
   d->best = -1;
   for (uint64_t i = 0; i < d->K; i++) {

@@ -25,8 +25,8 @@ typedef struct {
 int dpgd_select_draw(dpgd_select_draws *d, const dpgd_selection *s, dpgd_rng *r);
 /* Trains every candidate (`exe train` into dir/candidate-<i>, rng mode rng for its
  * noise), releases its noisy score (noise from r) and picks the best. */
-int dpgd_select_run(dpgd_select_draws *d, const dpgd_selection *s, dpgd_rng *r,
-                    const char *exe, const char *dir, int rng);
+int dpgd_select_run(dpgd_select_draws *d, const dpgd_selection *s, dpgd_rng *r, const char *exe,
+                    const char *dir, int rng);
 void dpgd_select_draws_free(dpgd_select_draws *d);
 
 #endif /* DPGD_SELECT_RUN_H */
