@@ -297,6 +297,7 @@ static int select_main(const select_opts *o, dpgd_selection *s)
     st = o->total > 0 ? dpgd_select_calibrate(s, o->total) : dpgd_select_account(s, o->run_eps);
   if (st) return dpgd_cli_status_error(st, "select");
   print_account(s);
+  fflush(stdout); /* the guarantee is known before the first run starts */
   if (o->dry) return DPGD_EXIT_OK;
   dpgd_select_draws d = {0, NULL, -1};
   st = run_selection(o, s, &d);
