@@ -365,6 +365,67 @@ int dpgd_calibrate_sigma(dpgd_acct_method m, double eps, double delta, uint64_t 
 int dpgd_calibrate_budget(dpgd_acct_method m, double eps, double delta, double sigma,
                           double clip, const dpgd_accountant *extra, double *budget);
 
+/* ---- RDP curves given as functions ----
+ * eps_hat(alpha) of some mechanism at order alpha > 1 (+inf or NaN where unknown). With
+ * integer set, the curve is evaluated at the integer orders 2..256 only. eps at delta by
+ * conversion m (rdp_classic, rdp_balle or rdp_optimal; others DPGD_EINVAL), minimised
+ * over the order grid of the rdp_* methods, rounded up. */
+typedef double (*dpgd_acct_rdp_fn)(double alpha, const void *ctx);
+int dpgd_acct_rdp_curve_epsilon(dpgd_acct_rdp_fn curve, const void *ctx, int integer,
+                                dpgd_acct_method m, double delta, dpgd_acct_value *out);
+
+/* ---- Private selection: best of a random number K of runs (accounting/SELECTION.md) ----
+ * Papernot & Steinke, "Hyperparameter Tuning with Renyi Differential Privacy" (ICLR 2022,
+ * arXiv 2110.03620). A base mechanism Q (one candidate: a grid cell drawn uniformly, its
+ * training run and its noisy score) is run K times and the best-scoring output released.
+ *   TNB: K ~ truncated negative binomial D_{eta,gamma} (their Definition 1; eta = 1 the
+ *     geometric, eta = 0 the logarithmic distribution); Theorem 2: for every lambda > 1
+ *     and lambda_hat >= 1 the selection is (lambda, eps')-RDP with
+ *       eps' = eps(lambda) + (1 + eta)(1 - 1/lambda_hat) eps(lambda_hat)
+ *              + (1 + eta) log(1/gamma) / lambda_hat + log E[K] / (lambda - 1).
+ *   POISSON: K ~ Poisson(mean) (K = 0 releases nothing); Theorem 6: if Q is
+ *     (eps_hat, delta_hat)-DP with e^eps_hat <= 1 + 1/(lambda - 1), the selection is
+ *     (lambda, eps(lambda) + mean delta_hat + log(mean) / (lambda - 1))-RDP. */
+typedef enum { DPGD_SELECT_TNB = 0, DPGD_SELECT_POISSON = 1 } dpgd_select_dist;
+typedef struct {
+  dpgd_select_dist dist;
+  double eta;   /* TNB: in (-1, inf) */
+  double gamma; /* TNB: in (0, 1) */
+  double mean;  /* POISSON: the mean, > 0 */
+} dpgd_select_k;
+/* DPGD_OK or DPGD_EINVAL naming the bad parameter (reported). */
+int dpgd_select_k_check(const dpgd_select_k *k);
+/* E[K]: eta (1 - gamma) / (gamma (1 - gamma^eta)), (1/gamma - 1) / log(1/gamma) at eta = 0;
+ * the mean for POISSON. NaN for bad parameters. */
+double dpgd_select_k_mean(const dpgd_select_k *k);
+/* The TNB of this eta whose E[K] = mean (> 1; gamma by bisection, E[K] decreasing in it). */
+int dpgd_select_k_tnb(dpgd_select_k *k, double eta, double mean);
+/* P[K = j] (j >= 0), for tests and for sampling. */
+double dpgd_select_k_pmf(const dpgd_select_k *k, uint64_t j);
+
+/* The base mechanism: one grid cell drawn uniformly, its training run (the composition
+ * train[c] of cell c), and the score of the trained model on the validation split, a
+ * count of sensitivity 1 plus N(0, 1/score_mu^2) noise (score_mu = 0: no score
+ * released). Training and validation points are disjoint, so a neighbouring dataset
+ * changes one of the two: per order the curve is the larger of the two, and the larger
+ * over the cells (mixtures: joint quasi-convexity). */
+typedef struct {
+  size_t n_cells;
+  const dpgd_accountant *const *train; /* (n_cells) */
+  double score_mu;
+} dpgd_select_base;
+/* eps_hat(alpha) of the base (+inf where a cell's curve is). */
+double dpgd_select_base_rdp(const dpgd_select_base *b, double alpha);
+/* delta_hat(eps) of the base: the largest over cells of the exact delta (the tightest
+ * valid one: exact, else rdp_optimal) and the score's Gaussian delta; rounded up. */
+int dpgd_select_base_delta(const dpgd_select_base *b, double eps, double *delta);
+/* eps'(lambda) of the selection (TNB: minimised over lambda_hat on a grid in [1, 1e6];
+ * POISSON: at eps_hat = log(lambda / (lambda - 1))); +inf where not finite. */
+double dpgd_select_rdp(const dpgd_select_k *k, const dpgd_select_base *b, double lambda);
+/* eps at delta of the selection under m (rdp_classic, rdp_balle or rdp_optimal). */
+int dpgd_select_epsilon(const dpgd_select_k *k, const dpgd_select_base *b, dpgd_acct_method m,
+                        double delta, dpgd_acct_value *out);
+
 /* ---- Hidden iterates: one pass of projected noisy SGD (accounting/ITERATION.md) ----
  * The privacy of the point used at step t of an n-step pass of
  *   w_k = Pi_K(w_{k-1} - eta (grad f(w_{k-1}; x_k) + N(0, sigma^2 I)))

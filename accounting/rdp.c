@@ -246,7 +246,9 @@ static double conv_log_delta(dpgd_acct_method m, double a, double zeta, double e
 }
 
 typedef struct {
-  const dpgd_accountant *acc;
+  dpgd_acct_rdp_fn curve; /* eps_hat(alpha) */
+  const void *ctx;
+  int integer; /* the curve is evaluated at integer orders only */
   dpgd_acct_method m;
   double x; /* delta or eps */
   int want_delta;
@@ -255,7 +257,8 @@ typedef struct {
 static double rdp_objective(double a, void *vp)
 {
   const rdp_obj *o = vp;
-  double zeta = dpgd_acct_rdp_curve(o->acc, a);
+  double zeta = o->curve(a, o->ctx);
+  if (isnan(zeta)) zeta = INFINITY;
   if (o->want_delta) return conv_log_delta(o->m, a, zeta, o->x);
   return conv_eps(o->m, a, zeta, o->x);
 }
@@ -271,7 +274,7 @@ static double grid_order(int integer, int i, int n)
  * best index. */
 static double rdp_minimise_range(const rdp_obj *o, int i0, int i1, int *pick)
 {
-  int integer = has_subsampled(o->acc);
+  int integer = o->integer;
   int n = integer ? ACCT_RDP_INT_MAX - 1 : ACCT_RDP_NGRID;
   if (i0 < 0) i0 = 0;
   if (i1 > n - 1) i1 = n - 1;
@@ -321,25 +324,49 @@ static double rdp_minimise(const rdp_obj *o)
   return vo < vb ? vo : vb;
 }
 
-int dpgd_acct_rdp_epsilon(const dpgd_accountant *a, dpgd_acct_method m, double delta,
-                          dpgd_acct_value *out)
+static double acc_curve(double alpha, const void *ctx)
+{
+  return dpgd_acct_rdp_curve(ctx, alpha);
+}
+
+static int rdp_epsilon_of(const rdp_obj *o, dpgd_acct_value *out)
 {
   dpgd_acct_gsl_quiet();
-  rdp_obj o = {a, m, delta, 0};
-  double e = rdp_minimise(&o);
+  double e = rdp_minimise(o);
   if (!isfinite(e))
     return DPGD_FAIL(DPGD_ERANGE, "%s: the RDP curve is infinite on the order grid",
-                     dpgd_acct_method_name(m));
+                     dpgd_acct_method_name(o->m));
   out->err = fabs(e) * 64 * DBL_EPSILON;
   out->value = e + out->err;
   return DPGD_OK;
+}
+
+int dpgd_acct_rdp_curve_epsilon(dpgd_acct_rdp_fn curve, const void *ctx, int integer,
+                                dpgd_acct_method m, double delta, dpgd_acct_value *out)
+{
+  if (m != DPGD_ACCT_RDP_CLASSIC && m != DPGD_ACCT_RDP_BALLE && m != DPGD_ACCT_RDP_OPTIMAL)
+    return DPGD_FAIL(
+        DPGD_EINVAL,
+        "an RDP curve converts under rdp_classic, rdp_balle or rdp_optimal, not %s",
+        dpgd_acct_method_name(m));
+  if (!(delta > 0 && delta < 1))
+    return DPGD_FAIL(DPGD_EINVAL, "delta = %g is not in (0, 1)", delta);
+  rdp_obj o = {curve, ctx, integer, m, delta, 0};
+  return rdp_epsilon_of(&o, out);
+}
+
+int dpgd_acct_rdp_epsilon(const dpgd_accountant *a, dpgd_acct_method m, double delta,
+                          dpgd_acct_value *out)
+{
+  rdp_obj o = {acc_curve, a, has_subsampled(a), m, delta, 0};
+  return rdp_epsilon_of(&o, out);
 }
 
 int dpgd_acct_rdp_delta(const dpgd_accountant *a, dpgd_acct_method m, double eps,
                         dpgd_acct_value *out)
 {
   dpgd_acct_gsl_quiet();
-  rdp_obj o = {a, m, eps, 1};
+  rdp_obj o = {acc_curve, a, has_subsampled(a), m, eps, 1};
   double ld = rdp_minimise(&o);
   if (isnan(ld))
     return DPGD_FAIL(DPGD_ERANGE, "%s: delta(eps = %g) is not finite numerically",

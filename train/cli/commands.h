@@ -18,6 +18,7 @@ int dpgd_cmd_account_wants_iteration(int argc, char **argv);
 dpgd_cmd_fn dpgd_cmd_queries;  /* cmd_queries.c */
 dpgd_cmd_fn dpgd_cmd_plot;     /* cmd_plot.c */
 dpgd_cmd_fn dpgd_cmd_sweep;    /* cmd_plot.c    */
+dpgd_cmd_fn dpgd_cmd_select;   /* cmd_select.c */
 dpgd_cmd_fn dpgd_cmd_data;     /* cmd_data.c */
 dpgd_cmd_fn dpgd_cmd_data_png; /* cmd_data_png.c: 'dpgd data png' */
 dpgd_cmd_fn dpgd_cmd_bench;    /* cmd_bench.c */

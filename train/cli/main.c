@@ -34,6 +34,7 @@ static const struct {
     {"queries", dpgd_cmd_queries, "answer a CSV of users x queries with individual filtering"},
     {"plot", dpgd_cmd_plot, "PNG figures from run directories"},
     {"sweep", dpgd_cmd_sweep, "run a config over seeds and a grid of overrides"},
+    {"select", dpgd_cmd_select, "private hyperparameter selection over a sweep's grid"},
     {"data", dpgd_cmd_data, "dataset information, examples as PNG ('dpgd data info|png')"},
     {"bench", dpgd_cmd_bench, "benchmarks ('dpgd bench grads')"},
     {"audit", dpgd_cmd_audit, "empirical lower bound on eps from one run with canaries"},
