@@ -84,6 +84,7 @@ size_t dpgd_model_n_params(const dpgd_model *m) { return m->n_params; }
 
 double dpgd_model_flops_per_example(const dpgd_model *m) { return m->type->flops(m); }
 int dpgd_model_n_classes(const dpgd_model *m) { return m->n_classes; }
+const dpgd_model_type *dpgd_model_get_type(const dpgd_model *m) { return m->type; }
 float *dpgd_model_params(dpgd_model *m) { return m->params; }
 const float *dpgd_model_params_const(const dpgd_model *m) { return m->params; }
 

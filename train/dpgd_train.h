@@ -466,6 +466,12 @@ int dpgd_pnsgd_consts_make(dpgd_pnsgd_consts *k, size_t d, float mean, float std
 /* For inputs whose squared norm is at most x2 (public): L, beta and 2/beta from it. */
 int dpgd_pnsgd_consts_from_sq(dpgd_pnsgd_consts *k, double x2);
 
+/* *ds (images, normalised by its mean and std) replaced by the scattering features every
+ * scatter-* model takes (J = 2, L = 8, docs/SCATTER.md), group-normalised in `groups`
+ * groups (0: none), computed with `threads` OpenMP threads (0: the default), no cache:
+ * what dpgd eval and dpgd predict feed a scatter-* model. */
+int dpgd_train_scatter_features(dpgd_dataset **ds, size_t groups, int threads);
+
 /* Feature data (ds->feat: scattering features after group normalisation): the public
  * bound X^2 = d (a group-normalised group of m values has squared norm m v/(v + eps) < m
  * in exact arithmetic) made to hold for the floats: every example whose squared norm,

@@ -39,6 +39,17 @@ static int to_features(dpgd_dataset **ds, const char *cache_dir, const char *spl
   return DPGD_OK;
 }
 
+int dpgd_train_scatter_features(dpgd_dataset **ds, size_t groups, int threads)
+{
+  dpgd_scatter_opts o = {RUN_SCATTER_J, RUN_SCATTER_L, groups};
+  dpgd_dataset *f = NULL;
+  int rc = dpgd_scatter_features(&f, *ds, &o, NULL, threads, NULL);
+  if (rc) return rc;
+  dpgd_data_free(*ds);
+  *ds = f;
+  return DPGD_OK;
+}
+
 int dpgd_run_features(dpgd_dataset **train, dpgd_dataset **test, const dpgd_config *c,
                       const char *data_dir)
 {

@@ -2,7 +2,8 @@
 # computes and caches the features, a second run reads the cache and trains to the same
 # bytes; a cache that cannot be written is reported in one line; Algorithm 7 filtering and DP-SGD run on the features; a group count that does
 # not divide the 81 channels and the audit are refused with one line; the last-iterate mode
-# runs on group-normalised features with the public norm bound X^2 = 3969.
+# runs on group-normalised features with the public norm bound X^2 = 3969; dpgd eval
+# scores a scatter model on images.
 . "$(dirname "$0")/lib.sh"
 SRC=${DPGD_SOURCE_DIR:-$(dirname "$0")/../..}
 CFG=$SRC/configs/scatter/softmax-eps1.ini
@@ -18,6 +19,13 @@ checks=$((checks + 1))
   fail "no feature cache: $(ls "$TMP/cache")"
 expect_acc first "$TMP/a/summary.json" 0.5
 echo "scatter-softmax, n 1000, 20 steps, eps 1: test accuracy $acc"
+# dpgd eval computes the features itself: the run's own test accuracy; a model file
+# without its run's config.ini is refused in one line.
+expect_ok eval "$DPGD" eval --model "$TMP/a/model.bin" --data "$MNIST" --n 300
+expect_out eval-acc "^accuracy +$(printf '%.4f' "$acc") "
+cp "$TMP/a/model.bin" "$TMP/lonely.bin"
+expect_fail eval-lonely "scatter-softmax model: its features need the group count" \
+  "$DPGD" eval --model "$TMP/lonely.bin" --data "$MNIST" --n 300
 expect_ok cached "$DPGD" train --config "$CFG" "${SET[@]}" --out "$TMP/b" --quiet
 checks=$((checks + 1))
 cmp -s "$TMP/a/model.bin" "$TMP/b/model.bin" || fail "the run on cached features differs"

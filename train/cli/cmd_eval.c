@@ -12,6 +12,7 @@
 #include "dpgd_config.h"
 #include "dpgd_data.h"
 #include "dpgd_model.h"
+#include "dpgd_train.h"
 
 static void eval_usage(FILE *f)
 {
@@ -83,6 +84,9 @@ typedef struct norm {
   const char *mean_text, *std_text; /* the options, or NULL */
   float mean, std;
   char from[4200];
+  int have_config; /* from is the run's config.ini, read */
+  size_t groups;   /* its model.scatter_groups */
+  char type[64];   /* its model.type */
 } norm;
 
 static int resolve_norm(norm *nm, const char *cmd, const char *model_path)
@@ -122,7 +126,25 @@ static int resolve_norm(norm *nm, const char *cmd, const char *model_path)
   if (st) return dpgd_cli_status_error(st, "");
   nm->mean = (float)c.data_mean;
   nm->std = (float)c.data_std;
+  nm->have_config = 1;
+  nm->groups = c.model_scatter_groups;
+  snprintf(nm->type, sizeof nm->type, "%s", c.model_type);
   return 0;
+}
+
+/* A scatter-* model reads the scattering features of the images (their group count from
+ * the run's config.ini beside the model); other models read the pixels as they are. */
+static int model_input(dpgd_dataset **ds, const dpgd_model *m, const norm *nm,
+                       const char *model_path)
+{
+  const char *type = dpgd_model_type_name(dpgd_model_get_type(m));
+  if (strncmp(type, "scatter-", 8)) return 0;
+  if (!nm->have_config || strcmp(nm->type, type))
+    return dpgd_cli_error("%s is a %s model: its features need the group count of the run's "
+                          "config.ini beside it (model.type = %s), not found",
+                          model_path, type, type);
+  int st = dpgd_train_scatter_features(ds, nm->groups, 0);
+  return st ? dpgd_cli_status_error(st, "") : 0;
 }
 
 static int write_predictions(const char *path, const dpgd_dataset *ds,
@@ -202,6 +224,7 @@ int dpgd_cmd_eval(int argc, char **argv)
     ds->mean = a.nm.mean;
     ds->std = a.nm.std;
   }
+  if (!rc) rc = model_input(&ds, m, &a.nm, model_path);
   if (!rc && !(pred = malloc(ds->n))) rc = dpgd_cli_error("out of memory");
   size_t correct = 0;
   double loss = 0;
@@ -285,6 +308,7 @@ int dpgd_cmd_predict(int argc, char **argv)
     ds->mean = nm.mean;
     ds->std = nm.std;
   }
+  if (!rc) rc = model_input(&ds, m, &nm, model_path);
   /* All images are classified before anything is printed: an error stays one line. */
   double *p = !rc ? malloc(n * (size_t)K * sizeof *p) : NULL;
   uint8_t *cls = !rc ? malloc(n) : NULL;
