@@ -1,6 +1,6 @@
 # tour-check.sh -- every command of the README's "A short tour" runs as written (from a
 # folder laid out like the repository: configs/, data/mnist): quick commands in full,
-# training and sweeps with --dry-run, the audit on a few hundred points, the run-using
+# training, sweeps and selections with --dry-run, the audit on a few hundred points, the run-using
 # commands on a short run made first at the path the tour uses. So the tour cannot drift
 # from the command line (label mnist: it reads MNIST).
 . "$(dirname "${BASH_SOURCE[0]}")/../e2e/lib.sh"
@@ -26,6 +26,7 @@ for c in "${cmds[@]}"; do
   case "${argv[0]} ${argv[*]}" in
     "train "*--resume*) ;; # below
     "train "* | "sweep "*) argv+=(--dry-run) ;;
+    "select "*) argv+=(--dry-run --set data.n_train=1000 --set data.validation=100) ;;
     "audit "*) argv+=(--set data.n_train=300 --set train.steps=4 --canaries 30 --quiet) ;;
   esac
   checks=$((checks + 1))
