@@ -156,7 +156,7 @@ int dpgd_audit_write_data(dpgd_audit *a, const char *dir)
 }
 
 /* Gradient canaries: M distinct coordinates of the P parameters from the audit stream
- * (a partial Fisher-Yates shuffle; u mod (P - j) is biased by at most 2^-32), and the
+ * (dpgd_audit_draw_coords: every M-subset equally likely, no modulo bias), and the
  * run's training rows n_base .. n_base + M - 1 made gradient points: canary j's gradient
  * is 4 C e_{k_j}, so that every cap the run applies (at most C) clips it. */
 int dpgd_audit_grad_attach(dpgd_audit *a)
@@ -168,26 +168,25 @@ int dpgd_audit_grad_attach(dpgd_audit *a)
                      "%zu gradient canaries need distinct coordinates: this model has %zu "
                      "parameters",
                      M, P);
-  uint32_t *perm = malloc(P * sizeof *perm);
   a->coords = malloc(M * sizeof *a->coords);
-  if (!perm || !a->coords) {
-    free(perm);
-    return DPGD_FAIL(DPGD_ENOMEM, "no memory for %zu gradient canaries", M);
-  }
-  for (size_t k = 0; k < P; k++) perm[k] = (uint32_t)k;
-  int rc = DPGD_OK;
-  for (size_t j = 0; !rc && j < M; j++) {
-    uint64_t u;
-    rc = dpgd_rng_u64(a->g, &u);
-    size_t s = j + (size_t)(u % (uint64_t)(P - j));
-    uint32_t t = perm[j];
-    perm[j] = perm[s], perm[s] = t;
-    a->coords[j] = perm[j];
-  }
-  free(perm);
+  if (!a->coords) return DPGD_FAIL(DPGD_ENOMEM, "no memory for %zu gradient canaries", M);
+  int rc = dpgd_audit_draw_coords(a->g, M, P, a->coords);
   dpgd_dataset *tr = a->run->train;
   tr->fixed_from = a->n_base;
   tr->fixed_coord = a->coords;
   tr->fixed_value = (float)(4 * a->run->plan.clip);
+  return rc;
+}
+
+int dpgd_audit_draw_coords(dpgd_rng *g, size_t m, size_t p, uint32_t *coords)
+{
+  if (m > p || p > UINT32_MAX)
+    return DPGD_FAIL(DPGD_EINVAL, "cannot draw %zu distinct coordinates out of %zu", m, p);
+  unsigned char *in = malloc(p ? p : 1);
+  if (!in) return DPGD_FAIL(DPGD_ENOMEM, "no memory for %zu coordinates", p);
+  int rc = dpgd_rng_sample_subset(g, m, in, p); /* every m-subset equally likely */
+  for (size_t k = 0, j = 0; !rc && k < p; k++)
+    if (in[k]) coords[j++] = (uint32_t)k;
+  free(in);
   return rc;
 }

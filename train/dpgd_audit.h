@@ -80,4 +80,11 @@ const double *dpgd_audit_scores(const dpgd_audit *a, const uint8_t **in, size_t 
 int dpgd_audit_finish(dpgd_audit *a, dpgd_audit_result *res);
 void dpgd_audit_free(dpgd_audit *a);
 
+/* Gradient canaries' coordinates: m distinct coordinates out of p, every m-subset equally
+ * likely (dpgd_rng_sample_subset: Floyd's algorithm with rejection-drawn bounded
+ * integers, no modulo bias), written in increasing order; canary j gets coords[j]. The
+ * canaries' coins are drawn apart from this, so the order leaves every coin independent
+ * of its coordinate. DPGD_EINVAL for m > p. */
+int dpgd_audit_draw_coords(dpgd_rng *g, size_t m, size_t p, uint32_t *coords /* (m) */);
+
 #endif /* DPGD_AUDIT_H */

@@ -366,6 +366,43 @@ static void test_resume_bit_identical(void **state)
   tt_assert_same_results(dir, "ref", "cut");
 }
 
+/* The audit's gradient-canary coordinates (dpgd_audit_draw_coords) are the unbiased
+ * sampler's draw: from the same stream position, exactly the m-subset that
+ * dpgd_rng_sample_subset draws (so every m-subset is equally likely), distinct, in
+ * increasing order, the same words consumed; m > p is refused. */
+static void test_audit_coords(void **state)
+{
+  (void)state;
+  const size_t cases[][2] = {{1, 1}, {3, 7}, {2, 3}, {100, 7850}, {7850, 7850}};
+  unsigned char *in = malloc(7850);
+  uint32_t *coords = malloc(7850 * sizeof *coords);
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+    for (uint64_t seed = 1; seed <= 20; seed++) {
+      size_t m = cases[c][0], p = cases[c][1];
+      dpgd_rng *a = dpgd_rng_alloc_u64(DPGD_RNG_RESEARCH, seed, DPGD_STREAM_AUDIT);
+      dpgd_rng *b = dpgd_rng_alloc_u64(DPGD_RNG_RESEARCH, seed, DPGD_STREAM_AUDIT);
+      assert_int_equal(dpgd_audit_draw_coords(a, m, p, coords), DPGD_OK);
+      assert_int_equal(dpgd_rng_sample_subset(b, m, in, p), DPGD_OK);
+      for (size_t j = 0; j < m; j++) {
+        assert_true(coords[j] < p && in[coords[j]]);
+        if (j) assert_true(coords[j] > coords[j - 1]);
+      }
+      assert_int_equal(count_in(in, p), m);
+      uint64_t ua, ub;
+      assert_int_equal(dpgd_rng_u64(a, &ua), DPGD_OK);
+      assert_int_equal(dpgd_rng_u64(b, &ub), DPGD_OK);
+      assert_true(ua == ub);
+      dpgd_rng_free(a);
+      dpgd_rng_free(b);
+    }
+  dpgd_rng *r = dpgd_rng_alloc_u64(DPGD_RNG_RESEARCH, 1, DPGD_STREAM_AUDIT);
+  assert_int_equal(dpgd_audit_draw_coords(r, 8, 7, coords), DPGD_EINVAL);
+  dpgd_error_clear();
+  dpgd_rng_free(r);
+  free(coords);
+  free(in);
+}
+
 int main(void)
 {
   dir = tu_tmpdir();
@@ -373,6 +410,7 @@ int main(void)
   tt_write_banded_split(dir, "t10k", N_TEST, 12);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_sampler_size),
+      cmocka_unit_test(test_audit_coords),
       cmocka_unit_test(test_sampler_deterministic),
       cmocka_unit_test(test_sampler_subsets_uniform),
       cmocka_unit_test(test_sampler_points_uniform),
