@@ -38,7 +38,7 @@ void dpgd_model_free(dpgd_model *m);
 size_t dpgd_model_n_params(const dpgd_model *m);
 int dpgd_model_n_classes(const dpgd_model *m);
 const dpgd_model_type *dpgd_model_get_type(const dpgd_model *m);
-    /* what it was allocated as */                         /* outputs (labels 0..n_classes-1) */
+/* what it was allocated as */                             /* outputs (labels 0..n_classes-1) */
 float *dpgd_model_params(dpgd_model *m);                   /* (P) one contiguous slab */
 const float *dpgd_model_params_const(const dpgd_model *m); /* (P) */
 
