@@ -39,6 +39,17 @@ checks=$((checks + 1))
 grep -q '"method": "rdp_optimal", "exact": null' "$TMP/filt/summary.json" ||
   fail "summary.json lacks the filter's guarantee"
 
+# Filtered, a budget of 5 full-rate steps over 20: the filter's eps is below the
+# composition's, and the last line prints the filter's (both hold; the smaller is the run's).
+expect_ok filtered-k5 "$DPGD" train --config "$CFG" "${SET[@]}" --set filter.enabled=true \
+  --set filter.k=5 --out "$TMP/filt5"
+expect_out filtered-k5-line "^done +20 steps; eps [0-9.]+ \(the filter's, rdp_optimal, delta 1e-05; the composition gives"
+f_eps=$(sed -n "s/^done .* eps \([0-9.]*\) (the filter's.*/\1/p" "$TMP/out")
+c_eps=$(sed -n "s/^done .*the composition gives \([0-9.]*\),.*/\1/p" "$TMP/out")
+checks=$((checks + 1))
+awk -v f="$f_eps" -v c="$c_eps" 'BEGIN { exit !(f > 0 && f < c) }' ||
+  fail "filtered-k5: filter eps '$f_eps' not below the composition's '$c_eps'"
+
 # The DP-SGD config plans: sigma calibrated for eps 1 over ceil(15/q) steps.
 expect_ok dpsgd-config "$DPGD" train --config "$SRC/configs/dpsgd/mnist-cnn-eps1.ini" \
   --set data.dir="$MNIST" --dry-run

@@ -334,9 +334,17 @@ static int train_command(int argc, char **argv)
     dpgd_run_free(r);
     return dpgd_cli_status_error(rc, "training failed");
   }
-  printf("done        %zu steps; eps %.6g (%s, delta %g); results in %s (summary.json)\n",
-         dpgd_run_step_index(r), dpgd_round_digits(dpgd_run_eps_now(r), 6, 1),
-         dpgd_acct_method_name((dpgd_acct_method)p->report_method), p->delta, c->output_dir);
+  double e = dpgd_run_eps_now(r);
+  if (isfinite(p->filter_eps) && !(e <= p->filter_eps)) /* filtered DP-SGD: both hold */
+    printf("done        %zu steps; eps %.6g (the filter's, rdp_optimal, delta %g; the "
+           "composition gives %.6g, %s); results in %s (summary.json)\n",
+           dpgd_run_step_index(r), dpgd_round_digits(p->filter_eps, 6, 1), p->delta,
+           dpgd_round_digits(e, 6, 1),
+           dpgd_acct_method_name((dpgd_acct_method)p->report_method), c->output_dir);
+  else
+    printf("done        %zu steps; eps %.6g (%s, delta %g); results in %s (summary.json)\n",
+           dpgd_run_step_index(r), dpgd_round_digits(e, 6, 1),
+           dpgd_acct_method_name((dpgd_acct_method)p->report_method), p->delta, c->output_dir);
   if (c->train_rng == DPGD_RNG_SECURE) printf("caveat      %s\n", dpgd_rng_secure_caveat());
   dpgd_run_free(r);
   return DPGD_EXIT_OK;
