@@ -96,10 +96,16 @@ def opacus_steps(x, y, q, steps, threads, sigma, clip):
                                              noise_multiplier=sigma, max_grad_norm=clip,
                                              poisson_sampling=True)
     loss_fn = nn.CrossEntropyLoss()
-    it = iter(loader)
+    # Opacus' Poisson loader yields about 1/q batches per pass (58 at q = 1024/60000), fewer
+    # than the timed steps: a new pass starts when one ends, as a training loop does.
+    state = {"it": iter(loader)}
 
     def step():
-        xb, yb = next(it)
+        try:
+            xb, yb = next(state["it"])
+        except StopIteration:
+            state["it"] = iter(loader)
+            xb, yb = next(state["it"])
         opt.zero_grad()
         loss_fn(model(xb), yb).backward()
         opt.step()
@@ -168,12 +174,15 @@ def thread_env(threads, policy=None):
 
 def run_measured(cmd, env):
     """Runs cmd; returns (stdout, peak RSS in MB, CPU seconds) of that process."""
-    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-    out = p.stdout.read()
-    _, status, ru = os.wait4(p.pid, 0)
-    p.returncode = os.waitstatus_to_exitcode(status)
-    if p.returncode:
-        raise RuntimeError("%s failed (exit %d)" % (cmd[:4], p.returncode))
+    with tempfile.TemporaryFile() as err:
+        p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=err)
+        out = p.stdout.read()
+        _, status, ru = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        if p.returncode:
+            err.seek(0)
+            tail = err.read().decode(errors="replace").strip().splitlines()[-3:]
+            raise RuntimeError("%s failed (exit %d): %s" % (cmd[:4], p.returncode, " | ".join(tail)))
     return out, ru.ru_maxrss / 1024.0, ru.ru_utime + ru.ru_stime
 
 
