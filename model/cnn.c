@@ -174,14 +174,14 @@ static double cnn_flops(const dpgd_model *m)
   return 2.0 * conv1 + 3.0 * conv2 + 3.0 * lin + norms;
 }
 
-static void cnn_chunk_step(const dpgd_model *m, float *scratch, double *acc, double *pre,
-                           double *post, float *x, const uint8_t *y, const double *caps,
-                           size_t B)
+/* Forward, backward to every activation and the per-example conv gradients (b->G);
+ * the dense layers' gradients as their factors (dpgd_dense2). */
+static dpgd_dense2 backward(const dpgd_model *m, cnn_bufs *bp, float *x, const uint8_t *y,
+                            size_t B)
 {
   const float *th = m->params;
   const size_t K = (size_t)m->n_classes;
-  cnn_bufs b;
-  carve(&b, scratch, B, K);
+  cnn_bufs b = *bp;
   const size_t h1 = b.s1.oh, h2 = b.s2.oh, kc1 = K1 * K1, kc2 = C1 * K2 * K2;
   forward(m, &b, x, B);
 
@@ -207,8 +207,26 @@ static void cnn_chunk_step(const dpgd_model *m, float *scratch, double *acc, dou
     dpgd_conv_grad_example(g + OW2, g + OB2, b.da2 + i * b.n2 * C2, b.cols2 + i * b.n2 * kc2,
                            b.n2, kc2, C2);
   }
-  const dpgd_dense2 d = {b.G, PCONV, FLAT, HID, b.f, b.da3, b.a3, b.dz, b.scale, b.rsd, b.xd};
+  return (dpgd_dense2){b.G, PCONV, FLAT, HID, b.f, b.da3, b.a3, b.dz, b.scale, b.rsd, b.xd};
+}
+
+static void cnn_chunk_step(const dpgd_model *m, float *scratch, double *acc, double *pre,
+                           double *post, float *x, const uint8_t *y, const double *caps,
+                           size_t B)
+{
+  cnn_bufs b;
+  carve(&b, scratch, B, (size_t)m->n_classes);
+  const dpgd_dense2 d = backward(m, &b, x, y, B);
   dpgd_convnet_clip_sum(m, &d, acc, pre, post, caps, B);
+}
+
+static void cnn_chunk_rows(const dpgd_model *m, float *scratch, float *rows, float *x,
+                           const uint8_t *y, size_t B)
+{
+  cnn_bufs b;
+  carve(&b, scratch, B, (size_t)m->n_classes);
+  const dpgd_dense2 d = backward(m, &b, x, y, B);
+  dpgd_convnet_rows(m, &d, rows, B);
 }
 
 static const dpgd_model_type cnn_type = {
@@ -220,5 +238,6 @@ static const dpgd_model_type cnn_type = {
     .scratch_floats = cnn_scratch,
     .logits = cnn_logits,
     .chunk_step = cnn_chunk_step,
+    .chunk_rows = cnn_chunk_rows,
 };
 const dpgd_model_type *dpgd_model_cnn = &cnn_type;

@@ -2,6 +2,8 @@
  * scattering features) share: a convolution forward after im2col, one example's
  * convolution weight and bias gradients, the PyTorch flatten order, and the end of the
  * chunk step (norms over every parameter, clip factors, clipped sums in double). */
+#include <string.h>
+
 #include "layers.h"
 #include "model_internal.h"
 #include "vec4.h"
@@ -81,4 +83,13 @@ void dpgd_convnet_clip_sum(const dpgd_model *m, const dpgd_dense2 *d, double *ac
   dpgd_accumulate_linear(acc3, acc3 + hid * fl, d->rsd, d->xd, d->dh, d->f, d->scale, B, hid,
                          fl);
   dpgd_accumulate_linear(acc4, acc4 + K * hid, d->rsd, d->xd, d->dz, d->h, d->scale, B, K, hid);
+}
+
+void dpgd_convnet_rows(const dpgd_model *m, const dpgd_dense2 *d, float *rows, size_t B)
+{
+  const size_t K = (size_t)m->n_classes, P = m->n_params, pc = d->pconv, fl = d->flat;
+  for (size_t i = 0; i < B; i++) memcpy(rows + i * P, d->G + i * pc, pc * sizeof(float));
+  float *fc1 = rows + pc, *fc2 = fc1 + d->hid * fl + d->hid;
+  dpgd_outer_rows(fc1, P, d->dh, d->f, B, d->hid, fl);
+  dpgd_outer_rows(fc2, P, d->dz, d->h, B, K, d->hid);
 }

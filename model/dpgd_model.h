@@ -180,6 +180,36 @@ int dpgd_model_clip_rows_sum(double *sum /* (P) in/out */, double *sqnorm_post /
                              const float *G /* (B, P) row-major */,
                              const double *caps /* (B) */, size_t B, size_t P);
 
+/* ---- Secure mode's integer sum (model/intsum.c; proof in model/SENSITIVITY.md 8) ----
+ * Each example's clipped gradient v_i = f_i g_i (the rule above) is rounded toward zero
+ * onto the public grid 2^-F: w_i[p] = trunc(v_i[p] 2^F), an int64 vector with |w_i[p]|
+ * <= |v_i[p]| 2^F, so ||w_i|| 2^-F <= ||v_i|| <= caps[i]; its squared norm is then
+ * checked EXACTLY in integers against floor(c2 2^(2F)), c2 = caps[i]^2 rounded down to
+ * a double (a row that fails is halved toward zero until it passes; with the rule above
+ * none fails), and sum = sum_i w_i exactly in int64: no rounding, so no order, thread
+ * count, leaf span or partition changes a bit, and removing example i moves sum by
+ * exactly w_i. sqnorm_post[i] = ||w_i||^2 2^-2F rounded up (<= c2), 0 for a zero row. */
+#define DPGD_GRID_MAX_BITS 40
+/* The grid of a run: the largest F <= 40 with n C 2^F <= 2^62 (no partial sum of n rows
+ * of norm <= C leaves int64, with room for the noise) and noise_std 2^F <= 2^30 (the
+ * discrete Gaussian's sigma in grid units below 2^31, dpgd_dgauss_from_std). Public
+ * inputs only. DPGD_ERANGE when no F >= 0 meets both. */
+int dpgd_model_grid_bits(size_t n, double clip, double noise_std, int *bits);
+/* Sets the grid 2^-bits (0..DPGD_GRID_MAX_BITS) of ws's integer sum, allocating its
+ * buffers (one chunk of whole gradients and two int64 vectors per thread) the first
+ * time. DPGD_EINVAL for a model type without an integer sum. */
+int dpgd_grad_ws_set_grid(dpgd_grad_ws *ws, int bits);
+/* The grid's F, or -1 when none is set. */
+int dpgd_grad_ws_grid(const dpgd_grad_ws *ws);
+/* sum (P) = sum_i w_i over the examples with caps[i] > 0 (all of them in constant-time
+ * mode), exactly. Caps must be finite and >= 0, and sum_i floor(caps[i] 2^F) <= 2^62
+ * (DPGD_ERANGE otherwise: then no coordinate could overflow); sqnorm_post as above (may
+ * be NULL). The same g_i as dpgd_model_clipped_grad_sum computes (a linear layer's
+ * entries r_k x_j rounded to float). */
+int dpgd_model_clipped_grad_sum_int(dpgd_model *m, dpgd_grad_ws *ws, const dpgd_dataset *ds,
+                                    const double *caps /* (n) */, int64_t *sum /* (P) out */,
+                                    double *sqnorm_post /* (n) out or NULL */);
+
 /* Floating-point operations per example of dpgd_model_clipped_grad_sum, counted
  * analytically: 2 m n k for every matrix product the step performs (forward,
  * backward to activations, per-example weight gradients, clipped sums), plus 2 per

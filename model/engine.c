@@ -246,6 +246,7 @@ dpgd_grad_ws *dpgd_grad_ws_alloc(const dpgd_model *m, size_t chunk, int threads)
   ws->threads = threads;
   ws->per_thread = pt;
   ws->slab = slab;
+  ws->grid_bits = -1;
   return ws;
 }
 
@@ -265,6 +266,7 @@ void dpgd_grad_ws_free(dpgd_grad_ws *ws)
 {
   if (!ws) return;
   free(ws->tree_slab);
+  free(ws->grid_slab);
   free(ws->slab);
   free(ws->per_thread);
   free(ws);
@@ -295,8 +297,8 @@ int dpgd_model_chunk_step_x(dpgd_model *m, dpgd_grad_ws *ws, double *acc, double
 
 /* Gathers the rows of [*i, hi) to compute, in index order, until chunk of them are
  * found; returns how many and leaves *i after the last index looked at. */
-static size_t gather(chunk_ws *w, const dpgd_dataset *ds, const double *caps, size_t *i,
-                     size_t hi, size_t chunk, double *pre, double *post, int constant_time)
+size_t dpgd_engine_gather(chunk_ws *w, const dpgd_dataset *ds, const double *caps, size_t *i,
+                          size_t hi, size_t chunk, double *pre, double *post, int constant_time)
 {
   size_t B = 0;
   for (; *i < hi && B < chunk; (*i)++) {
@@ -349,7 +351,8 @@ void dpgd_engine_run_leaf(const dpgd_model *m, chunk_ws *w, double *acc, const d
     return;
   }
   for (size_t i = lo; i < hi;) {
-    size_t start = i, B = gather(w, ds, caps, &i, hi, chunk, pre, post, constant_time);
+    size_t start = i,
+           B = dpgd_engine_gather(w, ds, caps, &i, hi, chunk, pre, post, constant_time);
     if (B == 0) continue; /* then i == hi */
     if (B == i - start) dpgd_data_unpack(w->x, ds, start, B);
     else dpgd_data_unpack_idx(w->x, ds, w->idx, B);

@@ -174,4 +174,10 @@ void dpgd_convnet_clip_sum(const dpgd_model *m, const dpgd_dense2 *d, double *ac
                            double *pre /* (B) */, double *post /* (B) */,
                            const double *caps /* (B) */, size_t B);
 
+/* The same conv net's whole per-example gradients for secure mode's integer sum: row i of
+ * rows (B, P) is G's row (the convolutions), then fc1's and fc2's gradients in float
+ * (dpgd_outer_rows). */
+void dpgd_convnet_rows(const dpgd_model *m, const dpgd_dense2 *d, float *rows /* (B, P) */,
+                       size_t B);
+
 #endif /* DPGD_MODEL_LAYERS_H */

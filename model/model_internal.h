@@ -30,6 +30,9 @@ typedef struct chunk_ws {
   double *post;   /* (chunk) post-clip squared norms */
   size_t *idx;    /* (chunk) example index of each row */
   double *tmp;    /* (ws->tree_levels, P) right children's sums, one per tree level */
+  /* Secure mode's integer sum (intsum.c; dpgd_grad_ws_set_grid), NULL until set: */
+  float *rows;   /* (chunk, P) every example's gradient, formed by chunk_rows */
+  int64_t *iacc; /* (P) this thread's exact sum on the grid */
 } chunk_ws;
 
 struct dpgd_model_type {
@@ -55,6 +58,13 @@ struct dpgd_model_type {
                      double *pre /* (B) */, double *post /* (B) */,
                      float *x /* (B, d), may be overwritten */, const uint8_t *y /* (B) */,
                      const double *caps /* (B) */, size_t B);
+  /* Every example's whole gradient g_i (float, slab order) into rows (B, P): the same
+   * per-example values as chunk_step (a linear layer's entries r_k x_j rounded to
+   * float), row i a function of example i and the parameters only. For secure mode's
+   * integer sum (intsum.c); NULL: the type has no integer sum. */
+  void (*chunk_rows)(const dpgd_model *m, float *scratch, float *rows /* (B, P) */,
+                     float *x /* (B, d), may be overwritten */, const uint8_t *y /* (B) */,
+                     size_t B);
 };
 
 struct dpgd_model {
@@ -81,6 +91,8 @@ struct dpgd_grad_ws {
   unsigned tree_levels;
   double *nodes; /* (threads * (2 tree_levels + 1), P) */
   double *tree_slab;
+  int grid_bits;   /* F of secure mode's integer sum; -1 until dpgd_grad_ws_set_grid */
+  void *grid_slab; /* the per_thread rows and iacc */
 };
 
 /* ---- the reduction tree (tree.c; SENSITIVITY.md 4) ----
@@ -158,6 +170,34 @@ int dpgd_model_chunk_step_x(dpgd_model *m, dpgd_grad_ws *ws, double *acc /* (P) 
                             double *pre /* (B) */, double *post /* (B) */,
                             float *x /* (B, d), overwritten */, const uint8_t *y /* (B) */,
                             const double *caps /* (B) */, size_t B);
+
+/* A linear layer's per-example gradient in slab order, for B examples into rows of
+ * stride ld: out[i][k d + j] = r_ik x_ij rounded to float (weights (K, d)), then
+ * out[i][K d + k] = r_ik (bias). */
+void dpgd_outer_rows(float *out, size_t ld, const float *r /* (B, K) */,
+                     const float *x /* (B, d) */, size_t B, size_t K, size_t d);
+
+/* Secure mode's grid (intsum.c; SENSITIVITY.md 8). floor(c2 2^(2F)) for c2 = cap^2
+ * rounded down to a double: the cap's square in grid units, rounded in the private
+ * direction. cap must be finite, >= 0, with cap 2^F < 2^62. */
+unsigned __int128 dpgd_grid_cap2(double cap, int F);
+/* One example's row g (len floats) onto the grid: f = dpgd_clip_scale(sq, cap, P, pre,
+ * .), v[p] = f g[p] 2^F rounded toward zero (f g[p] is exact in double), each |v[p]|
+ * at most floor(cap 2^F); then, exactly in integers, ||v||^2 <= dpgd_grid_cap2(cap, F),
+ * or every v[p] is halved toward zero until it holds. Returns ||v||^2 (exact) and sets
+ * *post to it times 2^-2F rounded up: >= ||v 2^-F||^2, <= cap^2 rounded down. A row
+ * with f = 0 (not finite, zero, ...) is all zeros. Same preconditions on cap as
+ * dpgd_grid_cap2. */
+unsigned __int128 dpgd_grid_row(int64_t *v /* (len) out */, const float *g /* (len) */,
+                                size_t len, double sq, double cap, size_t P, int F, double *pre,
+                                double *post);
+
+/* The engine's gather (engine.c): the rows of [*i, hi) to compute, in index order,
+ * until chunk of them are found, into w's idx, y and caps; returns how many and leaves
+ * *i after the last index looked at; the skipped rows get pre NAN and post 0. */
+size_t dpgd_engine_gather(chunk_ws *w, const dpgd_dataset *ds, const double *caps, size_t *i,
+                          size_t hi, size_t chunk, double *pre, double *post,
+                          int constant_time);
 
 /* Checks that ws was allocated for m. */
 int dpgd_grad_ws_check(const dpgd_model *m, const dpgd_grad_ws *ws);

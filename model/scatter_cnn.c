@@ -174,14 +174,14 @@ static double sc_flops(const dpgd_model *m)
   return 2.0 * conv1 + 3.0 * conv2 + 3.0 * lin + 2.0 * (pconv + FLAT + HID + HID + K);
 }
 
-static void sc_chunk_step(const dpgd_model *m, float *scratch, double *acc, double *pre,
-                          double *post, float *x, const uint8_t *y, const double *caps,
-                          size_t B)
+/* Forward, backward to every activation and the per-example conv gradients (b->G);
+ * the dense layers' gradients as their factors (dpgd_dense2). */
+static dpgd_dense2 backward(const dpgd_model *m, const sc_bufs *bp, float *x, const uint8_t *y,
+                            size_t B)
 {
   const float *th = m->params;
   const size_t K = (size_t)m->n_classes;
-  sc_bufs b;
-  carve(&b, scratch, B, m->rows, K);
+  sc_bufs b = *bp;
   const sc_off *o = &b.o;
   forward(m, &b, x, B);
 
@@ -205,9 +205,26 @@ static void sc_chunk_step(const dpgd_model *m, float *scratch, double *acc, doub
     dpgd_conv_grad_example(g + o->w2, g + o->b2, b.da2 + i * NQ * C2, b.cols2 + i * NQ * b.kc2,
                            NQ, b.kc2, C2);
   }
-  const dpgd_dense2 d = {b.G,  o->pconv, FLAT,    HID,   b.f, b.da3,
-                         b.a3, b.dz,     b.scale, b.rsd, b.xd};
+  return (dpgd_dense2){b.G, o->pconv, FLAT, HID, b.f, b.da3, b.a3, b.dz, b.scale, b.rsd, b.xd};
+}
+
+static void sc_chunk_step(const dpgd_model *m, float *scratch, double *acc, double *pre,
+                          double *post, float *x, const uint8_t *y, const double *caps,
+                          size_t B)
+{
+  sc_bufs b;
+  carve(&b, scratch, B, m->rows, (size_t)m->n_classes);
+  const dpgd_dense2 d = backward(m, &b, x, y, B);
   dpgd_convnet_clip_sum(m, &d, acc, pre, post, caps, B);
+}
+
+static void sc_chunk_rows(const dpgd_model *m, float *scratch, float *rows, float *x,
+                          const uint8_t *y, size_t B)
+{
+  sc_bufs b;
+  carve(&b, scratch, B, m->rows, (size_t)m->n_classes);
+  const dpgd_dense2 d = backward(m, &b, x, y, B);
+  dpgd_convnet_rows(m, &d, rows, B);
 }
 
 static const dpgd_model_type scatter_cnn_type = {
@@ -219,5 +236,6 @@ static const dpgd_model_type scatter_cnn_type = {
     .scratch_floats = sc_scratch,
     .logits = sc_logits,
     .chunk_step = sc_chunk_step,
+    .chunk_rows = sc_chunk_rows,
 };
 const dpgd_model_type *dpgd_model_scatter_cnn = &scatter_cnn_type;

@@ -58,6 +58,16 @@ static void softmax_chunk_step(const dpgd_model *m, float *scratch, double *acc,
   dpgd_accumulate_linear(acc, acc + K * d, rs, xd, r, x, scale, B, K, d);
 }
 
+/* The rows of secure mode's integer sum: the residuals, then every r_k x_j in float. */
+static void softmax_chunk_rows(const dpgd_model *m, float *scratch, float *rows, float *x,
+                               const uint8_t *y, size_t B)
+{
+  const size_t d = m->d, K = (size_t)m->n_classes;
+  softmax_logits(m, NULL, scratch, x, B);
+  dpgd_softmax_residual(scratch, y, B, (int)K);
+  dpgd_outer_rows(rows, m->n_params, scratch, x, B, K, d);
+}
+
 /* One vtable for both names: the pixel model and the same model on scattering features
  * (data/scatter.c). The trainer hands the latter a dataset of C x S features per example
  * (81 x 49 on MNIST), so d = 3969 and everything above -- gradients, norms, clipping,
@@ -68,7 +78,7 @@ static void softmax_chunk_step(const dpgd_model *m, float *scratch, double *acc,
   {                                                                                            \
     .name = type_name, .file_id = code, .default_chunk = 64, .layout = softmax_layout,         \
     .flops = softmax_flops, .scratch_floats = softmax_scratch, .logits = softmax_logits,       \
-    .chunk_step = softmax_chunk_step,                                                          \
+    .chunk_step = softmax_chunk_step, .chunk_rows = softmax_chunk_rows,                        \
   }
 static const dpgd_model_type softmax_type = SOFTMAX_TYPE("softmax", 1);
 static const dpgd_model_type scatter_softmax_type = SOFTMAX_TYPE("scatter-softmax", 3);
