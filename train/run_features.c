@@ -17,20 +17,15 @@ int dpgd_run_is_scatter(const dpgd_config *c)
   return strncmp(c->model_type, "scatter-", 8) == 0;
 }
 
-/* *ds (images) replaced by its features; the cache file is named by the split, the
- * transform and the example count (the header decides whether it is valid). */
-static int to_features(dpgd_dataset **ds, const char *cache_dir, const char *split,
-                       const dpgd_config *c)
+/* *ds (images) replaced by its features (cache_path: NULL for none). */
+static int swap_features(dpgd_dataset **ds, size_t groups, int threads, const char *cache_path)
 {
-  char path[DPGD_CONFIG_PATH_MAX + 64];
-  snprintf(path, sizeof path, "%s/scatter-J%d-L%d-%s-%zu.feat", cache_dir, RUN_SCATTER_J,
-           RUN_SCATTER_L, split, (*ds)->n);
-  dpgd_scatter_opts o = {RUN_SCATTER_J, RUN_SCATTER_L, c->model_scatter_groups};
+  dpgd_scatter_opts o = {RUN_SCATTER_J, RUN_SCATTER_L, groups};
   dpgd_dataset *f = NULL;
   dpgd_scatter_cache_info info;
-  int rc = dpgd_scatter_features(&f, *ds, &o, path, c->model_threads, &info);
+  int rc = dpgd_scatter_features(&f, *ds, &o, cache_path, threads, &info);
   if (rc) return rc;
-  if (info.write_rc)
+  if (cache_path && info.write_rc)
     dpgd_notice("the features were computed but not cached (%s); set data.feature_cache to "
                 "a writable folder, or the next run computes them again",
                 dpgd_error_last());
@@ -39,15 +34,20 @@ static int to_features(dpgd_dataset **ds, const char *cache_dir, const char *spl
   return DPGD_OK;
 }
 
+/* The cache file is named by the split, the transform and the example count (the header
+ * decides whether it is valid). */
+static int to_features(dpgd_dataset **ds, const char *cache_dir, const char *split,
+                       const dpgd_config *c)
+{
+  char path[DPGD_CONFIG_PATH_MAX + 64];
+  snprintf(path, sizeof path, "%s/scatter-J%d-L%d-%s-%zu.feat", cache_dir, RUN_SCATTER_J,
+           RUN_SCATTER_L, split, (*ds)->n);
+  return swap_features(ds, c->model_scatter_groups, c->model_threads, path);
+}
+
 int dpgd_train_scatter_features(dpgd_dataset **ds, size_t groups, int threads)
 {
-  dpgd_scatter_opts o = {RUN_SCATTER_J, RUN_SCATTER_L, groups};
-  dpgd_dataset *f = NULL;
-  int rc = dpgd_scatter_features(&f, *ds, &o, NULL, threads, NULL);
-  if (rc) return rc;
-  dpgd_data_free(*ds);
-  *ds = f;
-  return DPGD_OK;
+  return swap_features(ds, groups, threads, NULL);
 }
 
 int dpgd_run_features(dpgd_dataset **train, dpgd_dataset **test, const dpgd_config *c,
