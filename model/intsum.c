@@ -39,8 +39,9 @@ int dpgd_model_grid_bits(size_t n, double clip, double noise_std, int *bits)
 {
   if (!bits || n == 0 || !(clip > 0) || !isfinite(clip) || !(noise_std > 0) ||
       !isfinite(noise_std))
-    return DPGD_FAIL(DPGD_EINVAL, "grid: n %zu, clip %g and noise std %g must be > 0 and finite",
-                     n, clip, noise_std);
+    return DPGD_FAIL(DPGD_EINVAL,
+                     "grid: n %zu, clip %g and noise std %g must be > 0 and finite", n, clip,
+                     noise_std);
   /* The largest F with n C 2^F <= 2^62 and std 2^F <= 2^30, padded by 2^-20 against the
    * rounding of the quotients (dpgd_model_clipped_grad_sum_int checks the first exactly). */
   double t1 = 0x1p62 / ((double)n * clip) * (1 - 0x1p-20), t2 = 0x1p30 / noise_std;
@@ -201,8 +202,10 @@ static int check_int_call(dpgd_model *m, dpgd_grad_ws *ws, const dpgd_dataset *d
   u128 bound = 0;
   for (size_t i = 0; i < ds->n; i++) {
     if (!(caps[i] >= 0.0) || !isfinite(caps[i]))
-      return DPGD_FAIL(DPGD_EINVAL, "cap of example %zu is %g; the integer sum needs finite "
-                                    "caps >= 0", i, caps[i]);
+      return DPGD_FAIL(DPGD_EINVAL,
+                       "cap of example %zu is %g; the integer sum needs finite "
+                       "caps >= 0",
+                       i, caps[i]);
     if (ds->labels[i] >= m->n_classes)
       return DPGD_FAIL(DPGD_EINVAL, "label %u of example %zu is outside 0..%d", ds->labels[i],
                        i, m->n_classes - 1);

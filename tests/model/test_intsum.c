@@ -77,7 +77,8 @@ static void check_removals(const dpgd_model_type *t, dpgd_activation act, size_t
     caps1[i] = caps[i];
     sum_int(f, caps1, row, post1);
     for (size_t p = 0; p < P; p++)
-      if (S[p] - Si[p] != row[p]) fail_msg("example %zu, coordinate %zu: S - S_-i != row", i, p);
+      if (S[p] - Si[p] != row[p])
+        fail_msg("example %zu, coordinate %zu: S - S_-i != row", i, p);
     u128 q = norm2(row, P);
     assert_true(q <= cap2_units(k[i]));
     assert_true(post1[i] == post[i]); /* the same row in both runs */
@@ -219,10 +220,12 @@ static void test_largest_sum(void **state)
   ds->fixed_coord = coord;
   ds->fixed_value = 0x1p30f; /* every row clipped */
   double caps[64], caps1[64], post[64];
-  for (size_t i = 0; i < n; i++) caps[i] = 0x1p16; /* floor(cap 2^40) = 2^56 units, 64 of them */
+  for (size_t i = 0; i < n; i++)
+    caps[i] = 0x1p16; /* floor(cap 2^40) = 2^56 units, 64 of them */
   assert_int_equal(dpgd_grad_ws_set_grid(ws, F), DPGD_OK);
   int64_t *S = xalloc(P * 8), *row = xalloc(P * 8);
-  if (dpgd_model_clipped_grad_sum_int(m, ws, ds, caps, S, post)) fail_msg("%s", dpgd_error_last());
+  if (dpgd_model_clipped_grad_sum_int(m, ws, ds, caps, S, post))
+    fail_msg("%s", dpgd_error_last());
   u128 want = 0;
   for (size_t i = 0; i < n; i++) {
     memset(caps1, 0, sizeof caps1);
@@ -265,14 +268,10 @@ static void test_args(void **state)
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_cap2),
-      cmocka_unit_test(test_grid_bits),
-      cmocka_unit_test(test_args),
-      cmocka_unit_test(test_largest_sum),
-      cmocka_unit_test(test_order_free),
-      cmocka_unit_test(test_removals_softmax),
-      cmocka_unit_test(test_removals_cnn),
-      cmocka_unit_test(test_removals_scatter_cnn),
+      cmocka_unit_test(test_cap2),         cmocka_unit_test(test_grid_bits),
+      cmocka_unit_test(test_args),         cmocka_unit_test(test_largest_sum),
+      cmocka_unit_test(test_order_free),   cmocka_unit_test(test_removals_softmax),
+      cmocka_unit_test(test_removals_cnn), cmocka_unit_test(test_removals_scatter_cnn),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
