@@ -68,6 +68,15 @@ static void check_removals(const dpgd_model_type *t, dpgd_activation act, size_t
     caps[i] = (double)k[i] / 64;
   }
   sum_int(f, caps, S, post);
+  /* The grid's cost: S 2^-F is the double path's clipped sum within one unit per row and
+   * coordinate, plus the float rounding of the dense layers' products and of the clip
+   * factor (relative 2^-22 of the terms). */
+  double *Sd = xalloc(P * sizeof *Sd);
+  assert_int_equal(dpgd_model_clipped_grad_sum(f->m, f->ws, f->ds, caps, Sd, NULL, NULL), 0);
+  for (size_t p = 0; p < P; p++)
+    assert_true(fabs(ldexp((double)S[p], -F_TEST) - Sd[p]) <=
+                (double)n * 0x1p-24 + 0x1p-20 * (fabs(Sd[p]) + 1.0));
+  free(Sd);
   size_t clipped = 0;
   for (size_t i = 0; i < n; i++) {
     memcpy(caps1, caps, n * sizeof *caps);
