@@ -191,9 +191,10 @@ int dpgd_model_clip_rows_sum(double *sum /* (P) in/out */, double *sqnorm_post /
  * exactly w_i. sqnorm_post[i] = ||w_i||^2 2^-2F rounded up (<= c2), 0 for a zero row. */
 #define DPGD_GRID_MAX_BITS 40
 /* The grid of a run: the largest F <= 40 with n C 2^F <= 2^62 (no partial sum of n rows
- * of norm <= C leaves int64, with room for the noise) and noise_std 2^F <= 2^30 (the
- * discrete Gaussian's sigma in grid units below 2^31, dpgd_dgauss_from_std). Public
- * inputs only. DPGD_ERANGE when no F >= 0 meets both. */
+ * of norm <= C leaves int64, with room for the noise), noise_std 2^F <= 2^30 (the
+ * discrete Gaussian's sigma in grid units below 2^31, dpgd_dgauss_from_std) and C 2^F <
+ * 2^26 (row coordinates in 27 bits: the rounding pass vectorises). Public inputs only.
+ * DPGD_ERANGE when no F >= 0 meets all three. */
 int dpgd_model_grid_bits(size_t n, double clip, double noise_std, int *bits);
 /* Sets the grid 2^-bits (0..DPGD_GRID_MAX_BITS) of ws's integer sum, allocating its
  * buffers (one chunk of whole gradients and two int64 vectors per thread) the first

@@ -16,6 +16,7 @@
 #include <cblas.h>
 
 #include "model_internal.h"
+#include "vec4.h"
 
 typedef unsigned __int128 u128;
 
@@ -42,16 +43,19 @@ int dpgd_model_grid_bits(size_t n, double clip, double noise_std, int *bits)
     return DPGD_FAIL(DPGD_EINVAL,
                      "grid: n %zu, clip %g and noise std %g must be > 0 and finite", n, clip,
                      noise_std);
-  /* The largest F with n C 2^F <= 2^62 and std 2^F <= 2^30, padded by 2^-20 against the
-   * rounding of the quotients (dpgd_model_clipped_grad_sum_int checks the first exactly). */
+  /* The largest F with n C 2^F <= 2^62, std 2^F <= 2^30 and C 2^F < 2^26, padded by
+   * 2^-20 against the rounding of the quotients (dpgd_model_clipped_grad_sum_int checks
+   * the first exactly). */
   double t1 = 0x1p62 / ((double)n * clip) * (1 - 0x1p-20), t2 = 0x1p30 / noise_std;
+  double t3 = 0x1p26 / clip * (1 - 0x1p-20);
   double t = t1 < t2 ? t1 : t2;
+  if (t3 < t) t = t3;
   int e = DPGD_GRID_MAX_BITS + 1;
   if (isfinite(t)) frexp(t, &e); /* t = f 2^e, f in [1/2, 1): floor(log2 t) = e - 1 */
   if (e - 1 < 0)
     return DPGD_FAIL(DPGD_ERANGE,
                      "grid: %zu examples of norm %g with noise std %g leave no integer grid "
-                     "(n C and the noise std must stay below 2^62 and 2^30)",
+                     "(n C, the noise std and C must stay below 2^62, 2^30 and 2^26)",
                      n, clip, noise_std);
   *bits = e - 1 > DPGD_GRID_MAX_BITS ? DPGD_GRID_MAX_BITS : e - 1;
   return DPGD_OK;
@@ -110,6 +114,25 @@ static u128 norm2_capped(const int64_t *v, size_t len, u128 lim)
   return s;
 }
 
+/* One coordinate: f g 2^F (exact: f g has 48 bits, 2^F is a power of two) clamped to
+ * [-lim, lim] and truncated toward zero. */
+static inline int64_t grid_coord(float f, float g, double scale, double lim)
+{
+  double t = (double)f * (double)g * scale;
+  t = t > lim ? lim : t < -lim ? -lim : t;
+  return (int64_t)t;
+}
+
+/* s (< 2^126) times 2^-2F rounded up to a double (the ledger's charge): c2 2^-2F is a
+ * double, so the rounded-up value stays at most it when s <= c2. */
+static double charge_up(u128 s, int F)
+{
+  if (s == 0) return 0.0;
+  double d = (double)s;
+  if ((u128)d < s) d = nextafter(d, INFINITY);
+  return ldexp(d, -2 * F);
+}
+
 u128 dpgd_grid_row(int64_t *v, const float *g, size_t len, double sq, double cap, size_t P,
                    int F, double *pre, double *post)
 {
@@ -121,23 +144,81 @@ u128 dpgd_grid_row(int64_t *v, const float *g, size_t len, double sq, double cap
     return 0;
   }
   /* |v[p]| <= floor(cap 2^F): a coordinate beyond it would break the norm anyway. */
-  const double lim = floor(ldexp(cap, F));
-  for (size_t p = 0; p < len; p++) {
-    double t = trunc(ldexp((double)f * (double)g[p], F)); /* f g exact, 2^F exact */
-    v[p] = (int64_t)(t > lim ? lim : t < -lim ? -lim : t);
-  }
+  const double scale = ldexp(1.0, F), lim = floor(cap * scale);
+  for (size_t p = 0; p < len; p++) v[p] = grid_coord(f, g[p], scale, lim);
   const u128 c2 = dpgd_grid_cap2(cap, F);
   u128 s;
   while ((s = norm2_capped(v, len, c2)) > c2) /* never taken when clip_scale holds */
     for (size_t p = 0; p < len; p++) v[p] /= 2;
-  if (s > 0) {
-    /* s (< 2^125) to double rounded up, times 2^-2F exactly: c2 2^-2F is a double, so
-     * the rounded-up value stays at most it. */
-    double d = (double)s;
-    if ((u128)d < s) d = nextafter(d, INFINITY);
-    *post = ldexp(d, -2 * F);
+  *post = charge_up(s, F);
+  return s;
+}
+
+/* grid_row_add's loop when lim < 2^26: every coordinate fits in 27 bits, its square in
+ * 52, so a block of 2048 squares sums exactly in int64 (below 2^63) and the loop
+ * vectorises (double to int32 truncation, 32-bit products, 64-bit sums). Returns the
+ * exact squared norm, or c2 + 1 as soon as a block's end finds it above c2 (then
+ * [0, *done) was added). */
+DPGD_CLONES static u128 round_add_small(int64_t *acc, const float *g, size_t len, float f,
+                                        double scale, double lim, u128 c2, size_t *done)
+{
+  u128 s = 0;
+  for (size_t p = 0; p < len; p += 2048) {
+    size_t e = len - p > 2048 ? p + 2048 : len;
+    int64_t b = 0;
+    for (size_t q = p; q < e; q++) {
+      double t = (double)f * (double)g[q] * scale;
+      t = t > lim ? lim : t < -lim ? -lim : t;
+      int32_t v = (int32_t)t;
+      acc[q] += v;
+      b += (int64_t)v * v;
+    }
+    s += (u128)b;
+    *done = e;
+    if (s > c2) return c2 + 1;
   }
   return s;
+}
+
+/* The same for any lim (< 2^62): 128-bit squares, checked every 8 coordinates (the
+ * running norm stays below c2 + 8 2^124 < 2^128). */
+static u128 round_add_big(int64_t *acc, const float *g, size_t len, float f, double scale,
+                          double lim, u128 c2, size_t *done)
+{
+  u128 s = 0;
+  for (size_t p = 0; p < len; p += 8) {
+    size_t e = len - p > 8 ? p + 8 : len;
+    for (size_t q = p; q < e; q++) {
+      int64_t v = grid_coord(f, g[q], scale, lim);
+      uint64_t a = v < 0 ? -(uint64_t)v : (uint64_t)v;
+      acc[q] += v;
+      s += (u128)a * a;
+    }
+    *done = e;
+    if (s > c2) return c2 + 1;
+  }
+  return s;
+}
+
+void dpgd_grid_row_add(int64_t *acc, int64_t *irow, const float *g, size_t len, double sq,
+                       double cap, size_t P, int F, double *post)
+{
+  double pre, dummy;
+  const float f = dpgd_clip_scale(sq, cap, P, &pre, &dummy);
+  *post = 0.0;
+  if (f == 0.0f) return;
+  const double scale = ldexp(1.0, F), lim = floor(cap * scale);
+  const u128 c2 = dpgd_grid_cap2(cap, F);
+  size_t done = 0;
+  u128 s = lim < 0x1p26 ? round_add_small(acc, g, len, f, scale, lim, c2, &done)
+                        : round_add_big(acc, g, len, f, scale, lim, c2, &done);
+  if (s > c2) {
+    for (size_t q = 0; q < done; q++) acc[q] -= grid_coord(f, g[q], scale, lim);
+    if (dpgd_grid_row(irow, g, len, sq, cap, P, F, &pre, post))
+      for (size_t q = 0; q < len; q++) acc[q] += irow[q];
+    return;
+  }
+  *post = charge_up(s, F);
 }
 
 /* Adds row v into acc. */
@@ -181,8 +262,7 @@ static void leaf_int(const dpgd_model *m, chunk_ws *w, int64_t *irow, const dpgd
     for (size_t b = 0; b < B; b++) {
       const float *g = w->rows + b * P;
       double po;
-      u128 s = dpgd_grid_row(irow, g, P, dpgd_sqnorm_d(g, P), w->caps[b], P, F, &pre, &po);
-      if (s) add_row(w->iacc, irow, P);
+      dpgd_grid_row_add(w->iacc, irow, g, P, dpgd_sqnorm_d(g, P), w->caps[b], P, F, &po);
       if (post) post[w->idx[b]] = po;
     }
   }

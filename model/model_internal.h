@@ -192,6 +192,14 @@ unsigned __int128 dpgd_grid_row(int64_t *v /* (len) out */, const float *g /* (l
                                 size_t len, double sq, double cap, size_t P, int F, double *pre,
                                 double *post);
 
+/* acc (len) += the row dpgd_grid_row gives for g, and *post as it sets it, in one pass
+ * over g adding as it goes (vectorised when cap 2^F < 2^26); when the exact norm passes
+ * the cap (never, when clip_scale holds) the added part is taken back and
+ * dpgd_grid_row's halving runs in irow (len, scratch). */
+void dpgd_grid_row_add(int64_t *acc /* (len) in/out */, int64_t *irow /* (len) scratch */,
+                       const float *g /* (len) */, size_t len, double sq, double cap, size_t P,
+                       int F, double *post);
+
 /* The engine's gather (engine.c): the rows of [*i, hi) to compute, in index order,
  * until chunk of them are found, into w's idx, y and caps; returns how many and leaves
  * *i after the last index looked at; the skipped rows get pre NAN and post 0. */

@@ -337,7 +337,28 @@ typedef struct dpgd_plan {
   double hold;            /* filtered poisson: filter.hold, 0 = none (DPSGD_FILTER.md 3) */
   dpgd_odometer odometer; /* levels of the per-point report (points.csv); poisson: none
                              (levels = 0): no per-point report is stated */
+  /* Secure full batch (train.rng = secure, train.sampling = full): the clipped sum in
+   * integers on the grid 2^-grid_bits (dpgd_model_clipped_grad_sum_int) plus exact
+   * discrete Gaussian noise (train/dgauss.c), accounted as discrete Gaussians (docs/MATH.md
+   * "Discrete Gaussian"): no exact curve, so the reported and calibrating method is an
+   * rdp_* one; no odometer (its levels are GDP). 0 and grid_bits -1 otherwise. */
+  int discrete;
+  int grid_bits;
+  double eps_continuous; /* discrete: the exact eps the continuous Gaussian would give */
 } dpgd_plan;
+
+/* The theorem a discrete (secure full-batch) run's guarantee comes from, for
+ * summary.json and the CLI. */
+#define DPGD_DISCRETE_THEOREM                                                                  \
+  "Canonne, Kamath & Steinke 2020 (The Discrete Gaussian for Differential Privacy), "          \
+  "Theorem 14: the multivariate discrete Gaussian on an integer query of L2 sensitivity "      \
+  "Delta is Delta^2/(2 sigma^2)-zCDP; composed and converted by RDP (docs/MATH.md section 18)"
+
+/* sigma C rounded up: the discrete noise's std, never below the calibrated one. */
+double dpgd_plan_noise_std_up(const dpgd_plan *p);
+/* The exact eps at delta of a's continuous twin (every discrete Gaussian replaced by the
+ * Gaussian of the same mu): what the proof for the integers costs. NAN if none. */
+double dpgd_plan_eps_continuous(const dpgd_accountant *a, double delta);
 
 /* Resolves c into a plan (calibration through the accountant, derived steps, the query
  * schedule, the guarantee under every method). n is the training set size. */
@@ -400,6 +421,8 @@ const dpgd_config *dpgd_run_config(const dpgd_run *r);
 const dpgd_ledger *dpgd_run_ledger(const dpgd_run *r);
 size_t dpgd_run_step_index(const dpgd_run *r); /* steps completed */
 double dpgd_run_eps_now(const dpgd_run *r);    /* exact eps after the steps so far */
+/* A discrete run's steps so far as continuous Gaussians: their exact eps (NAN if none). */
+double dpgd_run_eps_continuous(const dpgd_run *r);
 const float *dpgd_run_params(const dpgd_run *r, size_t *n_params);
 uint64_t dpgd_run_noise_draws(const dpgd_run *r); /* Gaussian vectors + query draws */
 uint64_t dpgd_run_releases(const dpgd_run *r);    /* releases in the running accountant */

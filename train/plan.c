@@ -48,20 +48,47 @@ int dpgd_plan_query_due(const dpgd_plan *p, size_t t)
  * sampling: every step is a Poisson-subsampled Gaussian, rate q, noise multiplier sigma
  * (docs/MATH.md "Subsampling"), the mechanism the sampler of the step runs; subset sampling: a
  * without-replacement Gaussian under replace-one neighbours (accounting/SAMPLING.md). */
+/* A discrete run's releases are discrete Gaussians of the same mu: integer sums of
+ * sensitivity <= C 2^F (a count: 1) with noise sigma_grid >= sigma C 2^F (tau), so
+ * Delta / sigma_grid <= mu (model/SENSITIVITY.md 8). Under the filter the Renyi filter of
+ * Feldman & Zrnic bounds the rest by the same RDP curve (docs/MATH.md "Discrete
+ * Gaussian"). */
+static int add_noise(dpgd_accountant *a, const dpgd_plan *p, double mu, uint64_t count)
+{
+  return p->discrete ? dpgd_acct_add_discrete_gaussian(a, mu, count)
+                     : dpgd_acct_add_gaussian(a, mu, count);
+}
+
 int dpgd_plan_add_step(dpgd_accountant *a, const dpgd_plan *p, size_t t)
 {
   if (p->sampling != DPGD_SAMPLING_FULL) return dpgd_plan_add_sampled(a, p, p->sigma, 1);
-  if (!p->filtered || t <= p->full_steps) return dpgd_acct_add_gaussian(a, 1.0 / p->sigma, 1);
+  if (!p->filtered || t <= p->full_steps) return add_noise(a, p, 1.0 / p->sigma, 1);
   if (t == p->full_steps + 1) {
     double rest = p->budget - (double)p->full_steps * p->clip * p->clip;
-    if (rest > 0) return dpgd_acct_add_gaussian(a, sqrt(rest) / (p->sigma * p->clip), 1);
+    if (rest > 0) return add_noise(a, p, sqrt(rest) / (p->sigma * p->clip), 1);
   }
   return DPGD_OK;
 }
 
 int dpgd_plan_add_query(dpgd_accountant *a, const dpgd_plan *p)
 {
-  return dpgd_acct_add_gaussian(a, 1.0 / p->tau, 1);
+  return add_noise(a, p, 1.0 / p->tau, 1);
+}
+
+double dpgd_plan_eps_continuous(const dpgd_accountant *a, double delta)
+{
+  dpgd_accountant *c = dpgd_acct_continuous_twin(a);
+  dpgd_acct_value v;
+  int rc = c ? dpgd_acct_epsilon(c, DPGD_ACCT_EXACT, delta, &v) : DPGD_ENOMEM;
+  dpgd_acct_free(c);
+  dpgd_error_clear();
+  return rc ? NAN : v.value;
+}
+
+double dpgd_plan_noise_std_up(const dpgd_plan *p)
+{
+  double s = p->sigma * p->clip;
+  return fma(p->sigma, p->clip, -s) > 0 ? nextafter(s, INFINITY) : s;
 }
 
 /* Accountant of the whole run up to step t, queries included. Composition does not
@@ -74,10 +101,10 @@ int dpgd_plan_accountant(dpgd_accountant **out, const dpgd_plan *p, size_t t)
   size_t full = p->filtered && t > p->full_steps ? p->full_steps : t;
   int rc = DPGD_OK;
   if (p->sampling != DPGD_SAMPLING_FULL && t) rc = dpgd_plan_add_sampled(a, p, p->sigma, t);
-  else if (full) rc = dpgd_acct_add_gaussian(a, 1.0 / p->sigma, full);
+  else if (full) rc = add_noise(a, p, 1.0 / p->sigma, full);
   if (!rc && full < t) rc = dpgd_plan_add_step(a, p, full + 1); /* the filter's rest */
   size_t q = dpgd_plan_queries_by(p, t);
-  if (!rc && q) rc = dpgd_acct_add_gaussian(a, 1.0 / p->tau, q);
+  if (!rc && q) rc = add_noise(a, p, 1.0 / p->tau, q);
   if (rc) {
     dpgd_acct_free(a);
     return rc;
@@ -229,9 +256,21 @@ static int calibrate_subsampled(dpgd_plan *p, const dpgd_config *c, uint64_t ste
 }
 
 /* sigma and B_norm: given, or calibrated to privacy.epsilon with the queries in `extra`. */
+/* The calibrating method: the configured one, but for a discrete run rdp_optimal in
+ * place of exact, which has no curve for the discrete Gaussian. The rdp_* and zcdp
+ * methods answer the same for a Gaussian as for a discrete Gaussian of the same mu (one
+ * RDP curve, docs/MATH.md "Discrete Gaussian"), so calibrating on Gaussians with them is
+ * calibrating on the proven bound; state_guarantee then states the run's eps from the
+ * discrete entries themselves. */
+static dpgd_acct_method calib_method(const dpgd_plan *p, const dpgd_config *c)
+{
+  if (p->discrete && c->privacy_method == DPGD_ACCT_EXACT) return DPGD_ACCT_RDP_OPTIMAL;
+  return (dpgd_acct_method)c->privacy_method;
+}
+
 static int calibrate_noise(dpgd_plan *p, const dpgd_config *c, const dpgd_accountant *extra)
 {
-  dpgd_acct_method method = (dpgd_acct_method)c->privacy_method;
+  dpgd_acct_method method = calib_method(p, c);
   int rc = DPGD_OK;
   if (p->filtered && c->privacy_calibrate != DPGD_CALIBRATE_BUDGET)
     p->budget = c->filter_budget > 0 ? c->filter_budget : c->filter_k * p->clip * p->clip;
@@ -318,6 +357,7 @@ static int state_guarantee(dpgd_plan *p)
   int rc = dpgd_plan_accountant(&all, p, p->steps);
   if (rc) return rc;
   dpgd_plan_epsilons(all, p->delta, p->eps, p->eps_status);
+  p->eps_continuous = p->discrete ? dpgd_plan_eps_continuous(all, p->delta) : NAN;
   dpgd_acct_free(all);
   dpgd_plan_pick_report(p);
   if (subset && !isfinite(p->eps[p->report_method]))
@@ -337,7 +377,9 @@ static int state_guarantee(dpgd_plan *p)
                      dpgd_error_str(p->eps_status[DPGD_ACCT_EXACT]),
                      DPGD_CONFIG_KEY(train_sample_rate), DPGD_CONFIG_KEY(train_steps),
                      DPGD_CONFIG_KEY(privacy_sigma));
-  if (!poisson && !subset && (!isfinite(p->mu_total) || !isfinite(p->eps[DPGD_ACCT_EXACT])))
+  if (!poisson && !subset &&
+      (!isfinite(p->mu_total) ||
+       !isfinite(p->eps[p->discrete ? p->report_method : DPGD_ACCT_EXACT])))
     return DPGD_FAIL(DPGD_ERANGE,
                      "the planned run has no finite guarantee (mu = %g; check "
                      "%s, %s and %s)",
@@ -350,7 +392,9 @@ static int state_guarantee(dpgd_plan *p)
   if (poisson && p->filtered)
     return dpgd_plan_sg_epsilon(p->sample_rate, p->sigma, p->filter_k, p->delta,
                                 &p->filter_eps);
-  if (poisson || subset) return DPGD_OK;
+  /* Discrete: no odometer either (its levels are stated in GDP, which no theorem gives
+   * the discrete Gaussian). */
+  if (poisson || subset || p->discrete) return DPGD_OK;
   /* The per-point report's levels, fixed before any data is seen. Padded by 2^-40 so
    * that a point's total, rounded up, never lands above the top level. */
   double step_mu2 = 1.0 / (p->sigma * p->sigma);
@@ -378,6 +422,8 @@ int dpgd_plan_make(dpgd_plan *p, const dpgd_config *c, size_t n)
   p->refresh = c->filter_refresh > 0 ? (size_t)c->filter_refresh : 1;
   p->hold = c->filter_hold;
   p->sampling = c->train_sampling;
+  p->discrete = c->train_rng == DPGD_RNG_SECURE && p->sampling == DPGD_SAMPLING_FULL;
+  p->grid_bits = -1;
   p->sample_rate = p->sampling == DPGD_SAMPLING_POISSON ? c->train_sample_rate : 1;
   p->n = n;
   p->clip = c->privacy_clip;
@@ -394,6 +440,8 @@ int dpgd_plan_make(dpgd_plan *p, const dpgd_config *c, size_t n)
   if (!rc) rc = calibrate_noise(p, c, extra);
   if (!rc) derive_steps(p, c);
   if (!rc) rc = schedule_queries(p);
+  if (!rc && p->discrete)
+    rc = dpgd_model_grid_bits(n, p->clip, dpgd_plan_noise_std_up(p), &p->grid_bits);
   if (!rc) rc = state_guarantee(p);
   dpgd_acct_free(extra);
   return rc;

@@ -25,7 +25,8 @@ void dpgd_plan_epsilons(const dpgd_accountant *a, double delta, double *eps /* (
 int dpgd_plan_add_sampled(dpgd_accountant *a, const dpgd_plan *p, double sigma, uint64_t count);
 /* Subset: m <= n, a calibration method that can answer; batch_size, sample_rate, steps. */
 int dpgd_plan_subset_setup(dpgd_plan *p, const dpgd_config *c);
-/* p->report_method from p->eps: exact, or for subset the smallest finite rdp_*. */
+/* p->report_method from p->eps: exact, or for subset and discrete runs the smallest
+ * finite rdp_*. */
 void dpgd_plan_pick_report(dpgd_plan *p);
 /* plan_sg.c (filtered DP-SGD, train/DPSGD_FILTER.md section 4): eps at delta of the
  * filter of k full-rate steps at rate q and multiplier sigma (optimal RDP conversion),

@@ -42,7 +42,7 @@ int dpgd_plan_subset_setup(dpgd_plan *p, const dpgd_config *c)
 void dpgd_plan_pick_report(dpgd_plan *p)
 {
   p->report_method = DPGD_ACCT_EXACT;
-  if (p->sampling != DPGD_SAMPLING_SUBSET) return;
+  if (p->sampling != DPGD_SAMPLING_SUBSET && !p->discrete) return;
   /* Every rdp_* value converts the same proven RDP curve: the smallest is proven too. */
   int best = DPGD_ACCT_RDP_OPTIMAL;
   for (int m = DPGD_ACCT_RDP_CLASSIC; m <= DPGD_ACCT_RDP_OPTIMAL; m++)

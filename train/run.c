@@ -45,6 +45,7 @@ void dpgd_run_free(dpgd_run *r)
   free(r->caps);
   free(r->post);
   free(r->sum);
+  free(r->isum);
   free(r->best);
   free(r->velocity);
   dpgd_rng_free(r->rng_step);
@@ -174,6 +175,17 @@ int dpgd_run_dry(dpgd_plan *p, const dpgd_config *c)
 }
 
 /* Everything shared by open and resume: data, plan, model, buffers, streams. */
+/* The sum's rounding moves it by up to 2 gamma sum_j ||v_j|| <= 2 gamma n C more when
+ * one point changes (model/SENSITIVITY.md): the ledger keeps that out of every point's
+ * allowance. A discrete run's sum is exact: it moves by exactly the point's row. */
+static int setup_sum(dpgd_run *r, size_t n)
+{
+  double slack = 2 * dpgd_model_sum_error_bound(n) * (double)n * r->plan.clip * (1 + 0x1p-40);
+  int rc = r->plan.discrete ? dpgd_run_setup_discrete(r) : DPGD_OK;
+  if (!rc) rc = dpgd_ledger_set_slack(r->ledger, r->plan.discrete ? 0.0 : slack);
+  return rc;
+}
+
 int dpgd_run_setup(dpgd_run *r)
 {
   const dpgd_config *c = &r->cfg;
@@ -214,11 +226,7 @@ int dpgd_run_setup(dpgd_run *r)
       (sampled && (!r->rng_sample || !r->in)))
     return DPGD_FAIL(DPGD_ENOMEM, "no memory for the training state (n = %zu, P = %zu)", n,
                      r->P);
-  /* The sum's rounding moves it by up to 2 gamma sum_j ||v_j|| <= 2 gamma n C more
-   * when one point changes (model/SENSITIVITY.md): the ledger keeps that out of every
-   * point's allowance. */
-  double slack = 2 * dpgd_model_sum_error_bound(n) * (double)n * r->plan.clip * (1 + 0x1p-40);
-  rc = dpgd_ledger_set_slack(r->ledger, slack);
+  rc = setup_sum(r, n);
   if (!rc && r->plan.hold > 0) rc = dpgd_ledger_set_hold(r->ledger, r->plan.hold);
   if (rc) return rc;
   r->m.n = n;
@@ -346,6 +354,10 @@ double dpgd_run_eps_now(const dpgd_run *r)
   int rc = dpgd_acct_epsilon(r->acct, m, r->plan.delta, &v);
   dpgd_error_clear();
   return rc ? NAN : v.value;
+}
+double dpgd_run_eps_continuous(const dpgd_run *r)
+{
+  return dpgd_plan_eps_continuous(r->acct, r->plan.delta);
 }
 uint64_t dpgd_run_noise_draws(const dpgd_run *r) { return r->m.noise_draws; }
 uint64_t dpgd_run_releases(const dpgd_run *r) { return dpgd_acct_n_releases(r->acct); }

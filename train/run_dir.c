@@ -199,6 +199,23 @@ static void write_sg_filter(FILE *f, const dpgd_plan *p)
              "the smaller is the guarantee\"},\n");
 }
 
+/* A discrete run's noise and the theorem its eps comes from (no floating-point caveat:
+ * the released integers are exactly what the theorem covers), and the continuous
+ * Gaussian's exact eps beside it. */
+static void write_discrete(FILE *f, const dpgd_run *r)
+{
+  const dpgd_plan *p = &r->plan;
+  fprintf(f,
+          " \"noise\": {\"mechanism\": \"discrete_gaussian\", \"sum\": \"int64, exact\", "
+          "\"grid_bits\": %d, \"sigma2_grid\": %llu, \"eps_method\": \"%s\",\n  \"theorem\": "
+          "\"%s\",\n  \"eps_continuous\": ",
+          p->grid_bits, (unsigned long long)r->dg_step.num,
+          dpgd_acct_method_name((dpgd_acct_method)p->report_method), DPGD_DISCRETE_THEOREM);
+  dpgd_report_json_num(f, dpgd_round_digits(dpgd_run_eps_continuous(r), 10, 1));
+  fprintf(f, ", \"eps_continuous_note\": \"exact eps of the same releases as continuous "
+             "Gaussians (not what ran): the cost of the proof\"},\n");
+}
+
 static int write_summary(dpgd_run *r, double test_acc)
 {
   char *text = NULL;
@@ -246,6 +263,7 @@ static int write_summary(dpgd_run *r, double test_acc)
   dpgd_report_json_seed(f, &r->cfg.train_seed);
   fprintf(f, ", \"rng\": \"%s\",\n", dpgd_rng_mode_name(r->cfg.train_rng));
   if (!r->secure) fprintf(f, " \"caveat\": \"%s\",\n", DPGD_RESEARCH_CAVEAT);
+  else if (p->discrete) write_discrete(f, r);
   else fprintf(f, " \"noise_caveat\": \"%s\",\n", dpgd_rng_secure_caveat());
   /* Timing depends on how many points were still active or sampled (the others are
    * skipped unless train.constant_time): data-dependent, so not covered by eps. */

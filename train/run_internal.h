@@ -63,6 +63,10 @@ struct dpgd_run {
   const uint8_t *null_mask;
   dpgd_run_sum_fn sum_fn; /* dpgd_run_set_sum; NULL: the engine */
   void *sum_ctx;
+  /* plan.discrete (secure full batch): the step's exact sum on the grid and the exact
+   * discrete Gaussians of the step (sigma C 2^F) and of a query (tau); else unused. */
+  int64_t *isum; /* (P) */
+  dpgd_dgauss dg_step, dg_query;
 };
 
 /* ---- run.c ---- */
@@ -107,5 +111,8 @@ int dpgd_run_write_checkpoint(dpgd_run *r);
 
 /* ---- run_step.c ---- */
 int dpgd_run_test_accuracy(dpgd_run *r, double *acc);
+/* A discrete run's integer noise set-up (plan.discrete; SENSITIVITY.md 8): the grid on
+ * the workspace, the sum buffer, the two discrete Gaussians. */
+int dpgd_run_setup_discrete(dpgd_run *r);
 
 #endif /* DPGD_RUN_INTERNAL_H */

@@ -147,6 +147,31 @@ static int step_caps(dpgd_run *r)
   return DPGD_OK;
 }
 
+int dpgd_run_setup_discrete(dpgd_run *r)
+{
+  const dpgd_plan *p = &r->plan;
+  r->isum = malloc(r->P * sizeof *r->isum);
+  if (!r->isum) return DPGD_FAIL(DPGD_ENOMEM, "no memory for the integer sum");
+  int rc = dpgd_grad_ws_set_grid(r->ws, p->grid_bits);
+  if (!rc) rc = dpgd_dgauss_from_std(&r->dg_step, dpgd_plan_noise_std_up(p), p->grid_bits);
+  if (!rc && p->queries) rc = dpgd_dgauss_from_std(&r->dg_query, p->tau, 0);
+  return rc;
+}
+
+/* A discrete run's release: the exact integer sum plus one discrete Gaussian per
+ * coordinate (bits from the step's stream: getrandom), then, as post-processing only,
+ * converted to the double sum the update uses. */
+static int discrete_noisy_sum(dpgd_run *r)
+{
+  dpgd_bits b;
+  dpgd_bits_init(&b, dpgd_rng_bits, r->rng_step);
+  int rc = dpgd_dgauss_add(&r->dg_step, &b, r->isum, r->P);
+  explicit_bzero(&b, sizeof b);
+  if (rc) return rc;
+  for (size_t j = 0; j < r->P; j++) r->sum[j] = ldexp((double)r->isum[j], -r->plan.grid_bits);
+  return DPGD_OK;
+}
+
 /* The clipped sum under the caps of the ledger, the spend, and ONE Gaussian draw on it. */
 static int clipped_noisy_sum(dpgd_run *r)
 {
@@ -158,17 +183,21 @@ static int clipped_noisy_sum(dpgd_run *r)
   if (r->null_mask) /* dpgd audit: an excluded canary contributes nothing */
     for (size_t i = 0; i < r->m.n; i++)
       if (r->null_mask[i]) r->caps[i] = 0;
-  rc = r->sum_fn ? r->sum_fn(r->sum_ctx, r->model, r->ws, r->train, r->caps, r->sum, r->post)
-                 : dpgd_model_clipped_grad_sum(r->model, r->ws, r->train, r->caps, r->sum, NULL,
-                                               r->post);
+  if (p->discrete) /* exact: the ledger is charged the rows' exact norms */
+    rc = dpgd_model_clipped_grad_sum_int(r->model, r->ws, r->train, r->caps, r->isum, r->post);
+  else if (r->sum_fn)
+    rc = r->sum_fn(r->sum_ctx, r->model, r->ws, r->train, r->caps, r->sum, r->post);
+  else
+    rc = dpgd_model_clipped_grad_sum(r->model, r->ws, r->train, r->caps, r->sum, NULL, r->post);
   if (!rc) rc = dpgd_ledger_spend(r->ledger, r->caps, r->post);
   if (rc) return rc;
 #ifndef NDEBUG
   rc = dpgd_ledger_check(r->ledger);
   if (rc) return rc;
 #endif
-  /* ONE Gaussian draw N(0, sigma^2 C^2 I) on the sum. */
-  rc = dpgd_rng_gaussian_add(r->rng_step, p->sigma * p->clip, r->sum, r->P);
+  /* ONE Gaussian draw N(0, sigma^2 C^2 I) on the sum (discrete: N_Z(0, sigma_grid^2 I)). */
+  rc = p->discrete ? discrete_noisy_sum(r)
+                   : dpgd_rng_gaussian_add(r->rng_step, p->sigma * p->clip, r->sum, r->P);
   if (rc) return rc;
   r->m.noise_draws++;
   return DPGD_OK;
@@ -206,7 +235,16 @@ static int stopping_query(dpgd_run *r, size_t t)
   double noise;
   int rc =
       dpgd_model_evaluate(r->model, r->train, 0, n, r->cfg.model_threads, NULL, &correct, NULL);
-  if (!rc) rc = dpgd_rng_gaussian(r->rng_query, p->tau, &noise);
+  if (!rc && p->discrete) { /* the count is an integer: exact discrete noise on it */
+    dpgd_bits b;
+    int64_t z;
+    dpgd_bits_init(&b, dpgd_rng_bits, r->rng_query);
+    rc = dpgd_dgauss_sample(&r->dg_query, &b, &z);
+    explicit_bzero(&b, sizeof b);
+    noise = (double)z;
+  } else if (!rc) {
+    rc = dpgd_rng_gaussian(r->rng_query, p->tau, &noise);
+  }
   if (!rc) rc = dpgd_plan_add_query(r->acct, p);
   if (rc) return rc;
   r->m.noise_draws++;

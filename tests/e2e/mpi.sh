@@ -5,7 +5,8 @@
 # 2. DP-SGD with Poisson sampling (the sample drawn by rank 0), and with individual
 #    filtering and held bounds (filter.hold: rank 0 lowers the caps before they are
 #    scattered; about 1 point in 9 still active at the end): likewise with 3 ranks;
-#    a secure-rng run (noise from getrandom on rank 0) runs with 2 ranks;
+#    a secure-rng DP-SGD run (noise from getrandom on rank 0) runs with 2 ranks, a
+#    secure full-batch run (an integer sum) is refused;
 # 3. a 2-rank run whose rank 1 is killed (SIGKILL) mid-run ends non-zero, its checkpoint
 #    intact; resumed with 3 ranks it ends with the bytes of the uninterrupted run;
 # 4. a rank that cannot read the data (or reads other data) stops every rank at the
@@ -61,13 +62,20 @@ for model in SOFTMAX CNN POISSON HOLD; do
   for n in $nps; do ranks "$model" "$n" "${S[@]}"; done
 done
 
-# train.rng = secure: rank 0 draws the noise from getrandom, which no other rank could
-# share; 2 ranks train, one metrics row per step.
+# train.rng = secure with Poisson sampling: rank 0 draws the sample and the noise from
+# getrandom, which no other rank could share; 2 ranks train, one metrics row per step. A
+# secure full-batch run sums in integers on one process (model/SENSITIVITY.md 8): refused
+# under mpirun, with one error line.
 expect_ok secure "${MPIRUN[@]}" -np 2 "$DPGD" train --config "$CFG" "${BASE[@]}" \
-  --set data.n_train=500 --set train.steps=3 --set train.rng=secure --out "$TMP/secure"
+  --set data.n_train=500 --set train.steps=3 --set train.rng=secure \
+  --set train.sampling=poisson --set train.sample_rate=0.2 --set privacy.calibrate=none \
+  --set privacy.sigma=2 --out "$TMP/secure"
 checks=$((checks + 1))
 [ "$(wc -l < "$TMP/secure/metrics.csv")" -eq 4 ] && grep -q '"rng": "secure"' "$TMP/secure/summary.json" ||
   fail "secure: metrics.csv or summary.json: $(head -c 300 "$TMP/secure/summary.json")"
+expect_fail secure-full 'without mpirun' "${MPIRUN[@]}" -np 2 "$DPGD" train --config "$CFG" \
+  "${BASE[@]}" --set data.n_train=500 --set train.steps=3 --set train.rng=secure \
+  --out "$TMP/secure-full"
 
 # 3. rank 1 killed mid-run (checkpoint every step), resumed with 3 ranks.
 # Long enough (an fsync'ed checkpoint per step) that the kill lands mid-run on a fast

@@ -5,7 +5,7 @@
 # checkpoint covering it, so what a killed session emitted (complete or partial rows,
 # progress lines) never goes past the step the next --resume continues after, and stays
 # byte for byte in the final metrics.csv; the final file has one row per step 1..T; the
-# accountant (summary.json mu and eps) counts exactly T steps and the queries in the rows,
+# accountant (summary.json's zcdp eps) counts exactly T steps and the queries in the rows,
 # checked against the closed form; the ledger invariant s(i) <= B_norm holds.
 . "$(dirname "$0")/lib.sh"
 CFG=${DPGD_SOURCE_DIR:-$(dirname "$0")/../..}/configs/softmax.ini
@@ -107,40 +107,46 @@ expect_rows_1_to secure "$R" $T
 checks=$((checks + 1))
 grep -q "\"steps\": $T, .*\"queries\": $q_rows," "$R/summary.json" && [ "$q_rows" -eq 30 ] ||
   fail "summary.json steps/queries vs $T rows and $q_rows queries: $(head -c 300 "$R/summary.json")"
-# mu^2 = min(B, T C^2)/(sigma C)^2 + queries/tau^2 (docs/MATH.md "Private gradient
-# descent") = 30/400 + 30/150^2.
-mu=$(sed -n 's/.*"mu": \([0-9.e+-]*\).*/\1/p' "$R/summary.json")
+# A secure full-batch run releases discrete Gaussians on integer sums (docs/MATH.md
+# "Discrete Gaussian"): rho-zCDP with rho = mu^2/2, mu^2 = min(B, T C^2)/(sigma C)^2 +
+# queries/tau^2 = 30/400 + 30/150^2; its zcdp eps is mu (mu/2 + sqrt(2 log(1/delta))).
+# summary.json's mu (GDP) is null: no GDP statement is proven for the discrete Gaussian.
+zc=$(sed -n 's/.*"zcdp": \([0-9.e+-]*\).*/\1/p' "$R/summary.json")
 checks=$((checks + 1))
-awk -v m="$mu" -v q="$q_rows" 'BEGIN { e = sqrt(30 / 400 + q / 22500); d = m - e;
-  exit !(d >= 0 && d <= 1e-8 * e) }' || fail "summary mu $mu is not sqrt(30/400 + $q_rows/22500)"
+awk -v z="$zc" -v q="$q_rows" 'BEGIN { m = sqrt(30 / 400 + q / 22500);
+  e = m * (m / 2 + sqrt(2 * log(1e5))); d = z - e; exit !(d >= 0 && d <= 1e-8 * e) }' ||
+  fail "summary zcdp eps $zc is not that of mu = sqrt(30/400 + $q_rows/22500)"
 checks=$((checks + 1))
-eps_sum=$(sed -n 's/.*"exact": \([0-9.e+-]*\).*/\1/p' "$R/summary.json")
-eps_row=$(tail -1 "$R/metrics.csv" | cut -d, -f2)
+grep -q '"mu": null' "$R/summary.json" || fail "summary.json states a GDP mu for discrete noise"
+checks=$((checks + 1))
+eps_sum=$(sed -n 's/.*"rdp_optimal": \([0-9.e+-]*\).*/\1/p' "$R/summary.json")
+eps_row=$(tail -1 "$R/metrics.csv" | cut -d, -f6)
 [ -n "$eps_sum" ] && [ "$eps_sum" = "$eps_row" ] ||
-  fail "summary eps exact '$eps_sum' differs from the last row's '$eps_row'"
+  fail "summary eps rdp_optimal '$eps_sum' differs from the last row's '$eps_row'"
 # The ledger invariant: 0 <= s(i) <= B_norm = 30 for every point.
 checks=$((checks + 1))
 awk -F, 'NR > 2 && !($3 >= 0 && $3 <= 30 && $4 <= 1) { bad++ } END { exit bad > 0 }' \
   "$R/points.csv" || fail "points.csv: a spend outside [0, B_norm]"
 checks=$((checks + 1))
 [ "$(wc -l < "$R/points.csv")" -eq 302 ] || fail "points.csv should have 300 rows"
-# A secure run carries no research caveat, in summary.json or on stderr, but says that its
-# floating-point noise is a mitigation, not a proof, beside its eps (summary.json, last lines).
+# A secure run carries no research caveat, in summary.json or on stderr, and no
+# floating-point caveat either: summary.json and the last lines name the theorem.
 checks=$((checks + 1))
-! grep -q '"caveat"' "$R/summary.json" && ! grep -qh 'warning: research' "$TMP"/s*.err ||
-  fail "secure run carries the research caveat"
+! grep -q 'caveat' "$R/summary.json" && ! grep -qh 'warning: research' "$TMP"/s*.err ||
+  fail "secure run carries a caveat"
 checks=$((checks + 1))
-grep -q '"noise_caveat": "secure rng: .*floating point.*not a proof' "$R/summary.json" ||
-  fail "secure summary.json has no noise_caveat: $(head -c 300 "$R/summary.json")"
+grep -q '"theorem": "Canonne, Kamath & Steinke 2020 .*Theorem 14' "$R/summary.json" ||
+  fail "secure summary.json names no theorem: $(head -c 300 "$R/summary.json")"
 checks=$((checks + 1))
-grep -q '^done .*eps' "$TMP/s$session.out" &&
-  grep -q '^caveat      secure rng: .*floating point.*not a proof' "$TMP/s$session.out" ||
-  fail "secure run: no caveat line after its eps: $(tail -c 300 "$TMP/s$session.out")"
+grep -q '^done .*eps .*the continuous Gaussian would give' "$TMP/s$session.out" &&
+  grep -q '^guarantee   Canonne, Kamath & Steinke 2020' "$TMP/s$session.out" &&
+  ! grep -q '^caveat' "$TMP/s$session.out" ||
+  fail "secure run: no theorem line after its eps: $(tail -c 300 "$TMP/s$session.out")"
 # The progress line's ETA follows the wall time (data-dependent): labelled not private.
 checks=$((checks + 1))
 grep -Eq '^step [0-9]+/[0-9]+  ETA [0-9]+m[0-9]{2}s \(not private\)  eps ' "$TMP/s$session.err" ||
   fail "progress line: ETA not labelled: $(head -c 300 "$TMP/s$session.err")"
-echo "secure: $kills kills in $session sessions; $T rows, $q_rows queries, mu $mu"
+echo "secure: $kills kills in $session sessions; $T rows, $q_rows queries, zcdp eps $zc"
 
 # A secure run with rows after its checkpoint (as a dpgd without this check left them)
 # cannot be resumed: redoing those steps would release them twice.

@@ -68,6 +68,15 @@ static void check_removals(const dpgd_model_type *t, dpgd_activation act, size_t
     caps[i] = (double)k[i] / 64;
   }
   sum_int(f, caps, S, post);
+  /* The grid's cost: S 2^-F is the double path's clipped sum within one unit per row and
+   * coordinate, plus the float rounding of the dense layers' products and of the clip
+   * factor (relative 2^-22 of the terms). */
+  double *Sd = xalloc(P * sizeof *Sd);
+  assert_int_equal(dpgd_model_clipped_grad_sum(f->m, f->ws, f->ds, caps, Sd, NULL, NULL), 0);
+  for (size_t p = 0; p < P; p++)
+    assert_true(fabs(ldexp((double)S[p], -F_TEST) - Sd[p]) <=
+                (double)n * 0x1p-24 + 0x1p-20 * (fabs(Sd[p]) + 1.0));
+  free(Sd);
   size_t clipped = 0;
   for (size_t i = 0; i < n; i++) {
     memcpy(caps1, caps, n * sizeof *caps);
@@ -165,8 +174,41 @@ static void test_cap2(void **state)
   assert_true(dpgd_grid_cap2(1 + 0x1p-30, 20) == ((u128)1 << 40) + 2048);
 }
 
-/* n C 2^F <= 2^62 and std 2^F <= 2^30, F the largest such (or 40), for n up to
- * 2^32 - 1 (an IDX file's count); checked in exact integers. */
+/* The exact check does not trust the float norm: a row whose squared norm is given 16
+ * times too small gets a clip factor 4 times too large, fails the integer check and is
+ * halved until it passes, in dpgd_grid_row and in dpgd_grid_row_add (whose acc moves by
+ * exactly that row), on the vectorised path (cap 2^F < 2^26) and the 128-bit one. */
+static void test_exact_check_rescues(void **state)
+{
+  (void)state;
+  enum { LEN = 5000 };
+  static float g[LEN];
+  static int64_t v[LEN], irow[LEN], acc[LEN], acc0[LEN];
+  uint64_t s = 77;
+  double sq = 0;
+  for (size_t p = 0; p < LEN; p++) {
+    g[p] = (float)(tu_urand(&s) - 0.5);
+    sq += (double)g[p] * g[p];
+    acc0[p] = (int64_t)(tu_urand(&s) * 1e6) - 500000;
+  }
+  const double caps[] = {1.25, 1.25, 10.0};
+  const int Fs[] = {20, 36, 24};
+  for (int k = 0; k < 3; k++) {
+    double pre, post, post2;
+    u128 q = dpgd_grid_row(v, g, LEN, sq / 16, caps[k], LEN, Fs[k], &pre, &post);
+    u128 c2 = dpgd_grid_cap2(caps[k], Fs[k]);
+    assert_true(q == norm2(v, LEN) && q <= c2);
+    assert_true(q > c2 / 16); /* halved once or twice, not to nothing */
+    assert_true(ldexp(post, 2 * Fs[k]) >= (double)q && post <= caps[k] * caps[k]);
+    memcpy(acc, acc0, sizeof acc);
+    dpgd_grid_row_add(acc, irow, g, LEN, sq / 16, caps[k], LEN, Fs[k], &post2);
+    for (size_t p = 0; p < LEN; p++) assert_true(acc[p] - acc0[p] == v[p]);
+    assert_true(post2 == post);
+  }
+}
+
+/* n C 2^F <= 2^62, std 2^F <= 2^30 and C 2^F < 2^26, F the largest such (or 40), for n
+ * up to 2^32 - 1 (an IDX file's count); checked in exact integers. */
 static void test_grid_bits(void **state)
 {
   (void)state;
@@ -182,7 +224,7 @@ static void test_grid_bits(void **state)
         if (st) {
           dpgd_error_clear();
           /* refused only when F = 0 would not fit */
-          assert_true((double)ns[a] * cs[b] > 0x1p61 || std > 0x1p30);
+          assert_true((double)ns[a] * cs[b] > 0x1p61 || std > 0x1p30 || cs[b] >= 0x1p25);
           continue;
         }
         assert_true(F >= 0 && F <= DPGD_GRID_MAX_BITS);
@@ -190,9 +232,11 @@ static void test_grid_bits(void **state)
         u128 total = (u128)ns[a] * (uint64_t)floor(ldexp(cs[b], F));
         assert_true(total <= (u128)1 << 62);
         assert_true(ldexp(std, F) <= 0x1p30);
-        if (F < DPGD_GRID_MAX_BITS) /* maximal, up to the 2^-20 padding */
+        assert_true(ldexp(cs[b], F) < 0x1p26); /* coordinates in 27 bits */
+        if (F < DPGD_GRID_MAX_BITS)            /* maximal, up to the 2^-20 padding */
           assert_true((double)ns[a] * ldexp(cs[b], F + 1) > 0x1p62 * (1 - 0x1p-19) ||
-                      ldexp(std, F + 1) > 0x1p30);
+                      ldexp(std, F + 1) > 0x1p30 ||
+                      ldexp(cs[b], F + 1) >= 0x1p26 * (1 - 0x1p-19));
       }
   int F;
   assert_int_equal(dpgd_model_grid_bits(0, 1.0, 1.0, &F), DPGD_EINVAL);
@@ -268,10 +312,15 @@ static void test_args(void **state)
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_cap2),         cmocka_unit_test(test_grid_bits),
-      cmocka_unit_test(test_args),         cmocka_unit_test(test_largest_sum),
-      cmocka_unit_test(test_order_free),   cmocka_unit_test(test_removals_softmax),
-      cmocka_unit_test(test_removals_cnn), cmocka_unit_test(test_removals_scatter_cnn),
+      cmocka_unit_test(test_cap2),
+      cmocka_unit_test(test_grid_bits),
+      cmocka_unit_test(test_args),
+      cmocka_unit_test(test_exact_check_rescues),
+      cmocka_unit_test(test_largest_sum),
+      cmocka_unit_test(test_order_free),
+      cmocka_unit_test(test_removals_softmax),
+      cmocka_unit_test(test_removals_cnn),
+      cmocka_unit_test(test_removals_scatter_cnn),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

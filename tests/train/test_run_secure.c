@@ -42,9 +42,9 @@ static void test_secure_and_diverged(void **state)
   assert_memory_not_equal(pa, dpgd_run_params(b, NULL), P * sizeof(float));
   char *sum = (char *)SLURP("secA", "summary.json", &len);
   assert_non_null(strstr(sum, "\"rng\": \"secure\""));
-  assert_null(strstr(sum, "\"caveat\"")); /* no research caveat; the noise caveat: */
-  assert_non_null(strstr(sum, "\"noise_caveat\": \"secure rng: "));
-  assert_non_null(strstr(sum, dpgd_rng_secure_caveat()));
+  /* A secure full-batch run is proven in integers (test_run_discrete): no caveat. */
+  assert_null(strstr(sum, "caveat"));
+  assert_non_null(strstr(sum, "\"theorem\": \"" DPGD_DISCRETE_THEOREM));
   free(sum);
   dpgd_run_free(a);
   dpgd_run_free(b);

@@ -102,11 +102,20 @@ static void print_guarantee(const dpgd_plan *p)
            "%g; eps by method:\n",
            p->steps, p->sample_rate, dpgd_round_digits(p->sigma, 6, 1),
            p->queries ? " and the queries" : "", p->delta);
+  else if (p->discrete)
+    printf("guarantee   discrete Gaussians on exact integer sums (grid 2^-%d): rho = mu^2/2 "
+           "zCDP with mu = %.6g (training %.6g), %s; delta = %g; eps by method (reported: "
+           "%s):\n",
+           p->grid_bits, dpgd_round_digits(p->mu_total, 6, 1),
+           dpgd_round_digits(p->mu_train, 6, 1), DPGD_DISCRETE_THEOREM, p->delta,
+           dpgd_acct_method_name((dpgd_acct_method)p->report_method));
   else
     printf("guarantee   mu = %.6g GDP (training %.6g), delta = %g; eps by method:\n",
            dpgd_round_digits(p->mu_total, 6, 1), dpgd_round_digits(p->mu_train, 6, 1),
            p->delta);
 }
+
+static void print_eps_rows(const dpgd_plan *p);
 
 static void print_plan(const dpgd_plan *p, const dpgd_config *c)
 {
@@ -150,6 +159,12 @@ static void print_plan(const dpgd_plan *p, const dpgd_config *c)
            dpgd_round_digits(1 / p->tau, 3, 1));
   else printf("stopping    none (last iterate)\n");
   print_guarantee(p);
+  print_eps_rows(p);
+}
+
+/* The planned eps under every method, or why a method has none. */
+static void print_eps_rows(const dpgd_plan *p)
+{
   for (int m = 0; m < DPGD_ACCT_N_METHODS; m++) {
     const char *name = dpgd_acct_method_name((dpgd_acct_method)m);
     if (isfinite(p->eps[m])) printf("  %-12s %.6g\n", name, dpgd_round_digits(p->eps[m], 6, 1));
@@ -157,6 +172,10 @@ static void print_plan(const dpgd_plan *p, const dpgd_config *c)
       printf("  %-12s n/a (no dominating pair is known for subset sampling under replace-one "
              "neighbours; the rdp_* rows are upper bounds)\n",
              name);
+    else if (p->discrete && m == DPGD_ACCT_EXACT)
+      printf("  %-12s n/a (no exact privacy curve is proven for the discrete Gaussian; the "
+             "continuous Gaussian would give %.6g)\n",
+             name, dpgd_round_digits(p->eps_continuous, 6, 1));
     else if (p->sampling == DPGD_SAMPLING_POISSON && m == DPGD_ACCT_ZCDP)
       printf("  %-12s n/a (not offered for subsampled Gaussians: the rdp_* rows carry the "
              "amplification by sampling)\n",
@@ -341,11 +360,20 @@ static int train_command(int argc, char **argv)
            dpgd_run_step_index(r), dpgd_round_digits(p->filter_eps, 6, 1), p->delta,
            dpgd_round_digits(e, 6, 1),
            dpgd_acct_method_name((dpgd_acct_method)p->report_method), c->output_dir);
+  else if (p->discrete)
+    printf("done        %zu steps; eps %.6g (%s, delta %g; discrete Gaussian, proven for the "
+           "integers that ran; the continuous Gaussian would give %.6g); results in %s "
+           "(summary.json)\n",
+           dpgd_run_step_index(r), dpgd_round_digits(e, 6, 1),
+           dpgd_acct_method_name((dpgd_acct_method)p->report_method), p->delta,
+           dpgd_round_digits(dpgd_run_eps_continuous(r), 6, 1), c->output_dir);
   else
     printf("done        %zu steps; eps %.6g (%s, delta %g); results in %s (summary.json)\n",
            dpgd_run_step_index(r), dpgd_round_digits(e, 6, 1),
            dpgd_acct_method_name((dpgd_acct_method)p->report_method), p->delta, c->output_dir);
-  if (c->train_rng == DPGD_RNG_SECURE) printf("caveat      %s\n", dpgd_rng_secure_caveat());
+  if (p->discrete) printf("guarantee   %s\n", DPGD_DISCRETE_THEOREM);
+  else if (c->train_rng == DPGD_RNG_SECURE)
+    printf("caveat      %s\n", dpgd_rng_secure_caveat());
   dpgd_run_free(r);
   return DPGD_EXIT_OK;
 }
