@@ -64,8 +64,8 @@ void dpgd_linear_backward_input_ref(float *dx, const float *dy, const float *W, 
  * (model/SENSITIVITY.md 5):
  *   - dpgd_gemm_fma (x86-64 with AVX2 and FMA; returns 0 and writes nothing elsewhere):
  *     acc = init[j], then acc = fma(A(i, t), B(t, j), acc), bit for bit
- *     dpgd_gemm_fma_ref; the tiling (rows x 8-column vectors per register tile) only
- *     changes speed;
+ *     dpgd_gemm_fma_ref; the tiling (rows x 8-column vectors per register tile, or
+ *     16-column ones with AVX-512F: gemm_avx512.c) only changes speed;
  *   - dpgd_gemm_muladd (everywhere): acc = acc + A(i, t) B(t, j), product and sum each
  *     rounded in float, bit for bit dpgd_gemm_muladd_ref;
  *   - dpgd_gemm: the first where the CPU has it, else the second; dpgd_gemm_kernel names
@@ -89,6 +89,14 @@ void dpgd_gemm_muladd_ref(float *c, size_t ldc, const float *a, size_t ars, size
                           size_t T);
 const char *dpgd_gemm_kernel(void);
 void dpgd_gemm_force_muladd(int on);
+/* gemm_avx512.c: dpgd_gemm_fma's chain in 16-lane AVX-512 tiles, which dpgd_gemm_fma
+ * runs where the CPU has AVX-512F (returns 0 and writes nothing elsewhere); the same
+ * bits as the AVX2 tiles. dpgd_gemm_force_avx2(1) makes dpgd_gemm_fma use the AVX2
+ * tiles everywhere (for tests; not thread-safe). */
+int dpgd_gemm_fma512(dpgd_gemm_tile tiling, float *c, size_t ldc, const float *a, size_t ars,
+                     size_t ats, const float *b, size_t ldb, const float *init, size_t m,
+                     size_t n, size_t T);
+void dpgd_gemm_force_avx2(int on);
 
 /* The dot form, C (m, n; row stride ldc) = init + A B^T with A (m, T) and B (n, T) rows
  * of stride lda, ldb, contiguous in t (a linear layer's y = b + x W^T without

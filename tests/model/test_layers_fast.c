@@ -245,7 +245,9 @@ static void test_gemm(void **state)
       {5, 48, 3, 1, 0},     {9, 200, 7, 0, 0},   {2, 136, 4, 1, 1},    {11, 152, 2, 0, 0},
       {6, 12, 3, 0, 0},     {5, 7, 4, 1, 1},     {64, 10, 784, 0, 1},  {16, 32, 512, 0, 1},
       {16, 10, 32, 0, 1},   {16, 512, 32, 0, 0}, {16, 32, 10, 0, 0},   {3, 1, 5, 0, 1},
-      {7, 17, 6, 1, 1},     {8, 23, 11, 0, 0},
+      {7, 17, 6, 1, 1},     {8, 23, 11, 0, 0},   {25, 63, 9, 1, 1},    {13, 16, 7, 0, 1},
+      {29, 15, 5, 0, 0},    {10, 79, 3, 0, 1},   {9, 33, 6, 1, 0},     {17, 48, 4, 0, 1},
+      {23, 64, 2, 1, 0},    {12, 1, 3, 0, 0},
   };
   const int fma = strcmp(dpgd_gemm_kernel(), "fma") == 0;
   for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
@@ -268,6 +270,20 @@ static void test_gemm(void **state)
         fail_msg("gemm_fma: returned %d, the kernel is %s", done, dpgd_gemm_kernel());
       if (!same_bits(c, done ? fref : before, m * ldc))
         fail_msg("gemm_fma: tiling %d differs from its reference, shape %zu %zu %zu",
+                 (int)tiling, m, n, T);
+      /* Both widths of the FMA tiles: AVX-512 (where the CPU has it) and AVX2 (forced). */
+      memcpy(c, before, m * ldc * sizeof *c);
+      done = dpgd_gemm_fma512(tiling, c, ldc, a, ars, ats, b, n, init, m, n, T);
+      if (!same_bits(c, done ? fref : before, m * ldc))
+        fail_msg("gemm_fma512: tiling %d differs from its reference, shape %zu %zu %zu",
+                 (int)tiling, m, n, T);
+      dpgd_gemm_force_avx2(1);
+      memcpy(c, before, m * ldc * sizeof *c);
+      done = dpgd_gemm_fma(tiling, c, ldc, a, ars, ats, b, n, init, m, n, T);
+      dpgd_gemm_force_avx2(0);
+      if (!same_bits(c, done ? fref : before, m * ldc))
+        fail_msg("gemm_fma forced to AVX2: tiling %d differs from its reference, shape %zu "
+                 "%zu %zu",
                  (int)tiling, m, n, T);
       memcpy(c, before, m * ldc * sizeof *c);
       dpgd_gemm(tiling, c, ldc, a, ars, ats, b, n, init, m, n, T);
