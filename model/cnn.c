@@ -112,7 +112,7 @@ static size_t carve(cnn_bufs *b, float *base, size_t B, size_t K)
   TAKE(dcols2, B * b->n2 * C1 * K2 * K2);
   TAKE(dp1, B * b->q1 * C1);
   TAKE(da1, B * b->n1 * C1);
-  TAKE(G, B * PCONV);
+  TAKE(G, DPGD_CONVNET_GROUP * PCONV);
   TAKE(scale, B);
   TAKE(wt, C1 * K2 * K2 * C2 > C1 * K1 * K1 ? C1 * K2 * K2 * C2 : C1 * K1 * K1);
   TAKE_DOUBLES(rsd, B * (K > HID ? K : HID));
@@ -199,15 +199,20 @@ static void cnn_chunk_step(const dpgd_model *m, float *scratch, double *acc, dou
   dpgd_maxpool2s1_backward(b.da1, b.dp1, b.arg1, B, h1, h1, C1);
   dpgd_act_backward(b.da1, b.a1, B * b.n1 * C1, m->act); /* conv1's output gradient */
 
-  /* Per-example conv gradients; then norms over all parameters, clip factors, sums. */
-  for (size_t i = 0; i < B; i++) {
-    float *g = b.G + i * PCONV;
-    dpgd_conv_grad_example(g + OW1, g + OB1, b.da1 + i * b.n1 * C1, b.cols1 + i * b.n1 * kc1,
-                           b.n1, kc1, C1);
-    dpgd_conv_grad_example(g + OW2, g + OB2, b.da2 + i * b.n2 * C2, b.cols2 + i * b.n2 * kc2,
-                           b.n2, kc2, C2);
-  }
-  const dpgd_dense2 d = {b.G, PCONV, FLAT, HID, b.f, b.da3, b.a3, b.dz, b.scale, b.rsd, b.xd};
+  /* Per-example conv gradients, norms over all parameters, clip factors, sums. */
+  const dpgd_dense2 d = {
+      b.G,
+      PCONV,
+      FLAT,
+      HID,
+      {{b.da1, b.cols1, b.n1, kc1, C1, OW1, OB1}, {b.da2, b.cols2, b.n2, kc2, C2, OW2, OB2}},
+      b.f,
+      b.da3,
+      b.a3,
+      b.dz,
+      b.scale,
+      b.rsd,
+      b.xd};
   dpgd_convnet_clip_sum(m, &d, acc, pre, post, caps, B);
 }
 

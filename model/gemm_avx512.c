@@ -15,7 +15,7 @@
  * masked: nothing outside the matrix is touched). R, W and M are constants at every
  * call, so the unused accumulators and branches fold away. */
 #define LOADV(p, k)                                                                            \
-  (W > (k) ? (M && W == (k) + 1 ? _mm512_maskz_loadu_ps(mask, (p) + 16 * (k))                 \
+  (W > (k) ? (M && W == (k) + 1 ? _mm512_maskz_loadu_ps(mask, (p) + 16 * (k))                  \
                                 : _mm512_loadu_ps((p) + 16 * (k)))                             \
            : z)
 #define STOREV(p, k, v)                                                                        \
@@ -47,13 +47,17 @@ tile(const int R, const int W, const int M, __mmask16 mask, float *c, size_t ldc
   const __m512 z = _mm512_setzero_ps();
   const __m512 i0 = init ? LOADV(init, 0) : z, i1 = init ? LOADV(init, 1) : z,
                i2 = init ? LOADV(init, 2) : z, i3 = init ? LOADV(init, 3) : z;
-  ACC(0) ACC(1) ACC(2) ACC(3) ACC(4) ACC(5) ACC(6) ACC(7) ACC(8) ACC(9) ACC(10) ACC(11)
-  for (size_t t = 0; t < T; t++, a += ats, b += ldb) {
+  ACC(0)
+  ACC(1)
+  ACC(2) ACC(3) ACC(4) ACC(5) ACC(6) ACC(7) ACC(8) ACC(9) ACC(10)
+      ACC(11) for (size_t t = 0; t < T; t++, a += ats, b += ldb)
+  {
     const __m512 x0 = LOADV(b, 0), x1 = LOADV(b, 1), x2 = LOADV(b, 2), x3 = LOADV(b, 3);
     ROW(0) ROW(1) ROW(2) ROW(3) ROW(4) ROW(5) ROW(6) ROW(7) ROW(8) ROW(9) ROW(10) ROW(11)
   }
-  STORE(0) STORE(1) STORE(2) STORE(3) STORE(4) STORE(5)
-  STORE(6) STORE(7) STORE(8) STORE(9) STORE(10) STORE(11)
+  STORE(0)
+  STORE(1)
+  STORE(2) STORE(3) STORE(4) STORE(5) STORE(6) STORE(7) STORE(8) STORE(9) STORE(10) STORE(11)
 }
 #undef LOADV
 #undef STOREV
@@ -91,7 +95,9 @@ static __mmask16 tail_mask(size_t n)
 
 /* Row blocks of R; the last, shorter block as one tile of its height. */
 #define CASE(r, W)                                                                             \
-  case r: ROWS(r, W); break;
+  case r:                                                                                      \
+    ROWS(r, W);                                                                                \
+    break;
 #define SWEEP(R, W)                                                                            \
   const __mmask16 mask = tail_mask(n);                                                         \
   for (size_t i = 0; i < m; i += (R)) {                                                        \

@@ -162,15 +162,27 @@ void dpgd_conv_forward(float *y, const float *cols, const float *W, const float 
 void dpgd_conv_grad_example(float *dW, float *db, const float *dy /* (n, cout) */,
                             const float *cols /* (n, K) */, size_t n, size_t K, size_t cout);
 
-/* The end of a chunk step of a conv net whose parameters are its convolutions' (pconv
- * of them, per-example gradients formed in G) followed by two dense layers fc1 (flat ->
- * hid) and fc2 (hid -> K), in that slab order: per example, the squared norm over every
- * parameter (G's row by dpgd_sqnorm_d, the dense layers' rank-one gradients by
- * dpgd_linear_sqnorm), its clip factor into scale; then the clipped sums added to acc
- * in double (accumulate_rows, accumulate_linear). */
+/* The end of a chunk step of a conv net whose parameters are its two convolutions'
+ * (pconv of them) followed by two dense layers fc1 (flat -> hid) and fc2 (hid -> K), in
+ * that slab order. Examples go DPGD_CONVNET_GROUP at a time: their convolution
+ * gradients are formed in G (dpgd_conv_grad_example at the offsets conv[c].w and
+ * conv[c].b of a row), their squared norms over every parameter taken while the rows
+ * are in cache (G's rows by dpgd_sqnorm_d_rows, the dense layers' rank-one gradients by
+ * dpgd_linear_sqnorm, added (conv + fc1) + fc2), the clip factors into scale, and the
+ * rows' clipped sums added to acc (accumulate_rows: per element the same additions in
+ * example order as one call over the chunk); then the dense layers' clipped sums
+ * (accumulate_linear), all in double. */
+#define DPGD_CONVNET_GROUP 4
+typedef struct dpgd_conv_grads {
+  const float *dy;   /* (B, n, cout) the convolution's output gradient */
+  const float *cols; /* (B, n, K) its im2col input */
+  size_t n, K, cout;
+  size_t w, b; /* offsets of its weight (cout, K) and bias (cout) in a row of G */
+} dpgd_conv_grads;
 typedef struct dpgd_dense2 {
-  const float *G; /* (B, pconv) the convolutions' per-example gradients */
+  float *G; /* (DPGD_CONVNET_GROUP, pconv) scratch: a group's convolution gradients */
   size_t pconv, flat, hid;
+  dpgd_conv_grads conv[2];
   const float *f;   /* (B, flat) fc1's input */
   const float *dh;  /* (B, hid) fc1's output gradient (after the activation) */
   const float *h;   /* (B, hid) fc2's input */

@@ -107,7 +107,7 @@ static size_t carve(sc_bufs *b, float *base, size_t B, size_t cin, size_t K)
                       B * FLAT,
                       B * NQ * b->kc2,
                       B * NQ * C1,
-                      B * b->o.pconv,
+                      DPGD_CONVNET_GROUP * b->o.pconv,
                       B,
                       wt};
   for (size_t k = 0; k < sizeof n / sizeof n[0]; k++) {
@@ -197,16 +197,20 @@ static void sc_chunk_step(const dpgd_model *m, float *scratch, double *acc, doub
   dpgd_col2im_set(b.da1, b.dcols2, &b.s2, B);
   dpgd_act_backward(b.da1, b.a1, B * NQ * C1, m->act); /* conv1's output gradient */
 
-  /* Per-example conv gradients; then norms over all parameters, clip factors, sums. */
-  for (size_t i = 0; i < B; i++) {
-    float *g = b.G + i * o->pconv;
-    dpgd_conv_grad_example(g + o->w1, g + o->b1, b.da1 + i * NQ * C1, b.cols1 + i * NQ * b.kc1,
-                           NQ, b.kc1, C1);
-    dpgd_conv_grad_example(g + o->w2, g + o->b2, b.da2 + i * NQ * C2, b.cols2 + i * NQ * b.kc2,
-                           NQ, b.kc2, C2);
-  }
-  const dpgd_dense2 d = {b.G,  o->pconv, FLAT,    HID,   b.f, b.da3,
-                         b.a3, b.dz,     b.scale, b.rsd, b.xd};
+  /* Per-example conv gradients, norms over all parameters, clip factors, sums. */
+  const dpgd_dense2 d = {b.G,
+                         o->pconv,
+                         FLAT,
+                         HID,
+                         {{b.da1, b.cols1, NQ, b.kc1, C1, o->w1, o->b1},
+                          {b.da2, b.cols2, NQ, b.kc2, C2, o->w2, o->b2}},
+                         b.f,
+                         b.da3,
+                         b.a3,
+                         b.dz,
+                         b.scale,
+                         b.rsd,
+                         b.xd};
   dpgd_convnet_clip_sum(m, &d, acc, pre, post, caps, B);
 }
 

@@ -196,6 +196,39 @@ static void test_accumulate_rows_bits(void **state)
   }
 }
 
+/* dpgd_sqnorm_d and dpgd_sqnorm_d_rows (four rows at a time) against the definition,
+ * bit for bit: eight partial sums s_q over the indices j = q mod 8 below the last multiple
+ * of 8, in order, the rest into s_0, then ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 +
+ * s7)); entries spread over 2^-40 .. 2^40 so that another order of additions gives other
+ * bits; every remainder of n mod 8 and of B mod 4, rows of stride ld > n. */
+static double sqnorm_def(const float *v, size_t n)
+{
+  double s[8] = {0};
+  const size_t n8 = n - n % 8;
+  for (size_t j = 0; j < n8; j++) s[j % 8] += (double)v[j] * (double)v[j];
+  for (size_t j = n8; j < n; j++) s[0] += (double)v[j] * (double)v[j];
+  return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+}
+
+static void test_sqnorm_rows_bits(void **state)
+{
+  (void)state;
+  enum { BMAX = 9, NMAX = 75, LD = 80 };
+  float G[BMAX * LD];
+  for (size_t i = 0; i < BMAX * LD; i++) G[i] = ldexpf(draw(0), (int)(next() % 81) - 40);
+  for (size_t n = 1; n <= NMAX; n += 1 + n / 8)
+    for (size_t B = 1; B <= BMAX; B++) {
+      double out[BMAX];
+      dpgd_sqnorm_d_rows(out, G, LD, B, n);
+      for (size_t i = 0; i < B; i++) {
+        const double def = sqnorm_def(G + i * LD, n), one = dpgd_sqnorm_d(G + i * LD, n);
+        if (memcmp(&out[i], &def, sizeof def) || memcmp(&one, &def, sizeof def))
+          fail_msg("sqnorm bits: row %zu of %zu, n %zu: %.17g, %.17g against %.17g", i, B, n,
+                   out[i], one, def);
+      }
+    }
+}
+
 /* Checks c (m x n, row stride ldc) against the exact product within the classical
  * bound of an inner product whose every term goes through at most `rounds` roundings
  * (T with one per step (FMA), 2T with two (mul-add)), |C - exact| <= gamma (|init| +
@@ -374,6 +407,7 @@ int main(void)
       cmocka_unit_test(test_patch_bits),
       cmocka_unit_test(test_pool_bits),
       cmocka_unit_test(test_accumulate_rows_bits),
+      cmocka_unit_test(test_sqnorm_rows_bits),
       cmocka_unit_test(test_gemm),
       cmocka_unit_test(test_gemm_nt),
   };
