@@ -129,6 +129,20 @@ static size_t cnn_scratch(const dpgd_model *m, size_t chunk)
   return carve(&b, NULL, chunk, (size_t)m->n_classes);
 }
 
+/* The activation and max pooling of a convolution's output a (B, h, h, c): relu
+ * applied as the pooling reads a (a keeps the convolution's output, from which backward
+ * takes relu's derivative), tanh in place first. */
+static void pool(float *p, int32_t *arg, float *a, size_t B, size_t h, size_t c,
+                 dpgd_activation act)
+{
+  if (act == DPGD_ACT_RELU) {
+    dpgd_maxpool2s1_relu_forward(p, arg, a, B, h, h, c);
+    return;
+  }
+  dpgd_act_forward(a, B * h * h * c, act);
+  dpgd_maxpool2s1_forward(p, arg, a, B, h, h, c);
+}
+
 /* Batched forward of B examples up to the logits (b->z), keeping what backward needs. */
 static void forward(const dpgd_model *m, cnn_bufs *b, const float *x, size_t B)
 {
@@ -137,12 +151,10 @@ static void forward(const dpgd_model *m, cnn_bufs *b, const float *x, size_t B)
   const size_t h1 = b->s1.oh, h2 = b->s2.oh;
   dpgd_im2col(b->cols1, x, &b->s1, B);
   dpgd_conv_forward(b->a1, b->cols1, th + OW1, th + OB1, b->wt, B * b->n1, K1 * K1, C1);
-  dpgd_act_forward(b->a1, B * b->n1 * C1, m->act);
-  dpgd_maxpool2s1_forward(b->p1, b->arg1, b->a1, B, h1, h1, C1);
+  pool(b->p1, b->arg1, b->a1, B, h1, C1, m->act);
   dpgd_im2col(b->cols2, b->p1, &b->s2, B);
   dpgd_conv_forward(b->a2, b->cols2, th + OW2, th + OB2, b->wt, B * b->n2, C1 * K2 * K2, C2);
-  dpgd_act_forward(b->a2, B * b->n2 * C2, m->act);
-  dpgd_maxpool2s1_forward(b->p2, b->arg2, b->a2, B, h2, h2, C2);
+  pool(b->p2, b->arg2, b->a2, B, h2, C2, m->act);
   dpgd_flatten_chw(b->f, b->p2, B, b->q2, C2);
   dpgd_linear_forward(b->a3, b->f, th + OW3, th + OB3, B, FLAT, HID);
   dpgd_act_forward(b->a3, B * HID, m->act);
@@ -192,12 +204,12 @@ static void cnn_chunk_step(const dpgd_model *m, float *scratch, double *acc, dou
   dpgd_act_backward(b.da3, b.a3, B * HID, m->act); /* now fc1's output gradient */
   dpgd_linear_backward_input(b.df, b.da3, th + OW3, B, FLAT, HID);
   dpgd_unflatten_chw(b.dp2, b.df, B, b.q2, C2);
-  dpgd_maxpool2s1_backward(b.da2, b.dp2, b.arg2, B, h2, h2, C2);
-  dpgd_act_backward(b.da2, b.a2, B * b.n2 * C2, m->act); /* conv2's output gradient */
+  /* conv2's output gradient */
+  dpgd_maxpool2s1_backward_act(b.da2, b.dp2, b.arg2, b.a2, B, h2, h2, C2, m->act);
   dpgd_linear_backward_input(b.dcols2, b.da2, th + OW2, B * b.n2, kc2, C2);
   dpgd_col2im_set(b.dp1, b.dcols2, &b.s2, B);
-  dpgd_maxpool2s1_backward(b.da1, b.dp1, b.arg1, B, h1, h1, C1);
-  dpgd_act_backward(b.da1, b.a1, B * b.n1 * C1, m->act); /* conv1's output gradient */
+  /* conv1's output gradient */
+  dpgd_maxpool2s1_backward_act(b.da1, b.dp1, b.arg1, b.a1, B, h1, h1, C1, m->act);
 
   /* Per-example conv gradients, norms over all parameters, clip factors, sums. */
   const dpgd_dense2 d = {

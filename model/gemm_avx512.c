@@ -49,8 +49,11 @@ tile(const int R, const int W, const int M, __mmask16 mask, float *c, size_t ldc
                i2 = init ? LOADV(init, 2) : z, i3 = init ? LOADV(init, 3) : z;
   ACC(0)
   ACC(1)
-  ACC(2) ACC(3) ACC(4) ACC(5) ACC(6) ACC(7) ACC(8) ACC(9) ACC(10)
-      ACC(11) for (size_t t = 0; t < T; t++, a += ats, b += ldb)
+  ACC(2)
+  ACC(3)
+  ACC(4)
+  ACC(5)
+  ACC(6) ACC(7) ACC(8) ACC(9) ACC(10) ACC(11) for (size_t t = 0; t < T; t++, a += ats, b += ldb)
   {
     const __m512 x0 = LOADV(b, 0), x1 = LOADV(b, 1), x2 = LOADV(b, 2), x3 = LOADV(b, 3);
     ROW(0) ROW(1) ROW(2) ROW(3) ROW(4) ROW(5) ROW(6) ROW(7) ROW(8) ROW(9) ROW(10) ROW(11)

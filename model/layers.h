@@ -132,11 +132,21 @@ void dpgd_maxpool2s1_forward(float *y, int32_t *arg, const float *x, size_t B, s
                              size_t w, size_t c);
 void dpgd_maxpool2s1_forward_ref(float *y, int32_t *arg, const float *x, size_t B, size_t h,
                                  size_t w, size_t c);
+/* dpgd_maxpool2s1_forward of relu(x) (dpgd_act_forward's relu), bit for bit, with relu
+ * applied as the candidates are read: x itself is left alone (relu's derivative is the
+ * same function of x as of relu(x), so backward can read x). */
+void dpgd_maxpool2s1_relu_forward(float *y, int32_t *arg, const float *x, size_t B, size_t h,
+                                  size_t w, size_t c);
 /* dx (B, h, w, c) = scatter of dy to the maxima (overwrites dx). */
 void dpgd_maxpool2s1_backward(float *dx, const float *dy, const int32_t *arg, size_t B,
                               size_t h, size_t w, size_t c);
 void dpgd_maxpool2s1_backward_ref(float *dx, const float *dy, const int32_t *arg, size_t B,
                                   size_t h, size_t w, size_t c);
+/* dpgd_maxpool2s1_backward, then dpgd_act_backward(dx, a, ..., act), bit for bit, in one
+ * pass: a (B, h, w, c) the activation's output (for relu its input serves as well). */
+void dpgd_maxpool2s1_backward_act(float *dx, const float *dy, const int32_t *arg,
+                                  const float *a, size_t B, size_t h, size_t w, size_t c,
+                                  dpgd_activation act);
 
 /* Softmax over K logits per row, then minus the one-hot label: r = p - y (in place). */
 void dpgd_softmax_residual(float *r /* (B, K) */, const uint8_t *y /* (B) */, size_t B, int K);

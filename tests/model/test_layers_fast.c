@@ -137,6 +137,32 @@ static void check_pool(size_t B, size_t h, size_t w, size_t c, int special)
   dpgd_maxpool2s1_backward_ref(dxr, dy, ar, B, h, w, c);
   if (!same_bits(dx, dxr, n))
     fail_msg("pool backward bits, B %zu h %zu w %zu c %zu", B, h, w, c);
+  /* The fused activations: relu read by the pooling from x (the reference pools relu(x)),
+   * and the derivative applied as backward gathers (the reference's act_backward after
+   * the reference's scatter): relu's from x, tanh's from an output in [-1, 1]. */
+  float *xr = vec(n, 0);
+  for (size_t i = 0; i < n; i++) xr[i] = x[i] < 0.0f ? 0.0f : x[i];
+  dpgd_maxpool2s1_relu_forward(y, a, x, B, h, w, c);
+  dpgd_maxpool2s1_forward_ref(yr, ar, xr, B, h, w, c);
+  if (!same_bits(y, yr, no) || memcmp(a, ar, no * sizeof *a) != 0)
+    fail_msg("pool relu forward bits, B %zu h %zu w %zu c %zu", B, h, w, c);
+  for (int act = 0; act < 2; act++) {
+    float *z = vec(n, special);
+    if (act) /* tanh's outputs, -0 and +-1 among them */
+      for (size_t i = 0; i < n; i++) z[i] = isnan(z[i]) ? z[i] : tanhf(z[i]);
+    dpgd_maxpool2s1_backward_act(dx, dy, ar, z, B, h, w, c,
+                                 act ? DPGD_ACT_TANH : DPGD_ACT_RELU);
+    dpgd_maxpool2s1_backward_ref(dxr, dy, ar, B, h, w, c);
+    for (size_t i = 0; i < n; i++) {
+      if (act) dxr[i] *= 1.0f - z[i] * z[i];
+      else dxr[i] = z[i] > 0.0f ? dxr[i] : 0.0f;
+    }
+    if (!same_bits(dx, dxr, n))
+      fail_msg("pool backward with %s bits, B %zu h %zu w %zu c %zu", act ? "tanh" : "relu", B,
+               h, w, c);
+    free(z);
+  }
+  free(xr);
   free(x);
   free(y);
   free(yr);
