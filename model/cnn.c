@@ -61,7 +61,7 @@ static size_t cnn_layout(tensor_spec *t, size_t rows, size_t cols, int n_classes
 typedef struct cnn_bufs {
   conv_shape s1, s2;
   size_t n1, q1, n2, q2; /* positions: conv1 out (196), pool1 out (169), 25, 16 */
-  float *cols1, *a1, *p1, *cols2, *a2, *p2, *f, *a3, *z;
+  float *stage1, *cols1, *a1, *p1, *cols2, *a2, *p2, *f, *a3, *z;
   float *dz, *da3, *da2, *df, *dp2, *dcols2, *dp1, *da1, *G, *scale;
   float *wt;        /* a convolution's weight, transposed (conv_forward) */
   double *rsd, *xd; /* accumulate_linear's scratch: (B, max(HID, K)), (B, FLAT) */
@@ -93,6 +93,7 @@ static size_t carve(cnn_bufs *b, float *base, size_t B, size_t K)
     if (base) b->field = (int32_t *)(base + off);                                              \
     off += ((count) + 15) / 16 * 16;                                                           \
   } while (0)
+  TAKE(stage1, B * dpgd_conv_stage_floats(&b->s1));
   TAKE(cols1, B * b->n1 * K1 * K1);
   TAKE(a1, B * b->n1 * C1);
   TAKE(p1, B * b->q1 * C1);
@@ -149,8 +150,13 @@ static void forward(const dpgd_model *m, cnn_bufs *b, const float *x, size_t B)
   const float *th = m->params;
   const size_t K = (size_t)m->n_classes;
   const size_t h1 = b->s1.oh, h2 = b->s2.oh;
-  dpgd_im2col(b->cols1, x, &b->s1, B);
-  dpgd_conv_forward(b->a1, b->cols1, th + OW1, th + OB1, b->wt, B * b->n1, K1 * K1, C1);
+  if (dpgd_conv_stage_ok(&b->s1)) { /* im2col folded into the products (conv_stage.c) */
+    dpgd_conv_stage_images(b->stage1, x, &b->s1, B);
+    dpgd_conv_stage_forward(b->a1, b->stage1, th + OW1, th + OB1, b->wt, &b->s1, B);
+  } else {
+    dpgd_im2col(b->cols1, x, &b->s1, B);
+    dpgd_conv_forward(b->a1, b->cols1, th + OW1, th + OB1, b->wt, B * b->n1, K1 * K1, C1);
+  }
   pool(b->p1, b->arg1, b->a1, B, h1, C1, m->act);
   dpgd_im2col(b->cols2, b->p1, &b->s2, B);
   dpgd_conv_forward(b->a2, b->cols2, th + OW2, th + OB2, b->wt, B * b->n2, C1 * K2 * K2, C2);
@@ -212,12 +218,15 @@ static void cnn_chunk_step(const dpgd_model *m, float *scratch, double *acc, dou
   dpgd_maxpool2s1_backward_act(b.da1, b.dp1, b.arg1, b.a1, B, h1, h1, C1, m->act);
 
   /* Per-example conv gradients, norms over all parameters, clip factors, sums. */
+  const int staged = dpgd_conv_stage_ok(&b.s1); /* as forward decided */
   const dpgd_dense2 d = {
       b.G,
       PCONV,
       FLAT,
       HID,
-      {{b.da1, b.cols1, b.n1, kc1, C1, OW1, OB1}, {b.da2, b.cols2, b.n2, kc2, C2, OW2, OB2}},
+      {staged ? (dpgd_conv_grads){b.da1, NULL, b.stage1, &b.s1, b.n1, kc1, C1, OW1, OB1}
+              : (dpgd_conv_grads){b.da1, b.cols1, NULL, NULL, b.n1, kc1, C1, OW1, OB1},
+       {b.da2, b.cols2, NULL, NULL, b.n2, kc2, C2, OW2, OB2}},
       b.f,
       b.da3,
       b.a3,

@@ -76,8 +76,15 @@ static void clip_group(const dpgd_model *m, const dpgd_dense2 *d, double *acc, d
     float *g = d->G + (i - i0) * pc;
     for (int c = 0; c < 2; c++) {
       const dpgd_conv_grads *v = &d->conv[c];
-      dpgd_conv_grad_example(g + v->w, g + v->b, v->dy + i * v->n * v->cout,
-                             v->cols + i * v->n * v->K, v->n, v->K, v->cout);
+      const float *dy = v->dy + i * v->n * v->cout;
+      if (v->cols) {
+        dpgd_conv_grad_example(g + v->w, g + v->b, dy, v->cols + i * v->n * v->K, v->n, v->K,
+                               v->cout);
+      } else {
+        dpgd_conv_stage_wgrad(g + v->w, dy, v->stage + i * dpgd_conv_stage_floats(v->shape),
+                              v->shape);
+        bias_grad(g + v->b, dy, v->n, v->cout);
+      }
     }
   }
   dpgd_sqnorm_d_rows(pre + i0, d->G, pc, i1 - i0, pc); /* the convolutions' part */

@@ -158,6 +158,15 @@ static int have_avx512(void)
 }
 #endif
 
+int dpgd_gemm_avx512_cpu(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+  return have_avx512();
+#else
+  return 0;
+#endif
+}
+
 int dpgd_gemm_fma512(dpgd_gemm_tile tiling, float *c, size_t ldc, const float *a, size_t ars,
                      size_t ats, const float *b, size_t ldb, const float *init, size_t m,
                      size_t n, size_t T)

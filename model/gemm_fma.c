@@ -373,6 +373,15 @@ const char *dpgd_gemm_kernel(void)
 
 void dpgd_gemm_force_avx2(int on) { force_avx2 = on != 0; }
 
+int dpgd_gemm_wide(void)
+{
+#ifdef GEMM_X86
+  return !force_muladd && !force_avx2 && have_fma() && dpgd_gemm_avx512_cpu();
+#else
+  return 0;
+#endif
+}
+
 int dpgd_gemm_fma(dpgd_gemm_tile tiling, float *c, size_t ldc, const float *a, size_t ars,
                   size_t ats, const float *b, size_t ldb, const float *init, size_t m, size_t n,
                   size_t T)

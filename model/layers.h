@@ -97,6 +97,27 @@ int dpgd_gemm_fma512(dpgd_gemm_tile tiling, float *c, size_t ldc, const float *a
                      size_t ats, const float *b, size_t ldb, const float *init, size_t m,
                      size_t n, size_t T);
 void dpgd_gemm_force_avx2(int on);
+/* 1 where the CPU has AVX-512F (dpgd_gemm_avx512_cpu); dpgd_gemm_wide: 1 where
+ * dpgd_gemm runs the AVX-512 tiles (FMA and AVX-512F, nothing forced). */
+int dpgd_gemm_avx512_cpu(void);
+int dpgd_gemm_wide(void);
+
+/* conv_stage.c: a one-channel convolution with an 8 x 8 kernel and at most 16 output
+ * channels (a multiple of 4) and 16 output columns, straight from zero-padded images
+ * (dpgd_conv_stage_floats(s) floats each, dpgd_conv_stage_images), im2col folded into
+ * the AVX-512 products' loads: where dpgd_conv_stage_ok, forward y (B * oh * ow, cout)
+ * = b + im2col(x) W^T (W transposed into wt, cout * 64 floats) and one example's
+ * weight gradient dW (cout, 64) = dy^T (cout, oh * ow) im2col(x) (overwrites), bit for
+ * bit dpgd_conv_forward and dpgd_conv_wgrad on im2col's output; they return 0 and write
+ * nothing where not dpgd_conv_stage_ok. */
+int dpgd_conv_stage_ok(const conv_shape *s);
+size_t dpgd_conv_stage_floats(const conv_shape *s);
+void dpgd_conv_stage_images(float *stage, const float *x /* (B, h, w) */, const conv_shape *s,
+                            size_t B);
+int dpgd_conv_stage_forward(float *y, const float *stage, const float *W, const float *bias,
+                            float *wt, const conv_shape *s, size_t B);
+int dpgd_conv_stage_wgrad(float *dW, const float *dy /* (oh * ow, cout) */,
+                          const float *stage /* one image */, const conv_shape *s);
 
 /* The dot form, C (m, n; row stride ldc) = init + A B^T with A (m, T) and B (n, T) rows
  * of stride lda, ldb, contiguous in t (a linear layer's y = b + x W^T without
@@ -184,8 +205,10 @@ void dpgd_conv_grad_example(float *dW, float *db, const float *dy /* (n, cout) *
  * (accumulate_linear), all in double. */
 #define DPGD_CONVNET_GROUP 4
 typedef struct dpgd_conv_grads {
-  const float *dy;   /* (B, n, cout) the convolution's output gradient */
-  const float *cols; /* (B, n, K) its im2col input */
+  const float *dy;         /* (B, n, cout) the convolution's output gradient */
+  const float *cols;       /* (B, n, K) its im2col input, or NULL: */
+  const float *stage;      /* (B, dpgd_conv_stage_floats) dpgd_conv_stage_wgrad's input */
+  const conv_shape *shape; /* with stage: the convolution */
   size_t n, K, cout;
   size_t w, b; /* offsets of its weight (cout, K) and bias (cout) in a row of G */
 } dpgd_conv_grads;

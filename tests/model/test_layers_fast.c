@@ -77,6 +77,8 @@ static const struct geom {
     {9, 6, 2, 2, 3, 2, 1},    /* stride above the kernel: pixels no patch reads */
     {5, 7, 1, 1, 1, 0, 2},    /* 1x1 kernel */
     {6, 6, 7, 5, 1, 4, 1},    /* padding near the kernel size */
+    {14, 14, 2, 3, 1, 1, 2},  /* stage rows of 16 floats, the most one AVX-512 row holds */
+    {15, 15, 3, 3, 2, 1, 2},  /* stage rows of 17 floats */
     {100, 90, 1, 8, 2, 3, 1}, /* too large for the stage: the direct loops */
     {30, 30, 10, 4, 2, 1, 2}, /* too large for the stage, several channels */
 };
@@ -384,6 +386,64 @@ static void test_gemm(void **state)
  * not even, rows of B not a multiple of five, T not a multiple of eight: masked
  * lanes); dpgd_gemm_nt as dpgd_gemm_kernel says; all within the rounding bound (a term
  * goes through at most ceil(T/8) + 4 roundings fused, one more unfused). */
+/* conv_stage.c: conv1-like convolutions (one channel, 8 x 8 kernel) straight from the
+ * padded images, forward and per-example weight gradient, against im2col_ref and the
+ * fmaf chains (dpgd_gemm_fma_ref) bit for bit: the CNN's conv1, other strides and
+ * paddings, output rows of 1 to 16 columns, 4 to 16 output channels (masked lanes),
+ * pixels with -0 and NaN. Where the CPU lacks AVX-512 the kernels must refuse (return 0
+ * and leave their outputs alone); forcing dpgd_gemm off its AVX-512 tiles refuses too. */
+static void test_conv_stage_bits(void **state)
+{
+  (void)state;
+  static const struct {
+    size_t h, w, cout, stride, pad, B;
+  } shapes[] = {
+      {28, 28, 16, 2, 3, 3}, {8, 8, 4, 1, 0, 2},   {20, 12, 8, 1, 2, 2},
+      {39, 37, 12, 2, 1, 1}, {9, 23, 16, 1, 0, 2},
+  };
+  for (size_t q = 0; q < sizeof shapes / sizeof shapes[0]; q++) {
+    const conv_shape s = dpgd_conv_shape_make(shapes[q].h, shapes[q].w, 1, shapes[q].cout, 8,
+                                              shapes[q].stride, shapes[q].pad);
+    const size_t B = shapes[q].B, n = s.oh * s.ow, cout = s.cout, K = 64;
+    float *x = vec(B * s.h * s.w, 1), *W = vec(cout * K, 0), *bias = vec(cout, 0);
+    float *cols = vec(B * n * K, 0), *wt = vec(cout * K, 0), *st = vec(B * 9999, 0);
+    float *y = vec(B * n * cout, 0), *yr = vec(B * n * cout, 0), *dy = vec(B * n * cout, 1);
+    float *dW = vec(cout * K, 0), *dWr = vec(cout * K, 0);
+    assert_true(dpgd_conv_stage_floats(&s) <= 9999);
+    for (size_t i = 0; i < B * s.h * s.w; i++) x[i] = isnan(x[i]) || i % 5 ? x[i] : -0.0f;
+    dpgd_im2col_ref(cols, x, &s, B);
+    for (size_t o = 0; o < cout; o++)
+      for (size_t k = 0; k < K; k++) wt[k * cout + o] = W[o * K + k];
+    dpgd_gemm_fma_ref(yr, cout, cols, K, 1, wt, cout, bias, B * n, cout, K);
+    const int wide = dpgd_gemm_wide();
+    assert_int_equal(dpgd_conv_stage_ok(&s), wide);
+    if (!wide) print_message("no AVX-512 FMA tiles here: conv_stage refuses, as it must\n");
+    memcpy(y, yr, B * n * cout * sizeof *y);
+    y[0] = 2.385f;
+    dpgd_conv_stage_images(st, x, &s, B);
+    assert_int_equal(dpgd_conv_stage_forward(y, st, W, bias, wt, &s, B), wide);
+    if (!wide) assert_true(y[0] == 2.385f);
+    else if (!same_bits(y, yr, B * n * cout)) fail_msg("conv_stage forward bits, shape %zu", q);
+    for (size_t b = 0; b < B; b++) {
+      dpgd_gemm_fma_ref(dWr, K, dy + b * n * cout, 1, cout, cols + b * n * K, K, NULL, cout, K,
+                        n);
+      dW[0] = 2.385f;
+      assert_int_equal(
+          dpgd_conv_stage_wgrad(dW, dy + b * n * cout, st + b * dpgd_conv_stage_floats(&s), &s),
+          wide);
+      if (!wide) assert_true(dW[0] == 2.385f);
+      else if (!same_bits(dW, dWr, cout * K))
+        fail_msg("conv_stage weight gradient bits, shape %zu, example %zu", q, b);
+    }
+    dpgd_gemm_force_avx2(1);
+    assert_int_equal(dpgd_conv_stage_ok(&s), 0);
+    assert_int_equal(dpgd_conv_stage_wgrad(dW, dy, st, &s), 0);
+    dpgd_gemm_force_avx2(0);
+    free(x), free(W), free(bias), free(cols), free(wt), free(st);
+    free(y), free(yr), free(dy), free(dW), free(dWr);
+  }
+}
+
 static void test_gemm_nt(void **state)
 {
   (void)state;
@@ -436,6 +496,7 @@ int main(void)
       cmocka_unit_test(test_sqnorm_rows_bits),
       cmocka_unit_test(test_gemm),
       cmocka_unit_test(test_gemm_nt),
+      cmocka_unit_test(test_conv_stage_bits),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
