@@ -61,7 +61,7 @@ static size_t cnn_layout(tensor_spec *t, size_t rows, size_t cols, int n_classes
 typedef struct cnn_bufs {
   conv_shape s1, s2;
   size_t n1, q1, n2, q2; /* positions: conv1 out (196), pool1 out (169), 25, 16 */
-  float *cols1, *a1, *p1, *cols2, *a2, *p2, *f, *a3, *z;
+  float *stage1, *cols1, *a1, *p1, *cols2, *a2, *p2, *f, *a3, *z;
   float *dz, *da3, *da2, *df, *dp2, *dcols2, *dp1, *da1, *G, *scale;
   float *wt;        /* a convolution's weight, transposed (conv_forward) */
   double *rsd, *xd; /* accumulate_linear's scratch: (B, max(HID, K)), (B, FLAT) */
@@ -93,6 +93,7 @@ static size_t carve(cnn_bufs *b, float *base, size_t B, size_t K)
     if (base) b->field = (int32_t *)(base + off);                                              \
     off += ((count) + 15) / 16 * 16;                                                           \
   } while (0)
+  TAKE(stage1, B * dpgd_conv_stage_floats(&b->s1));
   TAKE(cols1, B * b->n1 * K1 * K1);
   TAKE(a1, B * b->n1 * C1);
   TAKE(p1, B * b->q1 * C1);
@@ -112,7 +113,7 @@ static size_t carve(cnn_bufs *b, float *base, size_t B, size_t K)
   TAKE(dcols2, B * b->n2 * C1 * K2 * K2);
   TAKE(dp1, B * b->q1 * C1);
   TAKE(da1, B * b->n1 * C1);
-  TAKE(G, B * PCONV);
+  TAKE(G, DPGD_CONVNET_GROUP * PCONV);
   TAKE(scale, B);
   TAKE(wt, C1 * K2 * K2 * C2 > C1 * K1 * K1 ? C1 * K2 * K2 * C2 : C1 * K1 * K1);
   TAKE_DOUBLES(rsd, B * (K > HID ? K : HID));
@@ -129,20 +130,37 @@ static size_t cnn_scratch(const dpgd_model *m, size_t chunk)
   return carve(&b, NULL, chunk, (size_t)m->n_classes);
 }
 
+/* The activation and max pooling of a convolution's output a (B, h, h, c): relu
+ * applied as the pooling reads a (a keeps the convolution's output, from which backward
+ * takes relu's derivative), tanh in place first. */
+static void pool(float *p, int32_t *arg, float *a, size_t B, size_t h, size_t c,
+                 dpgd_activation act)
+{
+  if (act == DPGD_ACT_RELU) {
+    dpgd_maxpool2s1_relu_forward(p, arg, a, B, h, h, c);
+    return;
+  }
+  dpgd_act_forward(a, B * h * h * c, act);
+  dpgd_maxpool2s1_forward(p, arg, a, B, h, h, c);
+}
+
 /* Batched forward of B examples up to the logits (b->z), keeping what backward needs. */
 static void forward(const dpgd_model *m, cnn_bufs *b, const float *x, size_t B)
 {
   const float *th = m->params;
   const size_t K = (size_t)m->n_classes;
   const size_t h1 = b->s1.oh, h2 = b->s2.oh;
-  dpgd_im2col(b->cols1, x, &b->s1, B);
-  dpgd_conv_forward(b->a1, b->cols1, th + OW1, th + OB1, b->wt, B * b->n1, K1 * K1, C1);
-  dpgd_act_forward(b->a1, B * b->n1 * C1, m->act);
-  dpgd_maxpool2s1_forward(b->p1, b->arg1, b->a1, B, h1, h1, C1);
+  if (dpgd_conv_stage_ok(&b->s1)) { /* im2col folded into the products (conv_stage.c) */
+    dpgd_conv_stage_images(b->stage1, x, &b->s1, B);
+    dpgd_conv_stage_forward(b->a1, b->stage1, th + OW1, th + OB1, b->wt, &b->s1, B);
+  } else {
+    dpgd_im2col(b->cols1, x, &b->s1, B);
+    dpgd_conv_forward(b->a1, b->cols1, th + OW1, th + OB1, b->wt, B * b->n1, K1 * K1, C1);
+  }
+  pool(b->p1, b->arg1, b->a1, B, h1, C1, m->act);
   dpgd_im2col(b->cols2, b->p1, &b->s2, B);
   dpgd_conv_forward(b->a2, b->cols2, th + OW2, th + OB2, b->wt, B * b->n2, C1 * K2 * K2, C2);
-  dpgd_act_forward(b->a2, B * b->n2 * C2, m->act);
-  dpgd_maxpool2s1_forward(b->p2, b->arg2, b->a2, B, h2, h2, C2);
+  pool(b->p2, b->arg2, b->a2, B, h2, C2, m->act);
   dpgd_flatten_chw(b->f, b->p2, B, b->q2, C2);
   dpgd_linear_forward(b->a3, b->f, th + OW3, th + OB3, B, FLAT, HID);
   dpgd_act_forward(b->a3, B * HID, m->act);
@@ -174,9 +192,10 @@ static double cnn_flops(const dpgd_model *m)
   return 2.0 * conv1 + 3.0 * conv2 + 3.0 * lin + norms;
 }
 
-/* Forward, backward to every activation and the per-example conv gradients (b->G);
- * the dense layers' gradients as their factors (dpgd_dense2). */
-static dpgd_dense2 backward(const dpgd_model *m, cnn_bufs *bp, float *x, const uint8_t *y,
+/* Forward and backward to every activation; the convolutions' gradients described for
+ * later, the dense layers' as their factors (dpgd_dense2, which points into *bp: bp must
+ * outlive it). */
+static dpgd_dense2 backward(const dpgd_model *m, const cnn_bufs *bp, float *x, const uint8_t *y,
                             size_t B)
 {
   const float *th = m->params;
@@ -192,22 +211,30 @@ static dpgd_dense2 backward(const dpgd_model *m, cnn_bufs *bp, float *x, const u
   dpgd_act_backward(b.da3, b.a3, B * HID, m->act); /* now fc1's output gradient */
   dpgd_linear_backward_input(b.df, b.da3, th + OW3, B, FLAT, HID);
   dpgd_unflatten_chw(b.dp2, b.df, B, b.q2, C2);
-  dpgd_maxpool2s1_backward(b.da2, b.dp2, b.arg2, B, h2, h2, C2);
-  dpgd_act_backward(b.da2, b.a2, B * b.n2 * C2, m->act); /* conv2's output gradient */
+  /* conv2's output gradient */
+  dpgd_maxpool2s1_backward_act(b.da2, b.dp2, b.arg2, b.a2, B, h2, h2, C2, m->act);
   dpgd_linear_backward_input(b.dcols2, b.da2, th + OW2, B * b.n2, kc2, C2);
   dpgd_col2im_set(b.dp1, b.dcols2, &b.s2, B);
-  dpgd_maxpool2s1_backward(b.da1, b.dp1, b.arg1, B, h1, h1, C1);
-  dpgd_act_backward(b.da1, b.a1, B * b.n1 * C1, m->act); /* conv1's output gradient */
+  /* conv1's output gradient */
+  dpgd_maxpool2s1_backward_act(b.da1, b.dp1, b.arg1, b.a1, B, h1, h1, C1, m->act);
 
-  /* Per-example conv gradients; then norms over all parameters, clip factors, sums. */
-  for (size_t i = 0; i < B; i++) {
-    float *g = b.G + i * PCONV;
-    dpgd_conv_grad_example(g + OW1, g + OB1, b.da1 + i * b.n1 * C1, b.cols1 + i * b.n1 * kc1,
-                           b.n1, kc1, C1);
-    dpgd_conv_grad_example(g + OW2, g + OB2, b.da2 + i * b.n2 * C2, b.cols2 + i * b.n2 * kc2,
-                           b.n2, kc2, C2);
-  }
-  return (dpgd_dense2){b.G, PCONV, FLAT, HID, b.f, b.da3, b.a3, b.dz, b.scale, b.rsd, b.xd};
+  /* The convolutions' per-example gradients are formed later, a group at a time. */
+  const int staged = dpgd_conv_stage_ok(&b.s1); /* as forward decided */
+  return (dpgd_dense2){
+      b.G,
+      PCONV,
+      FLAT,
+      HID,
+      {staged ? (dpgd_conv_grads){b.da1, NULL, b.stage1, &bp->s1, b.n1, kc1, C1, OW1, OB1}
+              : (dpgd_conv_grads){b.da1, b.cols1, NULL, NULL, b.n1, kc1, C1, OW1, OB1},
+       {b.da2, b.cols2, NULL, NULL, b.n2, kc2, C2, OW2, OB2}},
+      b.f,
+      b.da3,
+      b.a3,
+      b.dz,
+      b.scale,
+      b.rsd,
+      b.xd};
 }
 
 static void cnn_chunk_step(const dpgd_model *m, float *scratch, double *acc, double *pre,

@@ -2,7 +2,6 @@
  * scattering features) share: a convolution forward after im2col, one example's
  * convolution weight and bias gradients, the PyTorch flatten order, and the end of the
  * chunk step (norms over every parameter, clip factors, clipped sums in double). */
-#include <string.h>
 
 #include "layers.h"
 #include "model_internal.h"
@@ -68,18 +67,48 @@ void dpgd_conv_grad_example(float *dW, float *db, const float *dy, const float *
   bias_grad(db, dy, n, cout);
 }
 
-void dpgd_convnet_clip_sum(const dpgd_model *m, const dpgd_dense2 *d, double *acc, double *pre,
-                           double *post, const double *caps, size_t B)
+/* Example i's convolution gradients into the row g (the slab offsets conv[c].w, .b). */
+static void conv_grads_row(const dpgd_dense2 *d, float *g, size_t i)
+{
+  for (int c = 0; c < 2; c++) {
+    const dpgd_conv_grads *v = &d->conv[c];
+    const float *dy = v->dy + i * v->n * v->cout;
+    if (v->cols) {
+      dpgd_conv_grad_example(g + v->w, g + v->b, dy, v->cols + i * v->n * v->K, v->n, v->K,
+                             v->cout);
+    } else {
+      dpgd_conv_stage_wgrad(g + v->w, dy, v->stage + i * dpgd_conv_stage_floats(v->shape),
+                            v->shape);
+      bias_grad(g + v->b, dy, v->n, v->cout);
+    }
+  }
+}
+
+/* Examples [i0, i1) of the chunk, at most DPGD_CONVNET_GROUP: their convolution
+ * gradients into G's rows 0 .. i1 - i0, norms, clip factors, and the rows' clipped sums. */
+static void clip_group(const dpgd_model *m, const dpgd_dense2 *d, double *acc, double *pre,
+                       double *post, const double *caps, size_t i0, size_t i1)
 {
   const size_t K = (size_t)m->n_classes, pc = d->pconv, fl = d->flat, hid = d->hid;
-  for (size_t i = 0; i < B; i++) {
-    double sq = dpgd_sqnorm_d(d->G + i * pc, pc);
+  for (size_t i = i0; i < i1; i++) conv_grads_row(d, d->G + (i - i0) * pc, i);
+  dpgd_sqnorm_d_rows(pre + i0, d->G, pc, i1 - i0, pc); /* the convolutions' part */
+  for (size_t i = i0; i < i1; i++) {
+    double sq = pre[i];
     sq += dpgd_linear_sqnorm(d->dh + i * hid, d->f + i * fl, hid, fl);
     sq += dpgd_linear_sqnorm(d->dz + i * K, d->h + i * hid, K, hid);
     d->scale[i] = dpgd_clip_scale(sq, caps[i], m->n_params, &pre[i], &post[i]);
   }
+  dpgd_accumulate_rows(acc, d->G, d->scale + i0, i1 - i0, pc);
+}
+
+void dpgd_convnet_clip_sum(const dpgd_model *m, const dpgd_dense2 *d, double *acc, double *pre,
+                           double *post, const double *caps, size_t B)
+{
+  const size_t K = (size_t)m->n_classes, pc = d->pconv, fl = d->flat, hid = d->hid;
+  for (size_t i0 = 0; i0 < B; i0 += DPGD_CONVNET_GROUP)
+    clip_group(m, d, acc, pre, post, caps, i0,
+               B - i0 < DPGD_CONVNET_GROUP ? B : i0 + DPGD_CONVNET_GROUP);
   double *acc3 = acc + pc, *acc4 = acc3 + hid * fl + hid;
-  dpgd_accumulate_rows(acc, d->G, d->scale, B, pc);
   dpgd_accumulate_linear(acc3, acc3 + hid * fl, d->rsd, d->xd, d->dh, d->f, d->scale, B, hid,
                          fl);
   dpgd_accumulate_linear(acc4, acc4 + K * hid, d->rsd, d->xd, d->dz, d->h, d->scale, B, K, hid);
@@ -88,7 +117,7 @@ void dpgd_convnet_clip_sum(const dpgd_model *m, const dpgd_dense2 *d, double *ac
 void dpgd_convnet_rows(const dpgd_model *m, const dpgd_dense2 *d, float *rows, size_t B)
 {
   const size_t K = (size_t)m->n_classes, P = m->n_params, pc = d->pconv, fl = d->flat;
-  for (size_t i = 0; i < B; i++) memcpy(rows + i * P, d->G + i * pc, pc * sizeof(float));
+  for (size_t i = 0; i < B; i++) conv_grads_row(d, rows + i * P, i);
   float *fc1 = rows + pc, *fc2 = fc1 + d->hid * fl + d->hid;
   dpgd_outer_rows(fc1, P, d->dh, d->f, B, d->hid, fl);
   dpgd_outer_rows(fc2, P, d->dz, d->h, B, K, d->hid);

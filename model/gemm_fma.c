@@ -8,7 +8,9 @@
  *     is acc = init[j] (or 0), then acc = fma(A(i, t), B(t, j), acc) for t = 0..T-1, one
  *     rounding per step; dpgd_gemm_fma_ref spells it out with fmaf. Columns past the
  *     last multiple of 8 go through masked vectors, rows past the last multiple of the
- *     tile's height through a shorter tile: the same chain.
+ *     tile's height through a shorter tile: the same chain. Where the CPU has AVX-512F
+ *     the same chain runs in 16-lane tiles instead (gemm_avx512.c: twice the width, the
+ *     same bits).
  *   - Elsewhere (or when a test forces it): the same loop with the product and the sum
  *     rounded separately, acc = acc + A(i, t) B(t, j) in float, vectorised over j
  *     (dpgd_gemm_muladd_ref spells it out). This file is built with -ffp-contract=off, so
@@ -31,6 +33,7 @@
 #endif
 
 static int force_muladd; /* dpgd_gemm_force_muladd: tests only */
+static int force_avx2;   /* dpgd_gemm_force_avx2: tests only */
 
 /* Element by element, each one chain over t in order: fused (fmaf) or with the product
  * and the sum rounded on their own. */
@@ -368,10 +371,23 @@ const char *dpgd_gemm_kernel(void)
   return "mul-add";
 }
 
+void dpgd_gemm_force_avx2(int on) { force_avx2 = on != 0; }
+
+int dpgd_gemm_wide(void)
+{
+#ifdef GEMM_X86
+  return !force_muladd && !force_avx2 && have_fma() && dpgd_gemm_avx512_cpu();
+#else
+  return 0;
+#endif
+}
+
 int dpgd_gemm_fma(dpgd_gemm_tile tiling, float *c, size_t ldc, const float *a, size_t ars,
                   size_t ats, const float *b, size_t ldb, const float *init, size_t m, size_t n,
                   size_t T)
 {
+  if (!force_avx2 && dpgd_gemm_fma512(tiling, c, ldc, a, ars, ats, b, ldb, init, m, n, T))
+    return 1;
 #ifdef GEMM_X86
   if (have_fma()) {
     switch (tiling) {

@@ -168,10 +168,19 @@ DPGD_CLONES void dpgd_act_backward(float *dy, const float *a, size_t n, dpgd_act
  * stays); ties keep m, the earlier candidate. */
 static inline int pool_wins(float v, float m) { return v > m || (v != v && m == m); }
 
-static inline void pool_pick8(v8f *m, v8i *a, const float *p, int q)
+/* relu's value a < 0 ? +0 : a (NaN and -0 stay) when `relu`, else v: dpgd_act_forward's
+ * operation, so that pooling it on the fly gives the bits of pooling its output. */
+#define RELU8(v, relu)                                                                         \
+  do {                                                                                         \
+    if (relu) (v) = (v8f)((v8i)(v) & ~((v) < 0.0f));                                           \
+  } while (0)
+static inline float relu1(float v, int relu) { return relu && v < 0.0f ? 0.0f : v; }
+
+static inline void pool_pick8(v8f *m, v8i *a, const float *p, int q, int relu)
 {
   v8f v;
   V8_LOAD(v, p);
+  RELU8(v, relu);
   v8i t = (v > *m) | ((v != v) & (*m == *m));
   *m = (v8f)(((v8i)v & t) | ((v8i)*m & ~t));
   *a = (q & t) | (*a & ~t);
@@ -180,23 +189,24 @@ static inline void pool_pick8(v8f *m, v8i *a, const float *p, int q)
 /* One output pixel's channels: the four candidates of each channel compared eight
  * channels at a time. */
 static inline void pool_pixel(float *yo, int32_t *ao, const float *x00, const float *x01,
-                              const float *x10, const float *x11, size_t c)
+                              const float *x10, const float *x11, size_t c, int relu)
 {
   size_t ch = 0;
   for (; ch + 8 <= c; ch += 8) {
     v8f m;
     V8_LOAD(m, x00 + ch);
+    RELU8(m, relu);
     v8i a = {0};
-    pool_pick8(&m, &a, x01 + ch, 1);
-    pool_pick8(&m, &a, x10 + ch, 2);
-    pool_pick8(&m, &a, x11 + ch, 3);
+    pool_pick8(&m, &a, x01 + ch, 1, relu);
+    pool_pick8(&m, &a, x10 + ch, 2, relu);
+    pool_pick8(&m, &a, x11 + ch, 3, relu);
     V8_STORE(yo + ch, m);
     V8_STORE(ao + ch, a);
   }
   for (; ch < c; ch++) {
-    float m = x00[ch];
+    float m = relu1(x00[ch], relu);
     int32_t a = 0;
-    const float v[3] = {x01[ch], x10[ch], x11[ch]};
+    const float v[3] = {relu1(x01[ch], relu), relu1(x10[ch], relu), relu1(x11[ch], relu)};
     for (int32_t q = 0; q < 3; q++)
       if (pool_wins(v[q], m)) m = v[q], a = q + 1;
     yo[ch] = m;
@@ -204,8 +214,10 @@ static inline void pool_pixel(float *yo, int32_t *ao, const float *x00, const fl
   }
 }
 
-DPGD_CLONES void dpgd_maxpool2s1_forward(float *y, int32_t *arg, const float *x, size_t B,
-                                         size_t h, size_t w, size_t c)
+static inline __attribute__((always_inline)) void pool_forward(float *y, int32_t *arg,
+                                                               const float *x, size_t B,
+                                                               size_t h, size_t w, size_t c,
+                                                               int relu)
 {
   const size_t oh = h - 1, ow = w - 1;
   for (size_t b = 0; b < B; b++)
@@ -213,8 +225,20 @@ DPGD_CLONES void dpgd_maxpool2s1_forward(float *y, int32_t *arg, const float *x,
       for (size_t j = 0; j < ow; j++) {
         const float *x00 = x + ((b * h + i) * w + j) * c, *x10 = x00 + w * c;
         size_t o = ((b * oh + i) * ow + j) * c;
-        pool_pixel(y + o, arg + o, x00, x00 + c, x10, x10 + c, c);
+        pool_pixel(y + o, arg + o, x00, x00 + c, x10, x10 + c, c, relu);
       }
+}
+
+DPGD_CLONES void dpgd_maxpool2s1_forward(float *y, int32_t *arg, const float *x, size_t B,
+                                         size_t h, size_t w, size_t c)
+{
+  pool_forward(y, arg, x, B, h, w, c, 0);
+}
+
+DPGD_CLONES void dpgd_maxpool2s1_relu_forward(float *y, int32_t *arg, const float *x, size_t B,
+                                              size_t h, size_t w, size_t c)
+{
+  pool_forward(y, arg, x, B, h, w, c, 1);
 }
 
 void dpgd_maxpool2s1_forward_ref(float *y, int32_t *arg, const float *x, size_t B, size_t h,
@@ -245,8 +269,12 @@ void dpgd_maxpool2s1_forward_ref(float *y, int32_t *arg, const float *x, size_t 
  * +0, and an output pixel whose maximum is elsewhere adds +0 (a zero bit pattern),
  * which changes nothing: a sum that starts at +0 is never -0 in round to nearest. So d
  * has the bits of the reference's zeroing and scattering. */
-static inline void pool_gather(float *d, const float *const *g, const int32_t *const *a,
-                               const int32_t *q, int nq, size_t c)
+enum { ACT_NONE, ACT_RELU, ACT_TANH }; /* what pool_gather multiplies its sums by */
+
+static inline __attribute__((always_inline)) void pool_gather(float *d, const float *const *g,
+                                                              const int32_t *const *a,
+                                                              const int32_t *q, int nq,
+                                                              size_t c, const float *z, int act)
 {
   size_t ch = 0;
   for (; ch + 8 <= c; ch += 8) {
@@ -257,11 +285,18 @@ static inline void pool_gather(float *d, const float *const *g, const int32_t *c
       V8_LOAD(av, a[t] + ch);
       dv += (v8f)((v8i)gv & (av == q[t]));
     }
+    if (act) {
+      v8f zv;
+      V8_LOAD(zv, z + ch);
+      dv = act == ACT_RELU ? (v8f)((v8i)dv & (zv > 0.0f)) : dv * (1.0f - zv * zv);
+    }
     V8_STORE(d + ch, dv);
   }
   for (; ch < c; ch++) {
     float dv = 0.0f;
     for (int t = 0; t < nq; t++) dv += a[t][ch] == q[t] ? g[t][ch] : 0.0f;
+    if (act == ACT_RELU) dv = z[ch] > 0.0f ? dv : 0.0f;
+    if (act == ACT_TANH) dv *= 1.0f - z[ch] * z[ch];
     d[ch] = dv;
   }
 }
@@ -269,8 +304,10 @@ static inline void pool_gather(float *d, const float *const *g, const int32_t *c
 /* Gathered per input pixel rather than scattered per output pixel, so that every store
  * is a whole channel run and no zeroing pass is needed; the neighbours (y-1, x-1),
  * (y-1, x), (y, x-1), (y, x) are the output pixels' scan order. */
-DPGD_CLONES void dpgd_maxpool2s1_backward(float *dx, const float *dy, const int32_t *arg,
-                                          size_t B, size_t h, size_t w, size_t c)
+static inline __attribute__((always_inline)) void pool_backward(float *dx, const float *dy,
+                                                                const int32_t *arg, size_t B,
+                                                                size_t h, size_t w, size_t c,
+                                                                const float *z, int act)
 {
   const size_t oh = h - 1, ow = w - 1;
   for (size_t b = 0; b < B; b++)
@@ -288,7 +325,8 @@ DPGD_CLONES void dpgd_maxpool2s1_backward(float *dx, const float *dy, const int3
             a[t] = arg + o + off[t];
             q[t] = 3 - t;
           }
-          pool_gather(dx + ((b * h + yy) * w + xx) * c, g, a, q, 4, c);
+          const size_t at = ((b * h + yy) * w + xx) * c;
+          pool_gather(dx + at, g, a, q, 4, c, act ? z + at : NULL, act);
           continue;
         }
         for (int t = 0; t < 4; t++) {
@@ -299,8 +337,23 @@ DPGD_CLONES void dpgd_maxpool2s1_backward(float *dx, const float *dy, const int3
           a[nq] = arg + o;
           q[nq++] = 3 - t; /* the offset of (yy, xx) in that output pixel's window */
         }
-        pool_gather(dx + ((b * h + yy) * w + xx) * c, g, a, q, nq, c);
+        const size_t at = ((b * h + yy) * w + xx) * c;
+        pool_gather(dx + at, g, a, q, nq, c, act ? z + at : NULL, act);
       }
+}
+
+DPGD_CLONES void dpgd_maxpool2s1_backward(float *dx, const float *dy, const int32_t *arg,
+                                          size_t B, size_t h, size_t w, size_t c)
+{
+  pool_backward(dx, dy, arg, B, h, w, c, NULL, ACT_NONE);
+}
+
+DPGD_CLONES void dpgd_maxpool2s1_backward_act(float *dx, const float *dy, const int32_t *arg,
+                                              const float *a, size_t B, size_t h, size_t w,
+                                              size_t c, dpgd_activation act)
+{
+  if (act == DPGD_ACT_TANH) pool_backward(dx, dy, arg, B, h, w, c, a, ACT_TANH);
+  else pool_backward(dx, dy, arg, B, h, w, c, a, ACT_RELU);
 }
 
 void dpgd_maxpool2s1_backward_ref(float *dx, const float *dy, const int32_t *arg, size_t B,

@@ -64,8 +64,8 @@ void dpgd_linear_backward_input_ref(float *dx, const float *dy, const float *W, 
  * (model/SENSITIVITY.md 5):
  *   - dpgd_gemm_fma (x86-64 with AVX2 and FMA; returns 0 and writes nothing elsewhere):
  *     acc = init[j], then acc = fma(A(i, t), B(t, j), acc), bit for bit
- *     dpgd_gemm_fma_ref; the tiling (rows x 8-column vectors per register tile) only
- *     changes speed;
+ *     dpgd_gemm_fma_ref; the tiling (rows x 8-column vectors per register tile, or
+ *     16-column ones with AVX-512F: gemm_avx512.c) only changes speed;
  *   - dpgd_gemm_muladd (everywhere): acc = acc + A(i, t) B(t, j), product and sum each
  *     rounded in float, bit for bit dpgd_gemm_muladd_ref;
  *   - dpgd_gemm: the first where the CPU has it, else the second; dpgd_gemm_kernel names
@@ -89,6 +89,35 @@ void dpgd_gemm_muladd_ref(float *c, size_t ldc, const float *a, size_t ars, size
                           size_t T);
 const char *dpgd_gemm_kernel(void);
 void dpgd_gemm_force_muladd(int on);
+/* gemm_avx512.c: dpgd_gemm_fma's chain in 16-lane AVX-512 tiles, which dpgd_gemm_fma
+ * runs where the CPU has AVX-512F (returns 0 and writes nothing elsewhere); the same
+ * bits as the AVX2 tiles. dpgd_gemm_force_avx2(1) makes dpgd_gemm_fma use the AVX2
+ * tiles everywhere (for tests; not thread-safe). */
+int dpgd_gemm_fma512(dpgd_gemm_tile tiling, float *c, size_t ldc, const float *a, size_t ars,
+                     size_t ats, const float *b, size_t ldb, const float *init, size_t m,
+                     size_t n, size_t T);
+void dpgd_gemm_force_avx2(int on);
+/* 1 where the CPU has AVX-512F (dpgd_gemm_avx512_cpu); dpgd_gemm_wide: 1 where
+ * dpgd_gemm runs the AVX-512 tiles (FMA and AVX-512F, nothing forced). */
+int dpgd_gemm_avx512_cpu(void);
+int dpgd_gemm_wide(void);
+
+/* conv_stage.c: a one-channel convolution with an 8 x 8 kernel and at most 16 output
+ * channels (a multiple of 4) and 16 output columns, straight from zero-padded images
+ * (dpgd_conv_stage_floats(s) floats each, dpgd_conv_stage_images), im2col folded into
+ * the AVX-512 products' loads: where dpgd_conv_stage_ok, forward y (B * oh * ow, cout)
+ * = b + im2col(x) W^T (W transposed into wt, cout * 64 floats) and one example's
+ * weight gradient dW (cout, 64) = dy^T (cout, oh * ow) im2col(x) (overwrites), bit for
+ * bit dpgd_conv_forward and dpgd_conv_wgrad on im2col's output; they return 0 and write
+ * nothing where not dpgd_conv_stage_ok. */
+int dpgd_conv_stage_ok(const conv_shape *s);
+size_t dpgd_conv_stage_floats(const conv_shape *s);
+void dpgd_conv_stage_images(float *stage, const float *x /* (B, h, w) */, const conv_shape *s,
+                            size_t B);
+int dpgd_conv_stage_forward(float *y, const float *stage, const float *W, const float *bias,
+                            float *wt, const conv_shape *s, size_t B);
+int dpgd_conv_stage_wgrad(float *dW, const float *dy /* (oh * ow, cout) */,
+                          const float *stage /* one image */, const conv_shape *s);
 
 /* The dot form, C (m, n; row stride ldc) = init + A B^T with A (m, T) and B (n, T) rows
  * of stride lda, ldb, contiguous in t (a linear layer's y = b + x W^T without
@@ -124,11 +153,21 @@ void dpgd_maxpool2s1_forward(float *y, int32_t *arg, const float *x, size_t B, s
                              size_t w, size_t c);
 void dpgd_maxpool2s1_forward_ref(float *y, int32_t *arg, const float *x, size_t B, size_t h,
                                  size_t w, size_t c);
+/* dpgd_maxpool2s1_forward of relu(x) (dpgd_act_forward's relu), bit for bit, with relu
+ * applied as the candidates are read: x itself is left alone (relu's derivative is the
+ * same function of x as of relu(x), so backward can read x). */
+void dpgd_maxpool2s1_relu_forward(float *y, int32_t *arg, const float *x, size_t B, size_t h,
+                                  size_t w, size_t c);
 /* dx (B, h, w, c) = scatter of dy to the maxima (overwrites dx). */
 void dpgd_maxpool2s1_backward(float *dx, const float *dy, const int32_t *arg, size_t B,
                               size_t h, size_t w, size_t c);
 void dpgd_maxpool2s1_backward_ref(float *dx, const float *dy, const int32_t *arg, size_t B,
                                   size_t h, size_t w, size_t c);
+/* dpgd_maxpool2s1_backward, then dpgd_act_backward(dx, a, ..., act), bit for bit, in one
+ * pass: a (B, h, w, c) the activation's output (for relu its input serves as well). */
+void dpgd_maxpool2s1_backward_act(float *dx, const float *dy, const int32_t *arg,
+                                  const float *a, size_t B, size_t h, size_t w, size_t c,
+                                  dpgd_activation act);
 
 /* Softmax over K logits per row, then minus the one-hot label: r = p - y (in place). */
 void dpgd_softmax_residual(float *r /* (B, K) */, const uint8_t *y /* (B) */, size_t B, int K);
@@ -154,15 +193,29 @@ void dpgd_conv_forward(float *y, const float *cols, const float *W, const float 
 void dpgd_conv_grad_example(float *dW, float *db, const float *dy /* (n, cout) */,
                             const float *cols /* (n, K) */, size_t n, size_t K, size_t cout);
 
-/* The end of a chunk step of a conv net whose parameters are its convolutions' (pconv
- * of them, per-example gradients formed in G) followed by two dense layers fc1 (flat ->
- * hid) and fc2 (hid -> K), in that slab order: per example, the squared norm over every
- * parameter (G's row by dpgd_sqnorm_d, the dense layers' rank-one gradients by
- * dpgd_linear_sqnorm), its clip factor into scale; then the clipped sums added to acc
- * in double (accumulate_rows, accumulate_linear). */
+/* The end of a chunk step of a conv net whose parameters are its two convolutions'
+ * (pconv of them) followed by two dense layers fc1 (flat -> hid) and fc2 (hid -> K), in
+ * that slab order. Examples go DPGD_CONVNET_GROUP at a time: their convolution
+ * gradients are formed in G (dpgd_conv_grad_example at the offsets conv[c].w and
+ * conv[c].b of a row), their squared norms over every parameter taken while the rows
+ * are in cache (G's rows by dpgd_sqnorm_d_rows, the dense layers' rank-one gradients by
+ * dpgd_linear_sqnorm, added (conv + fc1) + fc2), the clip factors into scale, and the
+ * rows' clipped sums added to acc (accumulate_rows: per element the same additions in
+ * example order as one call over the chunk); then the dense layers' clipped sums
+ * (accumulate_linear), all in double. */
+#define DPGD_CONVNET_GROUP 4
+typedef struct dpgd_conv_grads {
+  const float *dy;         /* (B, n, cout) the convolution's output gradient */
+  const float *cols;       /* (B, n, K) its im2col input, or NULL: */
+  const float *stage;      /* (B, dpgd_conv_stage_floats) dpgd_conv_stage_wgrad's input */
+  const conv_shape *shape; /* with stage: the convolution */
+  size_t n, K, cout;
+  size_t w, b; /* offsets of its weight (cout, K) and bias (cout) in a row of G */
+} dpgd_conv_grads;
 typedef struct dpgd_dense2 {
-  const float *G; /* (B, pconv) the convolutions' per-example gradients */
+  float *G; /* (DPGD_CONVNET_GROUP, pconv) scratch: a group's convolution gradients */
   size_t pconv, flat, hid;
+  dpgd_conv_grads conv[2];
   const float *f;   /* (B, flat) fc1's input */
   const float *dh;  /* (B, hid) fc1's output gradient (after the activation) */
   const float *h;   /* (B, hid) fc2's input */
@@ -175,7 +228,7 @@ void dpgd_convnet_clip_sum(const dpgd_model *m, const dpgd_dense2 *d, double *ac
                            const double *caps /* (B) */, size_t B);
 
 /* The same conv net's whole per-example gradients for secure mode's integer sum: row i of
- * rows (B, P) is G's row (the convolutions), then fc1's and fc2's gradients in float
+ * rows (B, P) is its convolutions' gradients, then fc1's and fc2's gradients in float
  * (dpgd_outer_rows). */
 void dpgd_convnet_rows(const dpgd_model *m, const dpgd_dense2 *d, float *rows /* (B, P) */,
                        size_t B);

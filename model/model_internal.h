@@ -155,6 +155,10 @@ void dpgd_accumulate_linear_ref(double *accW /* (K, d) */, double *accb /* (K) *
  * instead of one dependent chain). */
 double dpgd_sqnorm_d(const float *v /* (n) */, size_t n);
 
+/* out[i] = dpgd_sqnorm_d(G + i ld, n) for i < B, bit for bit: four rows at a time. */
+void dpgd_sqnorm_d_rows(double *out /* (B) */, const float *G /* (B, ld) */, size_t ld,
+                        size_t B, size_t n);
+
 /* Squared norm of one example's linear-layer gradient r x^T (+ bias r):
  * (||x||^2 + 1) ||r||^2, in double. */
 double dpgd_linear_sqnorm(const float *r /* (K) */, const float *x /* (d) */, size_t K,

@@ -107,7 +107,7 @@ static size_t carve(sc_bufs *b, float *base, size_t B, size_t cin, size_t K)
                       B * FLAT,
                       B * NQ * b->kc2,
                       B * NQ * C1,
-                      B * b->o.pconv,
+                      DPGD_CONVNET_GROUP * b->o.pconv,
                       B,
                       wt};
   for (size_t k = 0; k < sizeof n / sizeof n[0]; k++) {
@@ -174,8 +174,8 @@ static double sc_flops(const dpgd_model *m)
   return 2.0 * conv1 + 3.0 * conv2 + 3.0 * lin + 2.0 * (pconv + FLAT + HID + HID + K);
 }
 
-/* Forward, backward to every activation and the per-example conv gradients (b->G);
- * the dense layers' gradients as their factors (dpgd_dense2). */
+/* Forward and backward to every activation; the convolutions' gradients described for
+ * later, the dense layers' as their factors (dpgd_dense2). */
 static dpgd_dense2 backward(const dpgd_model *m, const sc_bufs *bp, float *x, const uint8_t *y,
                             size_t B)
 {
@@ -197,15 +197,20 @@ static dpgd_dense2 backward(const dpgd_model *m, const sc_bufs *bp, float *x, co
   dpgd_col2im_set(b.da1, b.dcols2, &b.s2, B);
   dpgd_act_backward(b.da1, b.a1, B * NQ * C1, m->act); /* conv1's output gradient */
 
-  /* Per-example conv gradients; then norms over all parameters, clip factors, sums. */
-  for (size_t i = 0; i < B; i++) {
-    float *g = b.G + i * o->pconv;
-    dpgd_conv_grad_example(g + o->w1, g + o->b1, b.da1 + i * NQ * C1, b.cols1 + i * NQ * b.kc1,
-                           NQ, b.kc1, C1);
-    dpgd_conv_grad_example(g + o->w2, g + o->b2, b.da2 + i * NQ * C2, b.cols2 + i * NQ * b.kc2,
-                           NQ, b.kc2, C2);
-  }
-  return (dpgd_dense2){b.G, o->pconv, FLAT, HID, b.f, b.da3, b.a3, b.dz, b.scale, b.rsd, b.xd};
+  /* The convolutions' per-example gradients are formed later, a group at a time. */
+  return (dpgd_dense2){b.G,
+                       o->pconv,
+                       FLAT,
+                       HID,
+                       {{b.da1, b.cols1, NULL, NULL, NQ, b.kc1, C1, o->w1, o->b1},
+                        {b.da2, b.cols2, NULL, NULL, NQ, b.kc2, C2, o->w2, o->b2}},
+                       b.f,
+                       b.da3,
+                       b.a3,
+                       b.dz,
+                       b.scale,
+                       b.rsd,
+                       b.xd};
 }
 
 static void sc_chunk_step(const dpgd_model *m, float *scratch, double *acc, double *pre,

@@ -350,9 +350,10 @@ typedef struct dpgd_plan {
 /* The theorem a discrete (secure full-batch) run's guarantee comes from, for
  * summary.json and the CLI. */
 #define DPGD_DISCRETE_THEOREM                                                                  \
-  "Canonne, Kamath & Steinke 2020 (The Discrete Gaussian for Differential Privacy), "          \
-  "Theorem 14: the multivariate discrete Gaussian on an integer query of L2 sensitivity "      \
-  "Delta is Delta^2/(2 sigma^2)-zCDP; composed and converted by RDP (docs/MATH.md section 18)"
+  "docs/MATH.md section 18, proven there: the multivariate discrete Gaussian on an integer "   \
+  "query of L2 sensitivity Delta is Delta^2/(2 sigma^2)-zCDP (Canonne, Kamath & Steinke "      \
+  "2020, The Discrete Gaussian for Differential Privacy, Sec. 2); composed and converted by "  \
+  "RDP"
 
 /* sigma C rounded up: the discrete noise's std, never below the calibrated one. */
 double dpgd_plan_noise_std_up(const dpgd_plan *p);

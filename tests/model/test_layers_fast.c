@@ -77,6 +77,8 @@ static const struct geom {
     {9, 6, 2, 2, 3, 2, 1},    /* stride above the kernel: pixels no patch reads */
     {5, 7, 1, 1, 1, 0, 2},    /* 1x1 kernel */
     {6, 6, 7, 5, 1, 4, 1},    /* padding near the kernel size */
+    {14, 14, 2, 3, 1, 1, 2},  /* stage rows of 16 floats, the most one AVX-512 row holds */
+    {15, 15, 3, 3, 2, 1, 2},  /* stage rows of 17 floats */
     {100, 90, 1, 8, 2, 3, 1}, /* too large for the stage: the direct loops */
     {30, 30, 10, 4, 2, 1, 2}, /* too large for the stage, several channels */
 };
@@ -137,6 +139,32 @@ static void check_pool(size_t B, size_t h, size_t w, size_t c, int special)
   dpgd_maxpool2s1_backward_ref(dxr, dy, ar, B, h, w, c);
   if (!same_bits(dx, dxr, n))
     fail_msg("pool backward bits, B %zu h %zu w %zu c %zu", B, h, w, c);
+  /* The fused activations: relu read by the pooling from x (the reference pools relu(x)),
+   * and the derivative applied as backward gathers (the reference's act_backward after
+   * the reference's scatter): relu's from x, tanh's from an output in [-1, 1]. */
+  float *xr = vec(n, 0);
+  for (size_t i = 0; i < n; i++) xr[i] = x[i] < 0.0f ? 0.0f : x[i];
+  dpgd_maxpool2s1_relu_forward(y, a, x, B, h, w, c);
+  dpgd_maxpool2s1_forward_ref(yr, ar, xr, B, h, w, c);
+  if (!same_bits(y, yr, no) || memcmp(a, ar, no * sizeof *a) != 0)
+    fail_msg("pool relu forward bits, B %zu h %zu w %zu c %zu", B, h, w, c);
+  for (int act = 0; act < 2; act++) {
+    float *z = vec(n, special);
+    if (act) /* tanh's outputs, -0 and +-1 among them */
+      for (size_t i = 0; i < n; i++) z[i] = isnan(z[i]) ? z[i] : tanhf(z[i]);
+    dpgd_maxpool2s1_backward_act(dx, dy, ar, z, B, h, w, c,
+                                 act ? DPGD_ACT_TANH : DPGD_ACT_RELU);
+    dpgd_maxpool2s1_backward_ref(dxr, dy, ar, B, h, w, c);
+    for (size_t i = 0; i < n; i++) {
+      if (act) dxr[i] *= 1.0f - z[i] * z[i];
+      else dxr[i] = z[i] > 0.0f ? dxr[i] : 0.0f;
+    }
+    if (!same_bits(dx, dxr, n))
+      fail_msg("pool backward with %s bits, B %zu h %zu w %zu c %zu", act ? "tanh" : "relu", B,
+               h, w, c);
+    free(z);
+  }
+  free(xr);
   free(x);
   free(y);
   free(yr);
@@ -196,6 +224,39 @@ static void test_accumulate_rows_bits(void **state)
   }
 }
 
+/* dpgd_sqnorm_d and dpgd_sqnorm_d_rows (four rows at a time) against the definition,
+ * bit for bit: eight partial sums s_q over the indices j = q mod 8 below the last multiple
+ * of 8, in order, the rest into s_0, then ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 +
+ * s7)); entries spread over 2^-40 .. 2^40 so that another order of additions gives other
+ * bits; every remainder of n mod 8 and of B mod 4, rows of stride ld > n. */
+static double sqnorm_def(const float *v, size_t n)
+{
+  double s[8] = {0};
+  const size_t n8 = n - n % 8;
+  for (size_t j = 0; j < n8; j++) s[j % 8] += (double)v[j] * (double)v[j];
+  for (size_t j = n8; j < n; j++) s[0] += (double)v[j] * (double)v[j];
+  return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+}
+
+static void test_sqnorm_rows_bits(void **state)
+{
+  (void)state;
+  enum { BMAX = 9, NMAX = 75, LD = 80 };
+  float G[BMAX * LD];
+  for (size_t i = 0; i < BMAX * LD; i++) G[i] = ldexpf(draw(0), (int)(next() % 81) - 40);
+  for (size_t n = 1; n <= NMAX; n += 1 + n / 8)
+    for (size_t B = 1; B <= BMAX; B++) {
+      double out[BMAX];
+      dpgd_sqnorm_d_rows(out, G, LD, B, n);
+      for (size_t i = 0; i < B; i++) {
+        const double def = sqnorm_def(G + i * LD, n), one = dpgd_sqnorm_d(G + i * LD, n);
+        if (memcmp(&out[i], &def, sizeof def) || memcmp(&one, &def, sizeof def))
+          fail_msg("sqnorm bits: row %zu of %zu, n %zu: %.17g, %.17g against %.17g", i, B, n,
+                   out[i], one, def);
+      }
+    }
+}
+
 /* Checks c (m x n, row stride ldc) against the exact product within the classical
  * bound of an inner product whose every term goes through at most `rounds` roundings
  * (T with one per step (FMA), 2T with two (mul-add)), |C - exact| <= gamma (|init| +
@@ -245,7 +306,9 @@ static void test_gemm(void **state)
       {5, 48, 3, 1, 0},     {9, 200, 7, 0, 0},   {2, 136, 4, 1, 1},    {11, 152, 2, 0, 0},
       {6, 12, 3, 0, 0},     {5, 7, 4, 1, 1},     {64, 10, 784, 0, 1},  {16, 32, 512, 0, 1},
       {16, 10, 32, 0, 1},   {16, 512, 32, 0, 0}, {16, 32, 10, 0, 0},   {3, 1, 5, 0, 1},
-      {7, 17, 6, 1, 1},     {8, 23, 11, 0, 0},
+      {7, 17, 6, 1, 1},     {8, 23, 11, 0, 0},   {25, 63, 9, 1, 1},    {13, 16, 7, 0, 1},
+      {29, 15, 5, 0, 0},    {10, 79, 3, 0, 1},   {9, 33, 6, 1, 0},     {17, 48, 4, 0, 1},
+      {23, 64, 2, 1, 0},    {12, 1, 3, 0, 0},
   };
   const int fma = strcmp(dpgd_gemm_kernel(), "fma") == 0;
   for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
@@ -268,6 +331,20 @@ static void test_gemm(void **state)
         fail_msg("gemm_fma: returned %d, the kernel is %s", done, dpgd_gemm_kernel());
       if (!same_bits(c, done ? fref : before, m * ldc))
         fail_msg("gemm_fma: tiling %d differs from its reference, shape %zu %zu %zu",
+                 (int)tiling, m, n, T);
+      /* Both widths of the FMA tiles: AVX-512 (where the CPU has it) and AVX2 (forced). */
+      memcpy(c, before, m * ldc * sizeof *c);
+      done = dpgd_gemm_fma512(tiling, c, ldc, a, ars, ats, b, n, init, m, n, T);
+      if (!same_bits(c, done ? fref : before, m * ldc))
+        fail_msg("gemm_fma512: tiling %d differs from its reference, shape %zu %zu %zu",
+                 (int)tiling, m, n, T);
+      dpgd_gemm_force_avx2(1);
+      memcpy(c, before, m * ldc * sizeof *c);
+      done = dpgd_gemm_fma(tiling, c, ldc, a, ars, ats, b, n, init, m, n, T);
+      dpgd_gemm_force_avx2(0);
+      if (!same_bits(c, done ? fref : before, m * ldc))
+        fail_msg("gemm_fma forced to AVX2: tiling %d differs from its reference, shape %zu "
+                 "%zu %zu",
                  (int)tiling, m, n, T);
       memcpy(c, before, m * ldc * sizeof *c);
       dpgd_gemm(tiling, c, ldc, a, ars, ats, b, n, init, m, n, T);
@@ -309,6 +386,64 @@ static void test_gemm(void **state)
  * not even, rows of B not a multiple of five, T not a multiple of eight: masked
  * lanes); dpgd_gemm_nt as dpgd_gemm_kernel says; all within the rounding bound (a term
  * goes through at most ceil(T/8) + 4 roundings fused, one more unfused). */
+/* conv_stage.c: conv1-like convolutions (one channel, 8 x 8 kernel) straight from the
+ * padded images, forward and per-example weight gradient, against im2col_ref and the
+ * fmaf chains (dpgd_gemm_fma_ref) bit for bit: the CNN's conv1, other strides and
+ * paddings, output rows of 1 to 16 columns, 4 to 16 output channels (masked lanes),
+ * pixels with -0 and NaN. Where the CPU lacks AVX-512 the kernels must refuse (return 0
+ * and leave their outputs alone); forcing dpgd_gemm off its AVX-512 tiles refuses too. */
+static void test_conv_stage_bits(void **state)
+{
+  (void)state;
+  static const struct {
+    size_t h, w, cout, stride, pad, B;
+  } shapes[] = {
+      {28, 28, 16, 2, 3, 3}, {8, 8, 4, 1, 0, 2},   {20, 12, 8, 1, 2, 2},
+      {39, 37, 12, 2, 1, 1}, {9, 23, 16, 1, 0, 2},
+  };
+  for (size_t q = 0; q < sizeof shapes / sizeof shapes[0]; q++) {
+    const conv_shape s = dpgd_conv_shape_make(shapes[q].h, shapes[q].w, 1, shapes[q].cout, 8,
+                                              shapes[q].stride, shapes[q].pad);
+    const size_t B = shapes[q].B, n = s.oh * s.ow, cout = s.cout, K = 64;
+    float *x = vec(B * s.h * s.w, 1), *W = vec(cout * K, 0), *bias = vec(cout, 0);
+    float *cols = vec(B * n * K, 0), *wt = vec(cout * K, 0), *st = vec(B * 9999, 0);
+    float *y = vec(B * n * cout, 0), *yr = vec(B * n * cout, 0), *dy = vec(B * n * cout, 1);
+    float *dW = vec(cout * K, 0), *dWr = vec(cout * K, 0);
+    assert_true(dpgd_conv_stage_floats(&s) <= 9999);
+    for (size_t i = 0; i < B * s.h * s.w; i++) x[i] = isnan(x[i]) || i % 5 ? x[i] : -0.0f;
+    dpgd_im2col_ref(cols, x, &s, B);
+    for (size_t o = 0; o < cout; o++)
+      for (size_t k = 0; k < K; k++) wt[k * cout + o] = W[o * K + k];
+    dpgd_gemm_fma_ref(yr, cout, cols, K, 1, wt, cout, bias, B * n, cout, K);
+    const int wide = dpgd_gemm_wide();
+    assert_int_equal(dpgd_conv_stage_ok(&s), wide);
+    if (!wide) print_message("no AVX-512 FMA tiles here: conv_stage refuses, as it must\n");
+    memcpy(y, yr, B * n * cout * sizeof *y);
+    y[0] = 2.385f;
+    dpgd_conv_stage_images(st, x, &s, B);
+    assert_int_equal(dpgd_conv_stage_forward(y, st, W, bias, wt, &s, B), wide);
+    if (!wide) assert_true(y[0] == 2.385f);
+    else if (!same_bits(y, yr, B * n * cout)) fail_msg("conv_stage forward bits, shape %zu", q);
+    for (size_t b = 0; b < B; b++) {
+      dpgd_gemm_fma_ref(dWr, K, dy + b * n * cout, 1, cout, cols + b * n * K, K, NULL, cout, K,
+                        n);
+      dW[0] = 2.385f;
+      assert_int_equal(
+          dpgd_conv_stage_wgrad(dW, dy + b * n * cout, st + b * dpgd_conv_stage_floats(&s), &s),
+          wide);
+      if (!wide) assert_true(dW[0] == 2.385f);
+      else if (!same_bits(dW, dWr, cout * K))
+        fail_msg("conv_stage weight gradient bits, shape %zu, example %zu", q, b);
+    }
+    dpgd_gemm_force_avx2(1);
+    assert_int_equal(dpgd_conv_stage_ok(&s), 0);
+    assert_int_equal(dpgd_conv_stage_wgrad(dW, dy, st, &s), 0);
+    dpgd_gemm_force_avx2(0);
+    free(x), free(W), free(bias), free(cols), free(wt), free(st);
+    free(y), free(yr), free(dy), free(dW), free(dWr);
+  }
+}
+
 static void test_gemm_nt(void **state)
 {
   (void)state;
@@ -358,8 +493,10 @@ int main(void)
       cmocka_unit_test(test_patch_bits),
       cmocka_unit_test(test_pool_bits),
       cmocka_unit_test(test_accumulate_rows_bits),
+      cmocka_unit_test(test_sqnorm_rows_bits),
       cmocka_unit_test(test_gemm),
       cmocka_unit_test(test_gemm_nt),
+      cmocka_unit_test(test_conv_stage_bits),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

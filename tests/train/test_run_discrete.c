@@ -50,7 +50,7 @@ static void test_summary(void **state)
   size_t len;
   char *sum = (char *)SLURP("disc", "summary.json", &len);
   assert_non_null(strstr(sum, "\"theorem\": \"" DPGD_DISCRETE_THEOREM "\""));
-  assert_non_null(strstr(sum, "Theorem 14"));
+  assert_non_null(strstr(sum, "MATH.md section 18"));
   assert_non_null(strstr(sum, "\"mechanism\": \"discrete_gaussian\""));
   assert_null(strstr(sum, "caveat"));
   assert_null(strstr(sum, "mitigat"));
