@@ -7,6 +7,7 @@ Gaussian noise.
 Usage (from the repository root, after the README's build):
   python3 tests/tools/bench_opacus.py --opacus-src DIR [--threads 1,2] [--batch 256,1024]
           [--steps 40] [--reps 3] [--dpgd build/train/dpgd] [--peers opacus,functorch]
+          [--full] [--full-steps 4]
 
 Every measurement runs in its own process whose thread count is fixed before torch loads
 (OMP_NUM_THREADS, OPENBLAS_NUM_THREADS, MKL_NUM_THREADS and torch.set_num_threads:
@@ -30,6 +31,14 @@ difference of the two runs' last eps queries as `dpgd account` times them (at a 
 rate one exact query can take a second, and its cost depends on the step count). Opacus is timed
 without its accountant. Prints one table; compare within one run, the machines are
 shared and noisy.
+
+With --full, the table also has full-batch rows (batch 60000, every step over the whole
+training set, one noise draw per step): dpgd with train.sampling = full, timed the same
+way (runs of 3S and S steps, S = --full-steps), its pass against the same run's sgemm
+(`dpgd bench grads`, pass / sgemm ratio); Opacus over physical batches of 1000 whose
+clipped per-sample gradients it accumulates (DPOptimizer.signal_skip_step, as its
+BatchMemoryManager does) before one noise draw and step; functorch the same, chunk by
+chunk.
 """
 import argparse
 import gzip
@@ -112,10 +121,40 @@ def opacus_steps(x, y, q, steps, threads, sigma, clip):
     return timed(steps, step)
 
 
-def functorch_steps(x, y, q, steps, threads, sigma, clip):
+PHYS = 1000  # the peers' physical batch in a full-batch step
+
+
+def opacus_full(x, y, steps, threads, sigma, clip):
+    """Seconds per full-batch step: every physical batch's clipped per-sample gradients
+    accumulated, then one noise draw and one optimizer step."""
     import torch
-    import torch.nn.functional as F
+    from torch import nn
+    from opacus import PrivacyEngine
+
     torch.set_num_threads(threads)
+    model = cnn(torch)
+    data = torch.utils.data.TensorDataset(torch.from_numpy(x), torch.from_numpy(y))
+    loader = torch.utils.data.DataLoader(data, batch_size=PHYS)
+    opt = torch.optim.SGD(model.parameters(), lr=0.5)
+    engine = PrivacyEngine(accountant="rdp")
+    model, opt, loader = engine.make_private(module=model, optimizer=opt, data_loader=loader,
+                                             noise_multiplier=sigma, max_grad_norm=clip,
+                                             poisson_sampling=False)
+    loss_fn = nn.CrossEntropyLoss()
+    last = (len(x) + PHYS - 1) // PHYS - 1
+
+    def step():
+        for k, (xb, yb) in enumerate(loader):
+            opt.zero_grad()
+            loss_fn(model(xb), yb).backward()
+            opt.signal_skip_step(do_skip=k < last)
+            opt.step()
+    return timed(steps, step)
+
+
+def functorch_setup(torch, x, y):
+    """The functorch per-example gradient function and the model's parameters."""
+    import torch.nn.functional as F
     model = cnn(torch)
     try:  # torch >= 2
         from torch.func import functional_call, grad, vmap
@@ -133,17 +172,46 @@ def functorch_steps(x, y, q, steps, threads, sigma, clip):
 
     def loss_one(p, xi, yi):
         return F.cross_entropy(fwd(p, xi.unsqueeze(0)), yi.unsqueeze(0))
-    per_example = vmap(grad(loss_one), in_dims=(None, 0, 0))
+    return vmap(grad(loss_one), in_dims=(None, 0, 0)), params
+
+
+def clipped_sum(torch, per_example, params, xb, yb, clip):
+    g = per_example(params, xb, yb)
+    sq = sum(v.flatten(1).pow(2).sum(1) for v in g.values())
+    factor = (clip / (sq.sqrt() + 1e-6)).clamp(max=1.0)
+    return {k: torch.einsum("i,i...->...", factor, v) for k, v in g.items()}
+
+
+def functorch_full(x, y, steps, threads, sigma, clip):
+    import torch
+    torch.set_num_threads(threads)
+    per_example, params = functorch_setup(torch, x, y)
+    xt, yt = torch.from_numpy(x), torch.from_numpy(y)
+    n, lr = len(xt), 0.5
+
+    def step():
+        acc = {k: torch.zeros_like(v) for k, v in params.items()}
+        for i in range(0, n, PHYS):
+            for k, v in clipped_sum(torch, per_example, params, xt[i:i + PHYS], yt[i:i + PHYS],
+                                    clip).items():
+                acc[k] += v
+        for k, s in acc.items():
+            s += sigma * clip * torch.randn_like(s)
+            params[k] -= lr * s / n
+    with torch.no_grad():
+        return timed(steps, step)
+
+
+def functorch_steps(x, y, q, steps, threads, sigma, clip):
+    import torch
+    torch.set_num_threads(threads)
+    per_example, params = functorch_setup(torch, x, y)
     xt, yt = torch.from_numpy(x), torch.from_numpy(y)
     n, lr = len(xt), 0.5
 
     def step():
         idx = (torch.rand(n) < q).nonzero().squeeze(1)
-        g = per_example(params, xt[idx], yt[idx])
-        sq = sum(v.flatten(1).pow(2).sum(1) for v in g.values())
-        factor = (clip / (sq.sqrt() + 1e-6)).clamp(max=1.0)
-        for k, v in g.items():
-            s = torch.einsum("i,i...->...", factor, v)
+        for k, s in clipped_sum(torch, per_example, params, xt[idx], yt[idx], clip).items():
             s += sigma * clip * torch.randn_like(s)
             params[k] -= lr * s / (q * n)
     with torch.no_grad():
@@ -151,6 +219,7 @@ def functorch_steps(x, y, q, steps, threads, sigma, clip):
 
 
 PEERS = {"opacus": opacus_steps, "functorch": functorch_steps}
+PEERS_FULL = {"opacus": opacus_full, "functorch": functorch_full}
 
 
 def child(a):
@@ -159,7 +228,10 @@ def child(a):
         sys.path.insert(0, os.path.abspath(a.opacus_src))
         sys.path.insert(0, opt_einsum_shim(tempfile.mkdtemp()))
     x, y = load_mnist(a.data)
-    t = PEERS[a.child](x, y, a.q, a.steps, a.threads_one, 1.0, 1.0)
+    if a.q >= 1:
+        t = PEERS_FULL[a.child](x, y, a.steps, a.threads_one, 1.0, 1.0)
+    else:
+        t = PEERS[a.child](x, y, a.q, a.steps, a.threads_one, 1.0, 1.0)
     print(json.dumps({"s_per_step": t}))
 
 
@@ -186,14 +258,14 @@ def run_measured(cmd, env):
     return out, ru.ru_maxrss / 1024.0, ru.ru_utime + ru.ru_stime
 
 
-def peer_steps(a, peer, q, threads):
+def peer_steps(a, peer, q, threads, steps):
     """Median seconds per step, peak RSS and the wait policy of the faster setting."""
     best = None
     for policy in (["active", "passive"] if threads > 1 else [None]):
         runs = []
         for _ in range(a.reps):
             cmd = [sys.executable, os.path.abspath(__file__), "--child", peer, "--q", repr(q),
-                   "--threads-one", str(threads), "--steps", str(a.steps), "--data", a.data,
+                   "--threads-one", str(threads), "--steps", str(steps), "--data", a.data,
                    "--opacus-src", a.opacus_src or ""]
             out, rss, _ = run_measured(cmd, thread_env(threads, policy))
             runs.append((json.loads(out)["s_per_step"], rss))
@@ -206,8 +278,9 @@ def peer_steps(a, peer, q, threads):
 def dpgd_wall(dpgd, data_dir, q, steps, threads, sigma, clip):
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "run")
-        sets = ["model.type=cnn", "train.sampling=poisson", "train.sample_rate=%r" % q,
-                "train.steps=%d" % steps, "train.eval_every=0", "train.lr=0.5",
+        sampling = (["train.sampling=full"] if q >= 1 else
+                    ["train.sampling=poisson", "train.sample_rate=%r" % q])
+        sets = ["model.type=cnn"] + sampling + ["train.steps=%d" % steps, "train.eval_every=0", "train.lr=0.5",
                 "privacy.sigma=%r" % sigma, "privacy.clip=%r" % clip,
                 "output.checkpoint_every=0", "output.progress=false",
                 "output.eps_every=1000000000", "model.threads=%d" % threads,
@@ -218,8 +291,10 @@ def dpgd_wall(dpgd, data_dir, q, steps, threads, sigma, clip):
         cmd = [dpgd, "train", "--config", ini] + [a for s in sets for a in ("--set", s)]
         _, rss, cpu = run_measured(cmd, thread_env(threads))
         t0 = time.perf_counter()
-        subprocess.run([dpgd, "account", "--subsampled", "q=%r,sigma=%r,count=%d" % (q, sigma, steps),
-                        "--delta", "1e-5"], check=True, stdout=subprocess.DEVNULL)
+        mech = (["--gaussian", "sigma=%r,count=%d" % (sigma, steps)] if q >= 1 else
+                ["--subsampled", "q=%r,sigma=%r,count=%d" % (q, sigma, steps)])
+        subprocess.run([dpgd, "account"] + mech + ["--delta", "1e-5"], check=True,
+                       stdout=subprocess.DEVNULL)
         acct = time.perf_counter() - t0
         with open(os.path.join(out, "summary.json")) as f:
             return json.load(f)["nonprivate"]["wall_s"] - acct, cpu - acct, rss
@@ -242,6 +317,9 @@ def main():
     ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--peers", default="opacus,functorch")
+    ap.add_argument("--full", action="store_true",
+                    help="add full-batch rows (one step over all 60000) and the pass/sgemm ratio")
+    ap.add_argument("--full-steps", type=int, default=4)
     ap.add_argument("--child", choices=sorted(PEERS), help=argparse.SUPPRESS)
     ap.add_argument("--q", type=float, help=argparse.SUPPRESS)
     ap.add_argument("--threads-one", type=int, help=argparse.SUPPRESS)
@@ -257,18 +335,33 @@ def main():
         head += " %s s/epoch (wait policy) | %s RSS MB | %s / dpgd |" % (p, p, p)
     print(head)
     print("|" + " --- |" * (4 + 3 * len(peers)))
-    for b in [int(v) for v in a.batch.split(",")]:
-        q = b / n
+    batches = [int(v) for v in a.batch.split(",") if v] + ([n] if a.full else [])
+    for b in batches:
+        q, steps = b / n, a.full_steps if b == n else a.steps
         for t in [int(v) for v in a.threads.split(",")]:
-            runs = [dpgd_steps(a.dpgd, a.data, q, a.steps, t, 1.0, 1.0) for _ in range(a.reps)]
+            runs = [dpgd_steps(a.dpgd, a.data, q, steps, t, 1.0, 1.0) for _ in range(a.reps)]
             d = statistics.median(r[0] for r in runs) / q
-            row = "| %d | %d | %.2f (%.2f) | %.0f |" % (
-                b, t, d, statistics.median(r[1] for r in runs) / q, max(r[2] for r in runs))
+            row = "| %s | %d | %.2f (%.2f) | %.0f |" % (
+                "full" if b == n else b, t, d, statistics.median(r[1] for r in runs) / q,
+                max(r[2] for r in runs))
             for p in peers:
-                s, rss, policy = peer_steps(a, p, q, t)
+                s, rss, policy = peer_steps(a, p, q, t, steps)
                 row += " %.2f (%s) | %.0f | %.1f |" % (s / q, policy or "-", rss, s / q / d)
             print(row, flush=True)
-
+    if a.full:
+        print()
+        print("| threads | dpgd CNN pass s (bench grads) | sgemm GFLOP/s | pass / sgemm |")
+        print("| --- | --- | --- | --- |")
+        for t in [int(v) for v in a.threads.split(",")]:
+            out, _, _ = run_measured([a.dpgd, "bench", "grads", "--model", "cnn", "--threads",
+                                      str(t), "--reps", str(max(a.reps, 3)), "--data", a.data,
+                                      "--batch", "0"], thread_env(t))
+            kv = {}
+            for line in out.decode().splitlines():
+                if line.startswith("bench grads "):
+                    kv = dict(w.split("=", 1) for w in line.split()[2:])
+            print("| %d | %s | %s | %s |" % (t, kv.get("s_per_pass"), kv.get("sgemm_gflops"),
+                                            kv.get("ratio")), flush=True)
 
 if __name__ == "__main__":
     main()
