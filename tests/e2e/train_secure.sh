@@ -135,11 +135,11 @@ checks=$((checks + 1))
 ! grep -q 'caveat' "$R/summary.json" && ! grep -qh 'warning: research' "$TMP"/s*.err ||
   fail "secure run carries a caveat"
 checks=$((checks + 1))
-grep -q '"theorem": "Canonne, Kamath & Steinke 2020 .*Theorem 14' "$R/summary.json" ||
+grep -q '"theorem": "docs/MATH.md section 18, proven there: .*Canonne, Kamath & Steinke' "$R/summary.json" ||
   fail "secure summary.json names no theorem: $(head -c 300 "$R/summary.json")"
 checks=$((checks + 1))
 grep -q '^done .*eps .*the continuous Gaussian would give' "$TMP/s$session.out" &&
-  grep -q '^guarantee   Canonne, Kamath & Steinke 2020' "$TMP/s$session.out" &&
+  grep -q '^guarantee   docs/MATH.md section 18, proven there' "$TMP/s$session.out" &&
   ! grep -q '^caveat' "$TMP/s$session.out" ||
   fail "secure run: no theorem line after its eps: $(tail -c 300 "$TMP/s$session.out")"
 # The progress line's ETA follows the wall time (data-dependent): labelled not private.
