@@ -187,7 +187,7 @@ static int check(void)
   for (size_t r = 100; r <= 6400; r *= 4) {
     double vm = expected_correct(&g, r), vc = expected_correct(&c, r);
     double k = (double)r / (2.0 * 7850) * 2 * (double)g.n, p = vc / (double)r;
-    double sd = (double)r * sqrt(p * (1 - p) / k); /* two tails of k draws each */
+    double sd = (double)r * sqrt(p * (1 - p) / (2 * k)); /* two tails of k draws each */
     printf("r %zu: Monte Carlo %.2f closed form %.2f (sd %.2f)\n", r, vm, vc, sd);
     bad |= fabs(vm - vc) > 4 * sd;
   }
