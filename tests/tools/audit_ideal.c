@@ -21,6 +21,7 @@
 #include <gsl/gsl_cdf.h>
 #include <gsl/gsl_randist.h>
 #include <gsl/gsl_rng.h>
+#include <gsl/gsl_roots.h>
 
 #include "dpgd_accounting.h"
 
@@ -109,16 +110,33 @@ static void monte_carlo(game *g)
   gsl_rng_free(rng);
 }
 
-/* Closed form at q = 1: scores N(mu, 1) in, N(0, 1) out (the guess rule's model). */
+/* Closed form at q = 1: scores N(mu, 1) in, N(0, 1) out (the guess rule's model, solved
+ * here apart from it: GSL's Brent root of the upper tail's mass, then r a / (a + b)). */
+typedef struct {
+  double mu, want;
+} tail;
+
+static double tail_gap(double t, void *vp)
+{
+  const tail *c = vp;
+  return 0.5 * (gsl_cdf_ugaussian_Q(t - c->mu) + gsl_cdf_ugaussian_Q(t)) - c->want;
+}
+
 static double gauss_correct(size_t M, size_t r, double mu)
 {
-  double lo = -40, hi = 40, want = (double)r / (2.0 * (double)M);
-  for (int it = 0; it < 100; it++) {
-    double t = 0.5 * (lo + hi);
-    if (0.5 * (gsl_cdf_ugaussian_Q(t - mu) + gsl_cdf_ugaussian_Q(t)) > want) lo = t;
-    else hi = t;
+  tail c = {mu, (double)r / (2.0 * (double)M)};
+  gsl_function fn = {tail_gap, &c};
+  gsl_root_fsolver *s = gsl_root_fsolver_alloc(gsl_root_fsolver_brent);
+  if (!s) exit(2);
+  gsl_root_fsolver_set(s, &fn, -40, 40);
+  double lo = -40, hi = 40;
+  for (int it = 0; it < 200 && hi - lo > 1e-13 * (1 + fabs(lo)); it++) {
+    gsl_root_fsolver_iterate(s);
+    lo = gsl_root_fsolver_x_lower(s), hi = gsl_root_fsolver_x_upper(s);
   }
-  double a = gsl_cdf_ugaussian_Q(lo - mu), b = gsl_cdf_ugaussian_Q(lo);
+  double t = gsl_root_fsolver_root(s);
+  gsl_root_fsolver_free(s);
+  double a = gsl_cdf_ugaussian_Q(t - mu), b = gsl_cdf_ugaussian_Q(t);
   return (double)r * a / (a + b);
 }
 
