@@ -329,9 +329,13 @@ double dpgd_queries_eps_continuous(const dpgd_queries *q, double delta)
     dpgd_error_clear();
     return NAN;
   }
-  double e = dpgd_plan_eps_continuous(a, delta);
+  dpgd_accountant *c = dpgd_acct_continuous_twin(a);
+  dpgd_acct_value v;
+  int rc = c ? dpgd_acct_epsilon(c, DPGD_ACCT_EXACT, delta, &v) : DPGD_ENOMEM;
+  dpgd_acct_free(c);
   dpgd_acct_free(a);
-  return e;
+  dpgd_error_clear();
+  return rc ? NAN : v.value;
 }
 
 /* The levels of users.csv: the whole budget is mu_max^2 = B / sigma^2; one query moves
