@@ -30,7 +30,10 @@ def read_answers(path):
 
 
 def up(x, digits=4):
-    """x rounded up to `digits` significant digits, as dpgd shows eps and sigma."""
+    """x rounded up to `digits` significant digits, as dpgd shows eps and sigma; "n/a"
+    for null (a secure run has no exact eps)."""
+    if x is None:
+        return "n/a"
     d = decimal.Decimal(repr(x))
     q = decimal.Decimal(1).scaleb(d.adjusted() - digits + 1)
     return str(d.quantize(q, rounding=decimal.ROUND_CEILING))

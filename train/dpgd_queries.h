@@ -31,7 +31,18 @@
  * no user is capped below C within k queries, and the guarantee is again sqrt(2 kappa)-GDP.
  *
  * Accuracy (Corollary 4.7): P(||a_t - sum_i qbar_t(i)||_inf > sigma sqrt(2 log(dim /
- * beta))) <= beta for every t: dpgd_queries_bound. */
+ * beta))) <= beta for every t: dpgd_queries_bound.
+ *
+ * Secure mode (rng DPGD_RNG_SECURE) adds to the int64 sum, in units of 2^-F, one exact
+ * discrete Gaussian N_Z(0, sigma_grid^2) per coordinate, sigma_grid^2 = ceil((sigma 2^F)^2)
+ * (train/dgauss.c, bits from getrandom; F also keeps sigma 2^F <= 2^31): the answer is an
+ * integer times 2^-F, computed in integer arithmetic only. Each user's query is then a
+ * discrete Gaussian mechanism of Renyi divergence a ||qbar_t(i)||^2 / (2 sigma^2) at
+ * most, and the filter (Feldman & Zrnic's Renyi filter) keeps the sequence within the RDP
+ * curve of ONE discrete Gaussian of mu = sqrt(B_norm)/sigma: kappa-zCDP, proven in
+ * docs/MATH.md section 18 (DPGD_DISCRETE_THEOREM); the zcdp and rdp_* methods answer,
+ * exact does not (no GDP statement, no odometer levels). The accuracy bound is then the
+ * sub-Gaussian one, sigma_grid 2^-F sqrt(2 log(2 dim / beta)). */
 /* The research caveat (DPGD_RESEARCH_CAVEAT_OF, dpgd_train.h) of a dpgd queries run. */
 #define DPGD_QUERIES_RESEARCH_CAVEAT                                                           \
   DPGD_RESEARCH_CAVEAT_OF("--seed", "use --rng secure for answers you will release")
@@ -73,15 +84,23 @@ double dpgd_queries_quantum(const dpgd_queries *q); /* 2^-F */
  * (NaN for a bad beta). */
 double dpgd_queries_bound(const dpgd_queries *q, double beta);
 /* The guarantee of the whole sequence (any length) under method m at delta: eps of
- * sqrt(2 kappa)-GDP (exact) or of its zCDP/RDP conversions, rounded up. */
+ * sqrt(2 kappa)-GDP (exact) or of its zCDP/RDP conversions, rounded up. Secure mode: the
+ * discrete Gaussian's (dpgd_acct_add_discrete_gaussian), DPGD_EINVAL for exact. */
 int dpgd_queries_epsilon(const dpgd_queries *q, dpgd_acct_method m, double delta, double *eps);
+/* Secure mode: the discrete sampler (sigma_grid^2 = num/den in units of 2^-2F); NULL in
+ * research mode (continuous floating-point Gaussian noise). */
+const dpgd_dgauss *dpgd_queries_dgauss(const dpgd_queries *q);
+/* Secure mode: the exact eps at delta the same releases would have with continuous
+ * Gaussian noise (what the proof for the integers costs); NAN in research mode. */
+double dpgd_queries_eps_continuous(const dpgd_queries *q, double delta);
 /* The per-user state: spend s(i) in squared-norm units, active flags, and the odometer
  * report with unit sigma (dpgd_filter_report). SENSITIVE: each user's row is for its
  * owner only. */
 const dpgd_filter *dpgd_queries_filter(const dpgd_queries *q);
 /* Writes the sensitive per-user report atomically (train/QUERIES.md): a '#' line
  * saying it is sensitive, then user,spend,spend_frac,active,level,delta_level,mu_i,eps_i
- * as points.csv has them, with the odometer's levels from dpgd_queries_odometer. */
+ * as points.csv has them, with the odometer's levels from dpgd_queries_odometer (secure
+ * mode: no levels, those four columns empty). */
 int dpgd_queries_odometer(const dpgd_queries *q, double delta, dpgd_odometer *o);
 int dpgd_queries_write_users(const dpgd_queries *q, double delta, const char *path);
 

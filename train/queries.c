@@ -1,7 +1,8 @@
 /* queries.c -- adaptively chosen sparse linear queries under individual filtering (seed
  * 003, Theorem 1.2 and Corollary 4.7; train/QUERIES.md has the derivation). Each answer
  * is the exact sum of the users' capped values on the grid 2^-F, plus one Gaussian
- * vector; each user's spend lives in the accountant's individual GDP filter. */
+ * vector (secure mode: one exact discrete Gaussian per coordinate on the integer sum);
+ * each user's spend lives in the accountant's individual filter. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,8 @@ struct dpgd_queries {
   int64_t *units; /* (dim) its capped value in units */
   int64_t *sum;   /* (dim) the exact sum in units */
   double *charge; /* (n) this query's charges, applied when every user is done */
+  int discrete;   /* secure mode: exact discrete Gaussian noise on the integer sum */
+  dpgd_dgauss dg; /* discrete: N_Z(0, sigma_grid^2), sigma_grid^2 = ceil((sigma 2^F)^2) */
 };
 
 static int params_ok(const dpgd_queries_params *p)
@@ -46,22 +49,37 @@ static int params_ok(const dpgd_queries_params *p)
   return DPGD_OK;
 }
 
+/* floor(log2 t) for t > 0, or GRID_MAX_BITS for t infinite. */
+static int floor_log2(double t)
+{
+  int e = GRID_MAX_BITS + 1;
+  if (isfinite(t)) frexp(t, &e); /* t = f 2^e with f in [1/2, 1): floor(log2 t) = e - 1 */
+  return e - 1 > GRID_MAX_BITS ? GRID_MAX_BITS : e - 1;
+}
+
 /* The grid: the largest F <= 40 with n * m * 2^F <= 2^52, m >= every capped entry
  * (min(clip, sqrt(B)), with room for the rounding of the filter's cap), so that every
  * partial sum of the entries is an integer below 2^52 in units: exact in int64 and in
- * double. */
-static int grid_bits(const dpgd_queries_params *p, int *bits)
+ * double. Secure mode also keeps the discrete noise's std within the sampler's range,
+ * sigma 2^F <= 2^31 (dpgd_dgauss_from_std). */
+static int grid_bits(const dpgd_queries_params *p, double sigma, int *bits)
 {
   double m = fmin(p->clip, sqrt(p->budget)) * (1 + 0x1p-20);
-  double t = 0x1p52 / ((double)p->n_users * m) * (1 - 0x1p-20);
-  int e = GRID_MAX_BITS + 1;
-  if (isfinite(t)) frexp(t, &e); /* t = f 2^e with f in [1/2, 1): floor(log2 t) = e - 1 */
-  int b = e - 1 > GRID_MAX_BITS ? GRID_MAX_BITS : e - 1;
+  int b = floor_log2(0x1p52 / ((double)p->n_users * m) * (1 - 0x1p-20));
   if (b < GRID_MIN_BITS)
     return DPGD_FAIL(DPGD_EINVAL,
                      "queries: %zu users x value norm %g is too large for exact summation "
                      "(grid would be coarser than 2^-%d)",
                      p->n_users, fmin(p->clip, sqrt(p->budget)), GRID_MIN_BITS);
+  if (p->rng == DPGD_RNG_SECURE) {
+    int bn = floor_log2(0x1p31 / sigma * (1 - 0x1p-20));
+    if (bn < GRID_MIN_BITS)
+      return DPGD_FAIL(DPGD_EINVAL,
+                       "queries: noise std %g is too large for the discrete sampler on a "
+                       "grid of 2^-%d or finer (lower the budget or raise kappa)",
+                       sigma, GRID_MIN_BITS);
+    b = bn < b ? bn : b;
+  }
   *bits = b;
   return DPGD_OK;
 }
@@ -77,13 +95,18 @@ int dpgd_queries_open(dpgd_queries **out, const dpgd_queries_params *p)
   if (!out) return DPGD_FAIL(DPGD_EINVAL, "queries: NULL output");
   *out = NULL;
   int bits = 0, rc = params_ok(p);
-  if (!rc) rc = grid_bits(p, &bits);
+  if (!rc) rc = grid_bits(p, noise_std(p), &bits);
   if (rc) return rc;
   dpgd_queries *q = calloc(1, sizeof *q);
   if (!q) return DPGD_FAIL(DPGD_ENOMEM, "queries: no memory");
   q->p = *p;
   q->bits = bits;
   q->sigma = noise_std(p);
+  q->discrete = p->rng == DPGD_RNG_SECURE;
+  if (q->discrete && (rc = dpgd_dgauss_from_std(&q->dg, q->sigma, bits))) {
+    free(q);
+    return rc;
+  }
   q->f = dpgd_filter_alloc(p->n_users, DPGD_FILTER_GDP, 1, NULL, &p->budget);
   q->rng = dpgd_rng_alloc(p->rng, &p->seed, DPGD_STREAM_QUERY);
   q->value = calloc(p->dim, sizeof *q->value);
@@ -191,6 +214,25 @@ static int contribute(dpgd_queries *q, size_t i, dpgd_query_fn fn, void *ctx)
   return DPGD_OK;
 }
 
+/* Secure mode's release: one exact discrete Gaussian per coordinate added to the int64
+ * sum (bits from the query stream: getrandom), integer arithmetic only; the integer is
+ * then written in value units, exactly (|x| <= 2^53, so x 2^-F is a double). Nothing is
+ * written to answer on an error. */
+static int discrete_release(dpgd_queries *q, double *answer)
+{
+  size_t d = q->p.dim;
+  dpgd_bits b;
+  dpgd_bits_init(&b, dpgd_rng_bits, q->rng);
+  int rc = dpgd_dgauss_add(&q->dg, &b, q->sum, d);
+  explicit_bzero(&b, sizeof b);
+  for (size_t j = 0; j < d && !rc; j++)
+    if (q->sum[j] > INT64_C(1) << 53 || q->sum[j] < -(INT64_C(1) << 53))
+      rc = DPGD_FAIL(DPGD_ERANGE, "query %zu: noisy sum beyond 2^53 grid units", q->count);
+  if (rc) return rc;
+  for (size_t j = 0; j < d; j++) answer[j] = ldexp((double)q->sum[j], -q->bits); /* exact */
+  return DPGD_OK;
+}
+
 int dpgd_queries_answer_fn(dpgd_queries *q, dpgd_query_fn fn, void *ctx, double *answer)
 {
   if (!q || !fn || !answer) return DPGD_FAIL(DPGD_EINVAL, "queries: NULL argument");
@@ -207,8 +249,9 @@ int dpgd_queries_answer_fn(dpgd_queries *q, dpgd_query_fn fn, void *ctx, double 
     int rc = q->charge[i] > 0 ? dpgd_filter_charge(q->f, i, q->charge[i], 1.0) : DPGD_OK;
     if (rc) return rc;
   }
-  for (size_t j = 0; j < d; j++) answer[j] = ldexp((double)q->sum[j], -q->bits); /* exact */
   q->count++;
+  if (q->discrete) return discrete_release(q, answer);
+  for (size_t j = 0; j < d; j++) answer[j] = ldexp((double)q->sum[j], -q->bits); /* exact */
   return dpgd_rng_gaussian_add(q->rng, q->sigma, answer, d);
 }
 
@@ -242,20 +285,68 @@ double dpgd_queries_bound(const dpgd_queries *q, double beta)
 {
   if (!(beta > 0 && beta < 1)) return NAN;
   double b = q->sigma * sqrt(2 * log((double)q->p.dim / beta));
+  if (q->discrete) /* sub-Gaussian, two-sided: sigma_grid sqrt(2 log(2 dim / beta)) */
+    b = ldexp(sqrt((double)q->dg.num) * (1 + 0x1p-50), -q->bits) *
+        sqrt(2 * log(2 * (double)q->p.dim / beta));
   return dpgd_round_digits(b * (1 + 0x1p-50), 15, 1);
+}
+
+const dpgd_dgauss *dpgd_queries_dgauss(const dpgd_queries *q)
+{
+  return q->discrete ? &q->dg : NULL;
+}
+
+/* Secure mode's guarantee as the accountant's entry: ONE multivariate discrete Gaussian
+ * of mu = sqrt(B) / sigma (rounded up), whose RDP curve a mu^2 / 2 is what the Renyi
+ * filter keeps every user within (train/QUERIES.md "Secure mode"). */
+static int discrete_acct(const dpgd_queries *q, dpgd_accountant **out)
+{
+  *out = dpgd_acct_alloc();
+  if (!*out) return DPGD_FAIL(DPGD_ENOMEM, "out of memory (queries epsilon)");
+  double mu = sqrt(q->p.budget) / q->sigma * (1 + 0x1p-50);
+  return dpgd_acct_add_discrete_gaussian(*out, mu, 1);
 }
 
 int dpgd_queries_epsilon(const dpgd_queries *q, dpgd_acct_method m, double delta, double *eps)
 {
   if (!eps) return DPGD_FAIL(DPGD_EINVAL, "queries: NULL eps");
   /* The filter's guarantee: sqrt(B) / sigma-GDP, with B / sigma^2 <= 2 kappa. */
-  return dpgd_filter_epsilon(q->f, m, q->sigma, delta, eps);
+  if (!q->discrete) return dpgd_filter_epsilon(q->f, m, q->sigma, delta, eps);
+  dpgd_accountant *a;
+  dpgd_acct_value v = {0, 0};
+  int rc = discrete_acct(q, &a);
+  if (!rc) rc = dpgd_acct_epsilon(a, m, delta, &v); /* exact refuses: DPGD_EINVAL */
+  dpgd_acct_free(a);
+  if (!rc) *eps = v.value;
+  return rc;
+}
+
+double dpgd_queries_eps_continuous(const dpgd_queries *q, double delta)
+{
+  dpgd_accountant *a = NULL;
+  if (!q->discrete || discrete_acct(q, &a)) {
+    dpgd_acct_free(a);
+    dpgd_error_clear();
+    return NAN;
+  }
+  dpgd_accountant *c = dpgd_acct_continuous_twin(a);
+  dpgd_acct_value v;
+  int rc = c ? dpgd_acct_epsilon(c, DPGD_ACCT_EXACT, delta, &v) : DPGD_ENOMEM;
+  dpgd_acct_free(c);
+  dpgd_acct_free(a);
+  dpgd_error_clear();
+  return rc ? NAN : v.value;
 }
 
 /* The levels of users.csv: the whole budget is mu_max^2 = B / sigma^2; one query moves
- * a user by at most min(clip, sqrt(B))^2 / sigma^2. */
+ * a user by at most min(clip, sqrt(B))^2 / sigma^2. Secure mode: no levels (they are GDP
+ * statements, not proven for the discrete Gaussian). */
 int dpgd_queries_odometer(const dpgd_queries *q, double delta, dpgd_odometer *o)
 {
+  if (q->discrete) {
+    memset(o, 0, sizeof *o);
+    return DPGD_OK;
+  }
   double s2 = q->sigma * q->sigma, b = q->p.budget;
   double step = fmin(q->p.clip * q->p.clip, b) / s2 * (1 + 0x1p-50);
   return dpgd_odometer_init(o, sqrt(b / s2 * (1 + 0x1p-50)), step, delta);
@@ -270,15 +361,19 @@ int dpgd_queries_write_users(const dpgd_queries *q, double delta, const char *pa
   size_t len = 0;
   FILE *f = open_memstream(&text, &len); /* then written atomically */
   if (!f) return DPGD_FAIL(DPGD_ENOMEM, "no memory for %s", path);
-  fprintf(f, "# SENSITIVE: per-user privacy spend. Each row may be disclosed only to that "
-             "user; never publish or ship this file. " DPGD_ODOMETER_FAMILY_NOTE "\n"
-             "user,spend,spend_frac,active,level,delta_level,mu_i,eps_i\n");
+  fprintf(f,
+          "# SENSITIVE: per-user privacy spend. Each row may be disclosed only to that "
+          "user; never publish or ship this file.%s\n"
+          "user,spend,spend_frac,active,level,delta_level,mu_i,eps_i\n",
+          o.levels ? " " DPGD_ODOMETER_FAMILY_NOTE : "");
   for (size_t i = 0; i < q->p.n_users && !rc; i++) {
     double s = dpgd_filter_spent(q->f, i, 0);
     fprintf(f, "%zu,%.17g,", i, s);
     dpgd_report_num(f, s / q->p.budget);
     fprintf(f, ",%d,", dpgd_filter_active(q->f, i));
-    rc = dpgd_report_odometer_cols(f, &o, dpgd_filter_point_mu2(q->f, i, q->sigma));
+    if (o.levels)
+      rc = dpgd_report_odometer_cols(f, &o, dpgd_filter_point_mu2(q->f, i, q->sigma));
+    else fputs(",,,", f);
     fputc('\n', f);
   }
   if (fclose(f) && !rc) rc = DPGD_FAIL(DPGD_ENOMEM, "no memory for %s", path);

@@ -103,11 +103,42 @@ cmp -s "$TMP/f/answers.csv" "$TMP/f2/answers.csv" || fail "again: same seed, oth
 expect_ok secure "${Q[@]}" --data "$TMP/sparse.csv" --budget 4 --rng secure --out "$TMP/s"
 checks=$((checks + 1))
 grep -q 'warning' "$TMP/err" && fail "secure: a research caveat in secure mode"
-expect_out secure-caveat '^caveat      secure rng: .*floating point.*not a proof'
+# Secure mode: exact discrete Gaussian noise on the integer sums, eps from the discrete
+# Gaussian's proven zCDP bound (the theorem named), no floating-point caveat; research
+# mode says its sampler is the continuous one.
+expect_out secure-noise '^noise +exact discrete Gaussian N_Z\(0, [0-9]+\) on the int64 sums in units of 2\^-[0-9]+'
+expect_out secure-theorem '^guarantee .*eps zcdp [0-9.]+, rdp_optimal [0-9.]+ \(exact n/a.*docs/MATH.md section 18'
+checks=$((checks + 1))
+grep -q '^caveat' "$TMP/out" && fail "secure: a floating-point caveat on discrete noise"
+expect_ok research-noise "${Q[@]}" --data "$TMP/sparse.csv" --budget 4 --out "$TMP/f3"
+expect_out research-noise-line '^noise +Gaussian, sigma = 2, continuous sampler in floating point, rng research'
 py secure '
 s = summary("s"); assert s["rng"] == "secure" and "caveat" not in s, s
-assert "mitigat" in s["noise_caveat"] and "not a proof" in s["noise_caveat"], s
+assert "noise_caveat" not in s, s
+n = s["noise"]
+assert n["mechanism"] == "discrete_gaussian" and n["sum"] == "int64, exact", n
+assert n["theorem"].startswith("docs/MATH.md section 18, proven there"), n
+F = n["grid_bits"]; assert s["quantum"] == 2.0 ** -F, (s["quantum"], F)
+# sigma_grid^2 = ceil((sigma 2^F)^2), sigma 2^F <= 2^31
+from fractions import Fraction
+sg = Fraction(s["sigma"]) * 2 ** F
+assert sg <= 2 ** 31 and n["sigma2_grid"] >= sg * sg and n["sigma2_grid"] - 1 < sg * sg * (1 + Fraction(1, 10**9)), n
+# released answers: integers in units of 2^-F (the exact sum plus integer noise)
+for r in rows("s/answers.csv")[1:]:
+    u = Fraction(float(r[1])) * 2 ** F
+    assert u.denominator == 1, (r, u)
+# eps: the discrete Gaussian of mu = sqrt(2 kappa) = 1: exact null, zcdp = rho + 2 sqrt(rho log 1/delta)
+assert s["eps"]["exact"] is None and s["mu"] is None and s["odometer"] is None, s
+z = 0.5 + 2 * math.sqrt(0.5 * math.log(1e6))
+assert z <= s["eps"]["zcdp"] <= z * (1 + 1e-8), s["eps"]
+r = summary("f")
+for m in ("zcdp", "rdp_classic", "rdp_balle", "rdp_optimal"):
+    assert abs(s["eps"][m] - r["eps"][m]) <= 1e-8 * r["eps"][m], (m, s["eps"], r["eps"])
+assert abs(n["eps_continuous"] - r["eps"]["exact"]) <= 1e-8 * r["eps"]["exact"], (n, r["eps"])
+assert r["noise"]["mechanism"] == "gaussian" and "continuous" in r["noise"]["sampler"], r
 assert rows("s/answers.csv") != rows("f/answers.csv")
+u = open("s/users.csv").read().splitlines()
+assert u[2].endswith(",,,,"), u[2]
 '
 # A 128-bit seed (0x and 32 hex digits) keys the noise with every bit: one equal to the
 # default seed 1 in its low 64 bits gives other answers, and summary.json leaves it out;

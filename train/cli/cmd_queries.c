@@ -58,8 +58,11 @@ static void usage(FILE *f)
              "  --seed S          master seed of --rng research (default 1, public): decimal\n"
              "                    below 2^64 or 0x and up to 64 hex digits; eps holds only\n"
              "                    for a seed of 128+ bits of secret entropy kept secret\n"
-             "  --rng MODE        research (reproducible from the seed; default) or secure\n"
-             "                    (getrandom; for answers you release)\n"
+             "  --rng MODE        research (reproducible from the seed, continuous Gaussian\n"
+             "                    noise in floating point; default) or secure (getrandom,\n"
+             "                    one exact discrete Gaussian per coordinate on the integer\n"
+             "                    sum in units of 2^-F, eps by zCDP/RDP (docs/MATH.md\n"
+             "                    section 18); for answers you release)\n"
              "  --out DIR         output directory, created; it must not hold answers.csv\n"
              "  --diagnostics     also print how many users ended inactive (not private)\n");
 }
@@ -161,7 +164,8 @@ typedef struct {
   double *answers; /* (L.n, L.dim) row-major */
   double clip, budget, bound;
   double eps[DPGD_ACCT_N_METHODS]; /* NAN where the method is unavailable */
-  dpgd_odometer odometer;
+  double eps_continuous;           /* secure: the continuous Gaussian's exact eps */
+  dpgd_odometer odometer;          /* secure: no levels */
 } qrun;
 
 /* Reads and checks the CSV, lays out its queries, and opens the query machine. */
@@ -204,6 +208,7 @@ static int run_answer(qrun *r)
       dpgd_error_clear();
     }
   r->bound = dpgd_queries_bound(r->q, r->a.beta);
+  r->eps_continuous = dpgd_queries_eps_continuous(r->q, r->a.delta);
   return dpgd_queries_odometer(r->q, r->a.delta, &r->odometer);
 }
 
@@ -275,8 +280,9 @@ static int write_answers(const qrun *r)
 /* "eps": {...} and "accuracy": {...} of summary.json. */
 static void summary_guarantee(FILE *f, const qrun *r)
 {
-  fprintf(f, " \"delta\": %.10g, \"mu\": ", r->a.delta);
-  dpgd_report_json_num(f, dpgd_round_digits(sqrt(2 * r->a.kappa), 10, 1));
+  fprintf(f, " \"delta\": %.10g, \"mu\": ", r->a.delta); /* secure: no GDP statement */
+  dpgd_report_json_num(
+      f, dpgd_queries_dgauss(r->q) ? NAN : dpgd_round_digits(sqrt(2 * r->a.kappa), 10, 1));
   fprintf(f, ",\n \"eps\": {");
   for (int m = 0; m < DPGD_ACCT_N_METHODS; m++) {
     fprintf(f, "%s\"%s\": ", m ? ", " : "", dpgd_acct_method_name((dpgd_acct_method)m));
@@ -287,8 +293,32 @@ static void summary_guarantee(FILE *f, const qrun *r)
   fprintf(f, ", \"norm\": \"inf\", \"about\": \"P(|answer - sum of capped values| > bound) "
              "<= beta for each query, Corollary 4.7\"},\n ");
   fprintf(f, "\"odometer\": ");
-  dpgd_report_json_odometer(f, &r->odometer);
+  if (r->odometer.levels) dpgd_report_json_odometer(f, &r->odometer);
+  else fputs("null", f);
   fprintf(f, ",\n");
+}
+
+/* "noise": {...}: which sampler made the answers and, for the discrete one, the theorem
+ * the eps comes from (no floating-point caveat: the released integers are what it
+ * covers) and the continuous Gaussian's exact eps beside it. */
+static void summary_noise(FILE *f, const qrun *r)
+{
+  const dpgd_dgauss *g = dpgd_queries_dgauss(r->q);
+  if (!g) {
+    fputs(" \"noise\": {\"mechanism\": \"gaussian\", \"sampler\": \"continuous, floating "
+          "point, seeded stream (research mode)\"},\n",
+          f);
+    return;
+  }
+  fprintf(f,
+          " \"noise\": {\"mechanism\": \"discrete_gaussian\", \"sum\": \"int64, exact\", "
+          "\"grid_bits\": %d, \"sigma2_grid\": %llu, \"filter\": \"Renyi filter (Feldman & "
+          "Zrnic 2021), train/QUERIES.md\",\n  \"theorem\": \"%s\",\n  \"eps_continuous\": ",
+          -ilogb(dpgd_queries_quantum(r->q)), (unsigned long long)g->num,
+          DPGD_DISCRETE_THEOREM);
+  dpgd_report_json_num(f, dpgd_round_digits(r->eps_continuous, 10, 1));
+  fprintf(f, ", \"eps_continuous_note\": \"exact eps of the same releases as continuous "
+             "Gaussians (not what ran): the cost of the proof\"},\n");
 }
 
 static int write_summary(const qrun *r)
@@ -308,12 +338,12 @@ static int write_summary(const qrun *r)
   dpgd_report_json_num(f, dpgd_round_digits(dpgd_queries_sigma(r->q), 10, 1));
   fprintf(f, ", \"quantum\": %.17g,\n", dpgd_queries_quantum(r->q));
   summary_guarantee(f, r);
+  summary_noise(f, r);
   fputs(" \"seed\": ", f);
   dpgd_report_json_seed(f, &r->a.seed);
   fprintf(f, ", \"rng\": \"%s\"", dpgd_rng_mode_name(r->a.rng));
   if (r->a.rng == DPGD_RNG_RESEARCH)
     fprintf(f, ",\n \"caveat\": \"%s\"", DPGD_QUERIES_RESEARCH_CAVEAT);
-  else fprintf(f, ",\n \"noise_caveat\": \"%s\"", dpgd_rng_secure_caveat());
   fprintf(f, "}\n");
   return out_commit(f, &text, &len, r->a.out, "summary.json");
 }
@@ -329,6 +359,20 @@ static int write_outputs(const qrun *r)
   return st;
 }
 
+static void print_noise(const qrun *r)
+{
+  double sigma = dpgd_round_digits(dpgd_queries_sigma(r->q), 6, 1);
+  const dpgd_dgauss *g = dpgd_queries_dgauss(r->q);
+  if (g)
+    printf("noise       exact discrete Gaussian N_Z(0, %llu) on the int64 sums in units of "
+           "2^-%d (std >= sigma = %.6g), integer arithmetic only, rng secure\n",
+           (unsigned long long)g->num, -ilogb(dpgd_queries_quantum(r->q)), sigma);
+  else
+    printf("noise       Gaussian, sigma = %.6g, continuous sampler in floating point, rng "
+           "research\n",
+           sigma);
+}
+
 static void print_table(const qrun *r)
 {
   const qargs *a = &r->a;
@@ -341,16 +385,23 @@ static void print_table(const qrun *r)
     printf("filter      individual: budget B_norm = %.10g, values capped to min(norm, "
            "sqrt(B_norm - spend))\n",
            r->budget);
-  printf("noise       sigma = %.6g, rng %s\n",
-         dpgd_round_digits(dpgd_queries_sigma(r->q), 6, 1), dpgd_rng_mode_name(a->rng));
+  print_noise(r);
   printf("accuracy    |answer - sum of capped values| <= %.6g for each query with probability "
          ">= 1 - %g (Corollary 4.7)\n",
          dpgd_round_digits(r->bound, 6, 1), a->beta);
-  printf("guarantee   kappa = %g zCDP (mu = %.6g GDP), delta = %g: eps exact %.6g, zcdp %.6g\n",
-         a->kappa, dpgd_round_digits(sqrt(2 * a->kappa), 6, 1), a->delta,
-         dpgd_round_digits(r->eps[DPGD_ACCT_EXACT], 6, 1),
-         dpgd_round_digits(r->eps[DPGD_ACCT_ZCDP], 6, 1));
-  if (a->rng == DPGD_RNG_SECURE) printf("caveat      %s\n", dpgd_rng_secure_caveat());
+  if (dpgd_queries_dgauss(r->q))
+    printf("guarantee   kappa = %g zCDP, delta = %g: eps zcdp %.6g, rdp_optimal %.6g (exact "
+           "n/a: no exact curve is proven for the discrete Gaussian; the continuous Gaussian "
+           "would give %.6g), by %s, under the Renyi filter\n",
+           a->kappa, a->delta, dpgd_round_digits(r->eps[DPGD_ACCT_ZCDP], 6, 1),
+           dpgd_round_digits(r->eps[DPGD_ACCT_RDP_OPTIMAL], 6, 1),
+           dpgd_round_digits(r->eps_continuous, 6, 1), DPGD_DISCRETE_THEOREM);
+  else
+    printf(
+        "guarantee   kappa = %g zCDP (mu = %.6g GDP), delta = %g: eps exact %.6g, zcdp %.6g\n",
+        a->kappa, dpgd_round_digits(sqrt(2 * a->kappa), 6, 1), a->delta,
+        dpgd_round_digits(r->eps[DPGD_ACCT_EXACT], 6, 1),
+        dpgd_round_digits(r->eps[DPGD_ACCT_ZCDP], 6, 1));
   printf("out         %s (answers.csv, summary.json; users.csv is SENSITIVE)\n", a->out);
   if (a->diagnostics) {
     size_t active = dpgd_filter_n_active(dpgd_queries_filter(r->q));
