@@ -35,3 +35,13 @@ dpgd_accountant *dpgd_acct_continuous_twin(const dpgd_accountant *a)
     if (c->e[i].kind == ACCT_DGAUSS) c->e[i].kind = ACCT_GAUSSIAN;
   return c;
 }
+
+double dpgd_acct_continuous_epsilon(const dpgd_accountant *a, double delta)
+{
+  dpgd_accountant *c = dpgd_acct_continuous_twin(a);
+  dpgd_acct_value v;
+  int rc = c ? dpgd_acct_epsilon(c, DPGD_ACCT_EXACT, delta, &v) : DPGD_ENOMEM;
+  dpgd_acct_free(c);
+  dpgd_error_clear();
+  return rc ? NAN : v.value;
+}

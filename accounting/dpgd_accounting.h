@@ -295,6 +295,9 @@ int dpgd_acct_has_discrete_gaussian(const dpgd_accountant *a);
  * mu (what the composition would give without the proof for the arithmetic that runs);
  * NULL if out of memory. Free with dpgd_acct_free. */
 dpgd_accountant *dpgd_acct_continuous_twin(const dpgd_accountant *a);
+/* The exact eps at delta of a's continuous twin: what the proof for the integers costs.
+ * NAN if it fails (the error is cleared). */
+double dpgd_acct_continuous_epsilon(const dpgd_accountant *a, double delta);
 
 /* Subsampling without replacement: each release applies the base mechanism to a fresh
  * uniformly random subset of exactly m of the n points (accounting/SAMPLING.md). The

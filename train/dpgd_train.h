@@ -357,9 +357,6 @@ typedef struct dpgd_plan {
 
 /* sigma C rounded up: the discrete noise's std, never below the calibrated one. */
 double dpgd_plan_noise_std_up(const dpgd_plan *p);
-/* The exact eps at delta of a's continuous twin (every discrete Gaussian replaced by the
- * Gaussian of the same mu): what the proof for the integers costs. NAN if none. */
-double dpgd_plan_eps_continuous(const dpgd_accountant *a, double delta);
 
 /* Resolves c into a plan (calibration through the accountant, derived steps, the query
  * schedule, the guarantee under every method). n is the training set size. */

@@ -75,16 +75,6 @@ int dpgd_plan_add_query(dpgd_accountant *a, const dpgd_plan *p)
   return add_noise(a, p, 1.0 / p->tau, 1);
 }
 
-double dpgd_plan_eps_continuous(const dpgd_accountant *a, double delta)
-{
-  dpgd_accountant *c = dpgd_acct_continuous_twin(a);
-  dpgd_acct_value v;
-  int rc = c ? dpgd_acct_epsilon(c, DPGD_ACCT_EXACT, delta, &v) : DPGD_ENOMEM;
-  dpgd_acct_free(c);
-  dpgd_error_clear();
-  return rc ? NAN : v.value;
-}
-
 double dpgd_plan_noise_std_up(const dpgd_plan *p)
 {
   double s = p->sigma * p->clip;
@@ -357,7 +347,7 @@ static int state_guarantee(dpgd_plan *p)
   int rc = dpgd_plan_accountant(&all, p, p->steps);
   if (rc) return rc;
   dpgd_plan_epsilons(all, p->delta, p->eps, p->eps_status);
-  p->eps_continuous = p->discrete ? dpgd_plan_eps_continuous(all, p->delta) : NAN;
+  p->eps_continuous = p->discrete ? dpgd_acct_continuous_epsilon(all, p->delta) : NAN;
   dpgd_acct_free(all);
   dpgd_plan_pick_report(p);
   if (subset && !isfinite(p->eps[p->report_method]))

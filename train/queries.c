@@ -329,13 +329,9 @@ double dpgd_queries_eps_continuous(const dpgd_queries *q, double delta)
     dpgd_error_clear();
     return NAN;
   }
-  dpgd_accountant *c = dpgd_acct_continuous_twin(a);
-  dpgd_acct_value v;
-  int rc = c ? dpgd_acct_epsilon(c, DPGD_ACCT_EXACT, delta, &v) : DPGD_ENOMEM;
-  dpgd_acct_free(c);
+  double e = dpgd_acct_continuous_epsilon(a, delta);
   dpgd_acct_free(a);
-  dpgd_error_clear();
-  return rc ? NAN : v.value;
+  return e;
 }
 
 /* The levels of users.csv: the whole budget is mu_max^2 = B / sigma^2; one query moves

@@ -357,7 +357,7 @@ double dpgd_run_eps_now(const dpgd_run *r)
 }
 double dpgd_run_eps_continuous(const dpgd_run *r)
 {
-  return dpgd_plan_eps_continuous(r->acct, r->plan.delta);
+  return dpgd_acct_continuous_epsilon(r->acct, r->plan.delta);
 }
 uint64_t dpgd_run_noise_draws(const dpgd_run *r) { return r->m.noise_draws; }
 uint64_t dpgd_run_releases(const dpgd_run *r) { return dpgd_acct_n_releases(r->acct); }

@@ -90,7 +90,8 @@ def timed(steps, step):
     return sum(times) / len(times)
 
 
-def opacus_steps(x, y, q, steps, threads, sigma, clip):
+def opacus_private(x, y, batch, poisson, threads, sigma, clip):
+    """The CNN, its SGD optimizer and a loader of `batch`, made private by Opacus."""
     import torch
     from torch import nn
     from opacus import PrivacyEngine
@@ -98,13 +99,18 @@ def opacus_steps(x, y, q, steps, threads, sigma, clip):
     torch.set_num_threads(threads)
     model = cnn(torch)
     data = torch.utils.data.TensorDataset(torch.from_numpy(x), torch.from_numpy(y))
-    loader = torch.utils.data.DataLoader(data, batch_size=int(round(q * len(x))))
+    loader = torch.utils.data.DataLoader(data, batch_size=batch)
     opt = torch.optim.SGD(model.parameters(), lr=0.5)
     engine = PrivacyEngine(accountant="rdp")
     model, opt, loader = engine.make_private(module=model, optimizer=opt, data_loader=loader,
                                              noise_multiplier=sigma, max_grad_norm=clip,
-                                             poisson_sampling=True)
-    loss_fn = nn.CrossEntropyLoss()
+                                             poisson_sampling=poisson)
+    return model, opt, loader, nn.CrossEntropyLoss()
+
+
+def opacus_steps(x, y, q, steps, threads, sigma, clip):
+    model, opt, loader, loss_fn = opacus_private(x, y, int(round(q * len(x))), True, threads,
+                                                 sigma, clip)
     # Opacus' Poisson loader yields about 1/q batches per pass (58 at q = 1024/60000), fewer
     # than the timed steps: a new pass starts when one ends, as a training loop does.
     state = {"it": iter(loader)}
@@ -127,20 +133,7 @@ PHYS = 1000  # the peers' physical batch in a full-batch step
 def opacus_full(x, y, steps, threads, sigma, clip):
     """Seconds per full-batch step: every physical batch's clipped per-sample gradients
     accumulated, then one noise draw and one optimizer step."""
-    import torch
-    from torch import nn
-    from opacus import PrivacyEngine
-
-    torch.set_num_threads(threads)
-    model = cnn(torch)
-    data = torch.utils.data.TensorDataset(torch.from_numpy(x), torch.from_numpy(y))
-    loader = torch.utils.data.DataLoader(data, batch_size=PHYS)
-    opt = torch.optim.SGD(model.parameters(), lr=0.5)
-    engine = PrivacyEngine(accountant="rdp")
-    model, opt, loader = engine.make_private(module=model, optimizer=opt, data_loader=loader,
-                                             noise_multiplier=sigma, max_grad_norm=clip,
-                                             poisson_sampling=False)
-    loss_fn = nn.CrossEntropyLoss()
+    model, opt, loader, loss_fn = opacus_private(x, y, PHYS, False, threads, sigma, clip)
     last = (len(x) + PHYS - 1) // PHYS - 1
 
     def step():
