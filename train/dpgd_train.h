@@ -572,6 +572,12 @@ void dpgd_report_json_num(FILE *f, double v); /* %.10g, or null when not finite 
 /* A seed below 2^64 as its decimal number; null for a longer one (only such a seed can be
  * secret enough, and summary.json is the file a user shares: config.ini keeps it). */
 void dpgd_report_json_seed(FILE *f, const dpgd_seed *s);
+/* summary.json's "noise" block of a discrete-Gaussian release (exact int64 sums on the
+ * grid 2^-grid_bits, N_Z(0, sigma2_grid) per coordinate): `extra` is one more JSON
+ * member ("key": value) naming how the eps was taken; eps_continuous is the exact eps of
+ * the same releases as continuous Gaussians (the cost of the proof), rounded up here. */
+void dpgd_report_json_dgauss(FILE *f, int grid_bits, unsigned long long sigma2_grid,
+                             const char *extra, double eps_continuous);
 /* What the odometer columns mean together (the comment line of points.csv and
  * users.csv; train/RUN_FORMAT.md "points.csv"). */
 #define DPGD_ODOMETER_FAMILY_NOTE                                                              \

@@ -205,15 +205,11 @@ static void write_sg_filter(FILE *f, const dpgd_plan *p)
 static void write_discrete(FILE *f, const dpgd_run *r)
 {
   const dpgd_plan *p = &r->plan;
-  fprintf(f,
-          " \"noise\": {\"mechanism\": \"discrete_gaussian\", \"sum\": \"int64, exact\", "
-          "\"grid_bits\": %d, \"sigma2_grid\": %llu, \"eps_method\": \"%s\",\n  \"theorem\": "
-          "\"%s\",\n  \"eps_continuous\": ",
-          p->grid_bits, (unsigned long long)r->dg_step.num,
-          dpgd_acct_method_name((dpgd_acct_method)p->report_method), DPGD_DISCRETE_THEOREM);
-  dpgd_report_json_num(f, dpgd_round_digits(dpgd_run_eps_continuous(r), 10, 1));
-  fprintf(f, ", \"eps_continuous_note\": \"exact eps of the same releases as continuous "
-             "Gaussians (not what ran): the cost of the proof\"},\n");
+  char method[64];
+  snprintf(method, sizeof method, "\"eps_method\": \"%s\"",
+           dpgd_acct_method_name((dpgd_acct_method)p->report_method));
+  dpgd_report_json_dgauss(f, p->grid_bits, (unsigned long long)r->dg_step.num, method,
+                          dpgd_run_eps_continuous(r));
 }
 
 static int write_summary(dpgd_run *r, double test_acc)

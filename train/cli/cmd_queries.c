@@ -310,15 +310,10 @@ static void summary_noise(FILE *f, const qrun *r)
           f);
     return;
   }
-  fprintf(f,
-          " \"noise\": {\"mechanism\": \"discrete_gaussian\", \"sum\": \"int64, exact\", "
-          "\"grid_bits\": %d, \"sigma2_grid\": %llu, \"filter\": \"Renyi filter (Feldman & "
-          "Zrnic 2021), train/QUERIES.md\",\n  \"theorem\": \"%s\",\n  \"eps_continuous\": ",
-          -ilogb(dpgd_queries_quantum(r->q)), (unsigned long long)g->num,
-          DPGD_DISCRETE_THEOREM);
-  dpgd_report_json_num(f, dpgd_round_digits(r->eps_continuous, 10, 1));
-  fprintf(f, ", \"eps_continuous_note\": \"exact eps of the same releases as continuous "
-             "Gaussians (not what ran): the cost of the proof\"},\n");
+  dpgd_report_json_dgauss(f, -ilogb(dpgd_queries_quantum(r->q)), (unsigned long long)g->num,
+                          "\"filter\": \"Renyi filter (Feldman & Zrnic 2021), "
+                          "train/QUERIES.md\"",
+                          r->eps_continuous);
 }
 
 static int write_summary(const qrun *r)
