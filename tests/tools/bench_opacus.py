@@ -15,7 +15,9 @@ set_num_threads alone does not reach Debian torch's OpenBLAS pool). With more th
 thread, each peer is timed with OMP_WAIT_POLICY active and passive (its OpenMP threads
 spin-wait by default, which collapses on a shared machine) and the faster is reported,
 with the policy. CPU time (user + system, from wait4) and peak RSS are per process.
-The functorch step is written as its documentation shows (vmap of grad over a
+Each peer is also timed with jemalloc preloaded (no decay; --peer-malloc), the faster
+reported: with glibc's allocator Opacus page-faults its per-sample gradients back in
+every step. The functorch step is written as its documentation shows (vmap of grad over a
 functional call of the model; torch.func on torch >= 2, functorch on Debian's 1.13).
 
 DIR holds Opacus' source (the `opacus` package of a release, e.g. v1.4.0, whose code
@@ -23,7 +25,8 @@ accepts Debian's python3-torch 1.13); Debian ships no opt_einsum, so a two-opera
 stand-in that calls torch.einsum is put on the path (Opacus only contracts two operands,
 where opt_einsum's contraction-order search has nothing to choose). Each measurement
 times `--steps` steps (after a warm-up step) and scales to an epoch of 1/q steps;
-figures are medians over `--reps`. dpgd's time per step is the difference of its own
+figures are medians over `--reps` rounds, each round timing dpgd and every peer once,
+in an order reversed every other round. dpgd's time per step is the difference of its own
 `nonprivate.wall_s` between a run of 3S and a run of S steps, divided by 2S (S =
 `--steps`; no test evaluation, no checkpoints, eps only at the last step), which cancels
 what a run does once (the final test evaluation, the run directory's files), less the
@@ -228,12 +231,22 @@ def child(a):
     print(json.dumps({"s_per_step": t}))
 
 
-def thread_env(threads, policy=None):
+JEMALLOC = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
+
+
+def thread_env(threads, policy=None, malloc=None):
     env = dict(os.environ)
     for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         env[k] = str(threads)
     if policy:
         env["OMP_WAIT_POLICY"] = policy
+    if malloc == "jemalloc":
+        # Opacus allocates and zeroes new per-sample gradient tensors every step; glibc
+        # returns such large blocks to the kernel at once, so every step page-faults them
+        # back in (seen: 5x slower steps, mostly system time). jemalloc without decay keeps
+        # the pages, which is how a tuned PyTorch deployment runs.
+        env["LD_PRELOAD"] = JEMALLOC
+        env["MALLOC_CONF"] = "background_thread:false,dirty_decay_ms:-1,muzzy_decay_ms:-1"
     return env
 
 
@@ -251,21 +264,19 @@ def run_measured(cmd, env):
     return out, ru.ru_maxrss / 1024.0, ru.ru_utime + ru.ru_stime
 
 
-def peer_steps(a, peer, q, threads, steps):
-    """Median seconds per step, peak RSS and the wait policy of the faster setting."""
-    best = None
-    for policy in (["active", "passive"] if threads > 1 else [None]):
-        runs = []
-        for _ in range(a.reps):
-            cmd = [sys.executable, os.path.abspath(__file__), "--child", peer, "--q", repr(q),
-                   "--threads-one", str(threads), "--steps", str(steps), "--data", a.data,
-                   "--opacus-src", a.opacus_src or ""]
-            out, rss, _ = run_measured(cmd, thread_env(threads, policy))
-            runs.append((json.loads(out)["s_per_step"], rss))
-        got = (statistics.median(r[0] for r in runs), max(r[1] for r in runs), policy)
-        if best is None or got[0] < best[0]:
-            best = got
-    return best
+def peer_once(a, peer, q, threads, steps, setting):
+    """Seconds per step and peak RSS of one measured child process."""
+    cmd = [sys.executable, os.path.abspath(__file__), "--child", peer, "--q", repr(q),
+           "--threads-one", str(threads), "--steps", str(steps), "--data", a.data,
+           "--opacus-src", a.opacus_src or ""]
+    out, rss, _ = run_measured(cmd, thread_env(threads, *setting))
+    return json.loads(out)["s_per_step"], rss
+
+
+def best_policy(samples):
+    """samples: {setting: [(s, rss), ...]} -> (median s, max RSS, setting) of the fastest."""
+    got = [(statistics.median(r[0] for r in v), max(r[1] for r in v), k) for k, v in samples.items()]
+    return min(got, key=lambda g: g[0])
 
 
 def dpgd_wall(dpgd, data_dir, q, steps, threads, sigma, clip):
@@ -313,6 +324,9 @@ def main():
     ap.add_argument("--full", action="store_true",
                     help="add full-batch rows (one step over all 60000) and the pass/sgemm ratio")
     ap.add_argument("--full-steps", type=int, default=4)
+    ap.add_argument("--peer-malloc", default="glibc,jemalloc" if os.path.exists(JEMALLOC) else "glibc",
+                    help="allocators to time the peers with, the fastest reported: glibc, "
+                         "jemalloc (" + JEMALLOC + ", no decay)")
     ap.add_argument("--child", choices=sorted(PEERS), help=argparse.SUPPRESS)
     ap.add_argument("--q", type=float, help=argparse.SUPPRESS)
     ap.add_argument("--threads-one", type=int, help=argparse.SUPPRESS)
@@ -325,21 +339,34 @@ def main():
     n = 60000
     head = "| batch (expected) | threads | dpgd s/epoch (CPU s) | dpgd RSS MB |"
     for p in peers:
-        head += " %s s/epoch (wait policy) | %s RSS MB | %s / dpgd |" % (p, p, p)
+        head += " %s s/epoch (wait policy, allocator) | %s RSS MB | %s / dpgd |" % (p, p, p)
     print(head)
     print("|" + " --- |" * (4 + 3 * len(peers)))
     batches = [int(v) for v in a.batch.split(",") if v] + ([n] if a.full else [])
     for b in batches:
         q, steps = b / n, a.full_steps if b == n else a.steps
         for t in [int(v) for v in a.threads.split(",")]:
-            runs = [dpgd_steps(a.dpgd, a.data, q, steps, t, 1.0, 1.0) for _ in range(a.reps)]
+            # One round = one dpgd measurement and one of each peer (each wait policy);
+            # the order is reversed every other round, so drifts in load hit both sides.
+            jobs = [("dpgd", None)] + [(p, (pol, m)) for p in peers
+                                       for pol in (["active", "passive"] if t > 1 else [None])
+                                       for m in a.peer_malloc.split(",")]
+            runs, samples = [], {p: {} for p in peers}
+            for r in range(a.reps):
+                for who, pol in (jobs if r % 2 == 0 else jobs[::-1]):
+                    if who == "dpgd":
+                        runs.append(dpgd_steps(a.dpgd, a.data, q, steps, t, 1.0, 1.0))
+                    else:
+                        samples[who].setdefault(pol, []).append(
+                            peer_once(a, who, q, t, steps, pol))
             d = statistics.median(r[0] for r in runs) / q
             row = "| %s | %d | %.2f (%.2f) | %.0f |" % (
                 "full" if b == n else b, t, d, statistics.median(r[1] for r in runs) / q,
                 max(r[2] for r in runs))
             for p in peers:
-                s, rss, policy = peer_steps(a, p, q, t, steps)
-                row += " %.2f (%s) | %.0f | %.1f |" % (s / q, policy or "-", rss, s / q / d)
+                s, rss, (policy, m) = best_policy(samples[p])
+                row += " %.2f (%s) | %.0f | %.1f |" % (s / q, ", ".join(filter(None, (policy, m))),
+                                                     rss, s / q / d)
             print(row, flush=True)
     if a.full:
         print()
