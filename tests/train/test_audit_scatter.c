@@ -63,11 +63,7 @@ static dpgd_audit *open_audit(const char *model, double eps, size_t M, int kind,
 
 static void run_audit(dpgd_audit *a, dpgd_audit_result *res)
 {
-  int rc = DPGD_OK;
-  while (!rc && !dpgd_audit_done(a)) rc = dpgd_audit_step(a);
-  if (!rc) rc = dpgd_audit_finish(a, res);
-  if (rc) print_error("audit: %s\n", dpgd_error_last());
-  assert_int_equal(rc, DPGD_OK);
+  tt_audit_through(a, res);
   printf("%s, %zu %s canaries: f-DP %.3f (%zu/%zu), Steinke %.3f, claim %.3f\n",
          dpgd_run_config(dpgd_audit_run(a))->model_type, res->canaries,
          a->ap.kind == DPGD_AUDIT_GRADIENT ? "gradient" : "input", res->eps_lower_fdp,
@@ -166,16 +162,7 @@ static void test_too_many(void **state)
   (void)state;
   dpgd_config c;
   config(&c, "scatter-softmax", 2);
-  dpgd_audit_params p;
-  dpgd_audit_defaults(&p);
-  p.canaries = P_SOFTMAX + 1;
-  p.kind = DPGD_AUDIT_GRADIENT;
-  char out[1024];
-  snprintf(out, sizeof out, "%s/too-many", dir);
-  dpgd_audit *a = NULL;
-  assert_int_equal(dpgd_audit_open(&a, &c, out, &p), DPGD_EINVAL);
-  assert_non_null(strstr(dpgd_error_last(), "39700 parameters"));
-  assert_null(a);
+  tt_audit_too_many(&c, dir, P_SOFTMAX);
 }
 
 int main(void)

@@ -40,9 +40,9 @@ static void config(dpgd_config *c)
 }
 
 typedef struct {
-  double z[P];     /* the first step's noise; NAN on the canaries' coordinates */
-  double sd;       /* sigma C, the noise's standard deviation */
-  dpgd_seed seed;  /* the run's train.seed */
+  double z[P];    /* the first step's noise; NAN on the canaries' coordinates */
+  double sd;      /* sigma C, the noise's standard deviation */
+  dpgd_seed seed; /* the run's train.seed */
   dpgd_audit_result res;
 } outcome;
 
@@ -74,9 +74,7 @@ static void audit(uint64_t seed, int keep, outcome *o)
   for (size_t j = 0; j < M; j++) o->z[a->coords[j]] = NAN;
   o->sd = r->plan.sigma * r->plan.clip;
   o->seed = r->cfg.train_seed;
-  while (!rc && !dpgd_audit_done(a)) rc = dpgd_audit_step(a);
-  if (!rc) rc = dpgd_audit_finish(a, &o->res);
-  assert_int_equal(rc, DPGD_OK);
+  tt_audit_through(a, &o->res);
   dpgd_audit_free(a);
 }
 
