@@ -21,6 +21,7 @@ void dpgd_audit_defaults(dpgd_audit_params *p)
   p->planted_clip_scale = 1;
   p->planted_rate_scale = 1;
   p->kind = DPGD_AUDIT_INPUT;
+  p->keep_train_seed = 0;
 }
 
 void dpgd_audit_free(dpgd_audit *a)
@@ -186,6 +187,43 @@ static int check_config(const dpgd_config *c)
   return DPGD_OK;
 }
 
+/* The audited run's master seed: derived from the audit seed unless the caller keeps the
+ * config's (train/AUDIT.md "The audited run's seed"). The canaries' own stream is the
+ * audit seed's `audit` stream, never this seed's. */
+static int run_seed(dpgd_audit *a)
+{
+  if (a->ap.keep_train_seed) return DPGD_OK;
+  dpgd_seed s = dpgd_seed_from_u64(a->ap.seed);
+  if (dpgd_stream_derive_seed(&s, DPGD_AUDIT_RUN_PURPOSE, &a->cfg.train_seed))
+    return DPGD_FAIL(DPGD_EINVAL, "cannot derive the audited run's seed (libsodium)");
+  return DPGD_OK;
+}
+
+/* The audited run: a pixel model reads audit_data as dpgd train reads a data directory;
+ * a scatter-* model is given the features of the same rows. */
+static int open_run(dpgd_audit *a, const char *dir)
+{
+  if (!dpgd_run_is_scatter(&a->cfg)) return dpgd_run_open(&a->run, &a->cfg, dir);
+  dpgd_dataset *train = NULL, *test = NULL;
+  int rc = dpgd_audit_features(a, &train);
+  if (rc) return rc;
+  if (a->ap.kind == DPGD_AUDIT_GRADIENT) {
+    /* Gradient rows from the start (their coordinates are drawn once P is known,
+     * dpgd_audit_grad_attach): the run never reads their zero features. */
+    a->coords = calloc(a->M, sizeof *a->coords);
+    if (!a->coords) rc = DPGD_FAIL(DPGD_ENOMEM, "no memory for %zu gradient canaries", a->M);
+    train->fixed_from = a->n_base;
+    train->fixed_coord = a->coords;
+  }
+  test = a->test;
+  a->test = NULL; /* the run's now */
+  if (rc) {
+    dpgd_data_free(train);
+    return rc;
+  }
+  return dpgd_run_open_given(&a->run, &a->cfg, dir, train, test);
+}
+
 int dpgd_audit_open(dpgd_audit **out, const dpgd_config *c, const char *dir,
                     const dpgd_audit_params *p)
 {
@@ -204,7 +242,8 @@ int dpgd_audit_open(dpgd_audit **out, const dpgd_config *c, const char *dir,
   a->ap = *p;
   a->M = p->canaries;
   a->t0 = dpgd_run_now_s();
-  rc = dpgd_audit_load_base(a);
+  rc = run_seed(a);
+  if (!rc) rc = dpgd_audit_load_base(a);
   if (!rc) {
     a->n_base = a->base->n;
     rc = dpgd_audit_make_canaries(a);
@@ -212,7 +251,7 @@ int dpgd_audit_open(dpgd_audit **out, const dpgd_config *c, const char *dir,
   if (!rc) rc = check_dir_free(dir);
   if (!rc) rc = dpgd_run_make_dirs(dir);
   if (!rc) rc = dpgd_audit_write_data(a, dir);
-  if (!rc) rc = dpgd_run_open(&a->run, &a->cfg, dir);
+  if (!rc) rc = open_run(a, dir);
   if (!rc) a->P = a->run->P;
   if (!rc) rc = dpgd_audit_grad_attach(a);
   if (!rc) rc = alloc_state(a);
@@ -247,6 +286,20 @@ static int subtract_base(dpgd_audit *a)
   return DPGD_OK;
 }
 
+/* The canaries as the run holds them: a view of its training rows n_base .. n_base +
+ * M - 1 (images, or a scatter model's features), no gradient rows. */
+static dpgd_dataset canary_rows(const dpgd_audit *a)
+{
+  dpgd_dataset v = *a->run->train;
+  v.n = a->M;
+  if (v.pixels) v.pixels += a->n_base * v.d;
+  if (v.feat) v.feat += a->n_base * v.d;
+  v.labels += a->n_base;
+  v.fixed_coord = NULL;
+  v.fixed_from = 0;
+  return v;
+}
+
 /* Gradient canaries, at theta_t: canary j's clipped value at its shadow cap, computed
  * by the engine over the canaries' gradient rows alone (each lands on its own
  * coordinate of gd), and resid = -(base part) - (1/2) of it on k_j. */
@@ -254,7 +307,7 @@ static int before_step_grad(dpgd_audit *a)
 {
   dpgd_run *r = a->run;
   dpgd_ledger_caps(a->shadow, a->ccaps);
-  dpgd_dataset gds = *a->canaries; /* M gradient rows, pixels unused */
+  dpgd_dataset gds = canary_rows(a); /* M gradient rows, their pixels or features unused */
   gds.fixed_from = 0;
   gds.fixed_coord = a->coords;
   gds.fixed_value = r->train->fixed_value;
@@ -279,11 +332,13 @@ static int before_step(dpgd_audit *a)
   if (rc) return rc;
   if (a->ap.kind == DPGD_AUDIT_GRADIENT) return before_step_grad(a);
   dpgd_ledger_caps(a->shadow, a->ccaps);
-  dpgd_dataset one = *a->canaries;
+  const dpgd_dataset all = canary_rows(a);
+  dpgd_dataset one = all;
   one.n = 1;
   for (size_t j = 0; j < M; j++) {
-    one.pixels = a->canaries->pixels + j * one.d;
-    one.labels = a->canaries->labels + j;
+    if (all.pixels) one.pixels = all.pixels + j * one.d;
+    if (all.feat) one.feat = all.feat + j * one.d;
+    one.labels = all.labels + j;
     rc = dpgd_model_clipped_grad_sum(r->model, a->ws1, &one, &a->ccaps[j], a->gd, NULL,
                                      &a->cpost[j]);
     if (rc) return rc;

@@ -9,14 +9,49 @@
 
 #include "audit_internal.h"
 
+/* The base data's images, also for a scatter-* model: the canaries are made beside
+ * them and audit_data holds images; its features come later (dpgd_audit_features). */
 int dpgd_audit_load_base(dpgd_audit *a)
 {
-  /* Canaries are pixel images inserted among the training images: a features dataset
-   * has no pixels to insert them into. */
-  if (dpgd_run_is_scatter(&a->cfg))
-    return DPGD_FAIL(DPGD_EINVAL, "dpgd audit takes pixel models only, not %s = %s",
-                     DPGD_CONFIG_KEY(model_type), a->cfg.model_type);
-  return dpgd_run_load_data(&a->base, &a->test, &a->cfg);
+  return dpgd_run_load_images(&a->base, &a->test, &a->cfg, a->data_src);
+}
+
+/* A features dataset of n rows shaped as like's, zero (calloc: rows never written stay
+ * unmapped pages), or NULL. */
+static dpgd_dataset *zero_features(const dpgd_dataset *like, size_t n)
+{
+  dpgd_dataset *t = calloc(1, sizeof *t);
+  if (!t) return NULL;
+  *t = *like;
+  t->n = n;
+  t->pixels = NULL;
+  t->feat = calloc(n * like->d, sizeof *t->feat);
+  t->labels = calloc(n, 1);
+  if (!t->feat || !t->labels) {
+    dpgd_data_free(t);
+    return NULL;
+  }
+  return t;
+}
+
+int dpgd_audit_features(dpgd_audit *a, dpgd_dataset **train)
+{
+  *train = NULL;
+  int rc = dpgd_run_features(&a->base, &a->test, &a->cfg, a->data_src);
+  if (!rc && a->ap.kind == DPGD_AUDIT_INPUT)
+    rc = dpgd_train_scatter_features(&a->canaries, a->cfg.model_scatter_groups,
+                                     a->cfg.model_threads);
+  if (rc) return rc;
+  const dpgd_dataset *b = a->base, *cf = a->canaries;
+  dpgd_dataset *t = zero_features(b, a->n_base + a->M);
+  if (!t) return DPGD_FAIL(DPGD_ENOMEM, "no memory for %zu feature rows", a->n_base + a->M);
+  memcpy(t->feat, b->feat, a->n_base * b->d * sizeof *t->feat);
+  memcpy(t->labels, b->labels, a->n_base);
+  memcpy(t->labels + a->n_base, cf->labels, a->M);
+  if (a->ap.kind == DPGD_AUDIT_INPUT) /* gradient canaries' rows stay zero, never read */
+    memcpy(t->feat + a->n_base * b->d, cf->feat, a->M * b->d * sizeof *t->feat);
+  *train = t;
+  return DPGD_OK;
 }
 
 /* The two pixel values whose normalised values (p/255 - mean)/std lie symmetrically
@@ -168,7 +203,7 @@ int dpgd_audit_grad_attach(dpgd_audit *a)
                      "%zu gradient canaries need distinct coordinates: this model has %zu "
                      "parameters",
                      M, P);
-  a->coords = malloc(M * sizeof *a->coords);
+  if (!a->coords) a->coords = malloc(M * sizeof *a->coords); /* scatter: made already */
   if (!a->coords) return DPGD_FAIL(DPGD_ENOMEM, "no memory for %zu gradient canaries", M);
   int rc = dpgd_audit_draw_coords(a->g, M, P, a->coords);
   dpgd_dataset *tr = a->run->train;

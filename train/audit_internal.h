@@ -4,6 +4,7 @@
 #ifndef DPGD_AUDIT_INTERNAL_H
 #define DPGD_AUDIT_INTERNAL_H
 
+#include "noise_internal.h"
 #include "run_internal.h"
 
 /* What <dir>/SENSITIVE says (one line): an audit directory is as private as the data. */
@@ -14,6 +15,9 @@
   "data, and audit_scores.csv and audit.json are computed from the training data without "     \
   "noise, so no guarantee covers them. Keep this directory as private as the data; ship "      \
   "nothing from it (train/AUDIT.md)."
+
+/* The purpose the audited run's seed is derived for (dpgd_stream_derive_seed). */
+#define DPGD_AUDIT_RUN_PURPOSE "audit run"
 
 struct dpgd_audit {
   dpgd_config cfg; /* the audited config, pointed at the audit's data */
@@ -46,11 +50,18 @@ struct dpgd_audit {
   double q_claimed;  /* the Poisson rate the claim assumes (1: full batch) */
   double mu_claimed; /* GDP mu of the claimed eps at delta (the guess rule's) */
   double t0;
+  char data_src[DPGD_CONFIG_PATH_MAX]; /* the config's data directory (before audit_data) */
 };
 
 int dpgd_audit_load_base(dpgd_audit *a);
 int dpgd_audit_make_canaries(dpgd_audit *a);
 int dpgd_audit_write_data(dpgd_audit *a, const char *dir);
+/* A scatter-* model, after dpgd_audit_write_data: the base and test images replaced by
+ * their features exactly as dpgd train makes them (dpgd_run_features: the cache in
+ * data.feature_cache, else in data_src, keyed by the images), the input canaries by
+ * theirs (the same transform, not cached); *train the run's training set, base then
+ * canaries (gradient canaries' rows zero: the engine never reads them). */
+int dpgd_audit_features(dpgd_audit *a, dpgd_dataset **train);
 int dpgd_audit_grad_attach(dpgd_audit *a);
 int dpgd_audit_pick_guesses(dpgd_audit *a, size_t *r_snj, size_t *r_fdp, double *ideal);
 

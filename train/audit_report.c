@@ -136,6 +136,12 @@ static int write_json(const dpgd_audit *a, const dpgd_audit_result *res)
                   a->ap.planted_rate_scale != 1
               ? "true"
               : "false");
+  char seed[DPGD_SEED_TEXT_MAX];
+  fprintf(f, "  \"run_seed\": \"%s\",\n  \"run_seed_from\": \"%s\",\n",
+          dpgd_seed_format(&res->run_seed, seed),
+          res->secure_rng         ? "none: train.rng = secure, the noise is the OS CSPRNG's"
+          : res->run_seed_derived ? "the audit seed (derived)"
+                                  : "train.seed");
   fprintf(f, "  \"wall_s\": %.3f,\n", res->wall_s);
   fprintf(f, "  \"meaning\": \"with the stated confidence the run is not (eps, delta)-DP "
              "for any eps below eps_lower; a lower bound can refute a claim, never prove "
@@ -210,6 +216,9 @@ int dpgd_audit_finish(dpgd_audit *a, dpgd_audit_result *res)
     res->delta = a->delta;
     res->eps_claimed = a->eps_claimed;
     res->steps = dpgd_run_step_index(a->run);
+    res->run_seed = a->run->cfg.train_seed;
+    res->run_seed_derived = !a->ap.keep_train_seed;
+    res->secure_rng = a->run->secure;
     rc = bounds(a, res, guess, order);
   }
   res->wall_s = dpgd_run_now_s() - a->t0;

@@ -25,7 +25,7 @@
 typedef struct dpgd_audit_params {
   size_t canaries;   /* M >= 2 */
   size_t guesses;    /* r, even, <= M; 0: the rule of train/AUDIT.md "Guesses" */
-  uint64_t seed;     /* canary images, labels and inclusion coins */
+  uint64_t seed;     /* canary images, labels, coins, coordinates; and the run's seed */
   double confidence; /* of the lower bound, in (0, 1) */
   /* Noise multiplier actually used over the one the claim assumes: 1 in every audit a
    * user can run (dpgd audit has no flag for it); tests/train/audit_planted.c plants a
@@ -40,6 +40,12 @@ typedef struct dpgd_audit_params {
    * a training point whose gradient is 4 C e_{k_j} (distinct k_j from the seed), clipped
    * to its cap by the run (train/AUDIT.md "Gradient canaries"); M <= parameters. */
   int kind;
+  /* The audited run's master seed (its noise, initial parameters and Poisson samples):
+   * 0 (the default) replaces the config's train.seed by the seed derived from `seed`,
+   * dpgd_stream_derive_seed(seed as a 256-bit seed, "audit run") (train/AUDIT.md "The
+   * audited run's seed"), so that every audit seed draws its own noise; 1 keeps
+   * train.seed as the config gives it (dpgd audit: --set train.seed=V). */
+  int keep_train_seed;
 } dpgd_audit_params;
 
 enum { DPGD_AUDIT_INPUT = 0, DPGD_AUDIT_GRADIENT = 1 };
@@ -59,12 +65,19 @@ typedef struct dpgd_audit_result {
    * expected counts of the guess rule (for input canaries: how much weaker they are). */
   double eps_ideal_fdp;
   double wall_s;
+  /* The seed the audited run drew its noise from, and whence: 1 derived from the audit
+   * seed, 0 the config's train.seed (keep_train_seed). Under train.rng = secure the
+   * noise comes from the OS CSPRNG and no seed draws it (secure_rng 1). */
+  dpgd_seed run_seed;
+  int run_seed_derived, secure_rng;
 } dpgd_audit_result;
 
 typedef struct dpgd_audit dpgd_audit;
 
 /* Loads the config's data, makes the canaries, writes <dir>/audit_data (mode 0700, its
- * files 0600) and <dir>/SENSITIVE and opens the run in dir (a new run directory). eps_claimed: the exact eps at the run's delta of its
+ * files 0600) and <dir>/SENSITIVE and opens the run in dir (a new run directory), seeded
+ * as keep_train_seed says. A scatter-* model trains on the features of the same rows
+ * (the base data's from the cache dpgd train uses; train/AUDIT.md "Scatter models"). eps_claimed: the exact eps at the run's delta of its
  * training releases (every step as the plan accounts it), the guarantee the audit tests.
  * DP-SGD (Poisson sampling): the auditor also uses the step's sample of the BASE points
  * (independent of every canary's), never the canaries' samples. */

@@ -17,6 +17,13 @@
  * "dpgd research stream v1: " and the stream's label (init, step, query, sample,
  * audit). DPGD_EINVAL for an unknown stream or when libsodium cannot start. */
 int dpgd_stream_key(const dpgd_seed *seed, int stream, uint8_t key[DPGD_STREAM_KEY_BYTES]);
+/* A seed derived from seed for a purpose (e.g. "audit run"): BLAKE2b-256 keyed by the 32
+ * seed bytes, of the text "dpgd derived seed v1: " and the purpose, as the 32 bytes of
+ * the new seed (big-endian, as dpgd_seed holds them). A PRF of the purpose: seeds that
+ * differ give independent-looking derived seeds, and a derived seed is none of its
+ * parent's stream keys (their texts differ). DPGD_EINVAL when libsodium cannot start or
+ * the purpose is over 73 characters. */
+int dpgd_stream_derive_seed(const dpgd_seed *seed, const char *purpose, dpgd_seed *out);
 /* The gsl_rng_type of the streams: 32-bit words, get_double = word / 2^32. A generator
  * of it is keyed with dpgd_stream_set_key (position 0); gsl_rng_set gives the zero key. */
 const gsl_rng_type *dpgd_stream_type(void);

@@ -23,9 +23,12 @@ static uint64_t data_fingerprint(const dpgd_dataset *train, const dpgd_dataset *
   const dpgd_dataset *ds[2] = {train, test};
   uint64_t fp = 0;
   for (int k = 0; k < 2; k++) {
+    /* Gradient rows (from fixed_from, when fixed_coord is set) carry no data: their
+     * pixels or features are never read (dpgd audit leaves them unwritten pages). */
+    size_t rows = ds[k]->fixed_coord ? ds[k]->fixed_from : ds[k]->n;
     uLong c = ds[k]->feat ? crc32_z(crc32(0L, Z_NULL, 0), (const Bytef *)ds[k]->feat,
-                                    ds[k]->n * ds[k]->d * sizeof(float))
-                          : crc32_z(crc32(0L, Z_NULL, 0), ds[k]->pixels, ds[k]->n * ds[k]->d);
+                                    rows * ds[k]->d * sizeof(float))
+                          : crc32_z(crc32(0L, Z_NULL, 0), ds[k]->pixels, rows * ds[k]->d);
     c = crc32_z(c, ds[k]->labels, ds[k]->n);
     fp = fp << 32 | (uint32_t)c;
   }
@@ -92,14 +95,13 @@ static int split_validation(dpgd_dataset *train, dpgd_dataset **test, size_t nv)
   return dpgd_data_truncate(train, lo);
 }
 
-int dpgd_run_load_data(dpgd_dataset **train, dpgd_dataset **test, const dpgd_config *c)
+int dpgd_run_load_images(dpgd_dataset **train, dpgd_dataset **test, const dpgd_config *c,
+                         char dir[DPGD_CONFIG_PATH_MAX])
 {
-  char dir[DPGD_CONFIG_PATH_MAX];
-  int rc = dpgd_data_find_dir(dir, sizeof dir, c->data_dir[0] ? c->data_dir : NULL);
+  int rc = dpgd_data_find_dir(dir, DPGD_CONFIG_PATH_MAX, c->data_dir[0] ? c->data_dir : NULL);
   if (!rc)
     rc = load_split(train, dir, "train", c->data_n_train, DPGD_CONFIG_KEY(data_n_train), c);
-  if (!rc && c->data_validation) rc = split_validation(*train, test, c->data_validation);
-  if (!rc && c->data_validation) return dpgd_run_features(train, test, c, dir);
+  if (!rc && c->data_validation) return split_validation(*train, test, c->data_validation);
   if (!rc && test)
     rc = load_split(test, dir, "test", c->data_n_test, DPGD_CONFIG_KEY(data_n_test), c);
   /* The model is evaluated on the test split after training: a split it cannot take is
@@ -112,6 +114,13 @@ int dpgd_run_load_data(dpgd_dataset **train, dpgd_dataset **test, const dpgd_con
                    "split %zux%zu and %d: they must match",
                    dir, (*test)->rows, (*test)->cols, (*test)->n_classes, (*train)->rows,
                    (*train)->cols, (*train)->n_classes);
+  return rc;
+}
+
+int dpgd_run_load_data(dpgd_dataset **train, dpgd_dataset **test, const dpgd_config *c)
+{
+  char dir[DPGD_CONFIG_PATH_MAX];
+  int rc = dpgd_run_load_images(train, test, c, dir);
   if (!rc) rc = dpgd_run_features(train, test, c, dir);
   return rc;
 }
@@ -189,7 +198,8 @@ static int setup_sum(dpgd_run *r, size_t n)
 int dpgd_run_setup(dpgd_run *r)
 {
   const dpgd_config *c = &r->cfg;
-  int rc = dpgd_run_load_data(&r->train, &r->test, c);
+  /* dpgd_run_open_given: the data are the caller's */
+  int rc = r->train ? DPGD_OK : dpgd_run_load_data(&r->train, &r->test, c);
   if (rc) return rc;
   r->data_fp = data_fingerprint(r->train, r->test);
   rc = dpgd_plan_make(&r->plan, c, r->train->n);
@@ -309,16 +319,28 @@ static int create_metrics(dpgd_run *r)
 
 int dpgd_run_open(dpgd_run **out, const dpgd_config *c, const char *run_dir)
 {
+  return dpgd_run_open_given(out, c, run_dir, NULL, NULL);
+}
+
+int dpgd_run_open_given(dpgd_run **out, const dpgd_config *c, const char *run_dir,
+                        dpgd_dataset *train, dpgd_dataset *test)
+{
   *out = NULL;
-  if (run_dir && dpgd_config_check_path(run_dir, "run directory")) return DPGD_EINVAL;
-  dpgd_run *r = calloc(1, sizeof *r);
-  if (!r) return DPGD_FAIL(DPGD_ENOMEM, "no memory for the run");
+  int rc = run_dir ? dpgd_config_check_path(run_dir, "run directory") : DPGD_OK;
+  dpgd_run *r = rc ? NULL : calloc(1, sizeof *r);
+  if (!r) {
+    dpgd_data_free(train);
+    dpgd_data_free(test);
+    return rc ? DPGD_EINVAL : DPGD_FAIL(DPGD_ENOMEM, "no memory for the run");
+  }
+  r->train = train;
+  r->test = test;
   r->lock_fd = r->metrics = -1;
   r->cfg = *c;
   clock_gettime(CLOCK_MONOTONIC, &r->t0);
   if (run_dir) snprintf(r->cfg.output_dir, sizeof r->cfg.output_dir, "%s", run_dir);
   snprintf(r->dir, sizeof r->dir, "%s", r->cfg.output_dir);
-  int rc = claim_run_dir(r);
+  rc = claim_run_dir(r);
   if (rc) {
     dpgd_run_free(r);
     return rc;

@@ -73,6 +73,16 @@ struct dpgd_run {
 /* The config's training split (and test split when test is not NULL), data.n_train and
  * data.n_test applied, normalisation from data.mean and data.std. */
 int dpgd_run_load_data(dpgd_dataset **train, dpgd_dataset **test, const dpgd_config *c);
+/* The same before the features: the images of the splits (always pixels), and dir, the
+ * data directory they came from (dpgd_run_features caches a scatter model's features
+ * there unless data.feature_cache names another). */
+int dpgd_run_load_images(dpgd_dataset **train, dpgd_dataset **test, const dpgd_config *c,
+                         char dir[DPGD_CONFIG_PATH_MAX]);
+/* dpgd_run_open on data the caller made (dpgd audit of a scatter-* model: features of
+ * the base data and of the canaries): train (and test, or NULL) become the run's, freed
+ * with it, also when opening fails; data.dir is then not read. */
+int dpgd_run_open_given(dpgd_run **out, const dpgd_config *c, const char *run_dir,
+                        dpgd_dataset *train, dpgd_dataset *test);
 /* 1 when c's model trains on scattering features (model.type scatter-*). */
 int dpgd_run_is_scatter(const dpgd_config *c);
 /* For a scatter-* model, *train and *test (test or *test may be NULL) replaced by their

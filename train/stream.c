@@ -8,6 +8,7 @@
  * per stream, so no key-nonce pair repeats): word w of a stream is 32-bit little-endian
  * word w mod 16 of keystream block floor(w / 16). A stream's position is the number of
  * words drawn, which is all a checkpoint needs (the key comes again from the seed). */
+#include <stdio.h>
 #include <string.h>
 
 #include <gsl/gsl_rng.h>
@@ -37,6 +38,19 @@ int dpgd_stream_key(const dpgd_seed *seed, int stream, uint8_t key[DPGD_STREAM_K
   /* crypto_generichash is BLAKE2b; keyed by the 32-byte seed it is a PRF of the label. */
   crypto_generichash(key, DPGD_STREAM_KEY_BYTES, (const unsigned char *)msg,
                      (unsigned long long)len, seed->b, sizeof seed->b);
+  return DPGD_OK;
+}
+
+int dpgd_stream_derive_seed(const dpgd_seed *seed, const char *purpose, dpgd_seed *out)
+{
+  if (sodium_init() < 0) return DPGD_EINVAL;
+  char msg[96];
+  int len = snprintf(msg, sizeof msg, "dpgd derived seed v1: %s", purpose);
+  if (len < 0 || (size_t)len >= sizeof msg) return DPGD_EINVAL;
+  /* The same PRF as the stream keys under another prefix: no label of a stream is a
+   * purpose's message, so a derived seed is never a stream key of its parent. */
+  crypto_generichash(out->b, sizeof out->b, (const unsigned char *)msg, (unsigned long long)len,
+                     seed->b, sizeof seed->b);
   return DPGD_OK;
 }
 

@@ -1,7 +1,8 @@
 # audit.sh -- 'dpgd audit' (train/AUDIT.md) on softmax regression with a small MNIST
 # subset, plain (Algorithm 6) and filtered (Algorithm 7): without a bug the lower bound
 # stays below the claimed eps; with the planted bug of the test-only program
-# audit_planted (noise 0.1 of the claim's) it rises above it. Fixed seeds: deterministic.
+# audit_planted (noise 0.1 of the claim's) it rises above it; gradient canaries on
+# softmax and scatter-softmax; the run's seed. Fixed seeds: deterministic.
 . "$(dirname "$0")/lib.sh"
 PLANTED=${DPGD_BUILD_DIR:-build}/tests/train/audit_planted
 [ -x "$PLANTED" ] || { echo "FAIL: $PLANTED not built"; exit 1; }
@@ -48,6 +49,13 @@ checks=$((checks + 1))
 grep -q '^SENSITIVE: audit_data/ is a byte-identical copy of the training data' "$TMP/plain/SENSITIVE" ||
   fail "plain: SENSITIVE missing or wrong"
 expect_out plain-weaker '^weaker      input canaries: ideal gradient canaries would expect'
+# The run's noise comes from a seed derived from --seed (train/AUDIT.md "The audited
+# run's seed"), not from the config's train.seed = 1, unless --set train.seed is given.
+expect_out plain-seed '^noise seed  0x[0-9a-f]{64} \(derived from --seed'
+checks=$((checks + 1))
+grep -q '"run_seed_from": "the audit seed (derived)"' "$TMP/plain/audit.json" || fail "plain: run_seed_from"
+expect_ok kept "$DPGD" audit "${ARGS[@]}" --set train.seed=5 --out "$TMP/kept"
+expect_out kept-seed '^noise seed  5 \(train.seed, as set on the command line\)$'
 expect_ok planted "$PLANTED" audit "${ARGS[@]}" --out "$TMP/planted"
 expect_out planted-verdict '^verdict     CLAIM REFUTED'
 audit_ok planted "$TMP/planted" ABOVE
@@ -75,6 +83,12 @@ expect_out grad-clip-verdict '^verdict     CLAIM REFUTED'
 S=(--set train.sampling=poisson --set train.sample_rate=0.25)
 expect_ok grad-rate env AUDIT_PLANTED_BUG=rate "$PLANTED" audit "${ARGS[@]}" "${G[@]}" "${S[@]}" --out "$TMP/grad-rate"
 expect_out grad-rate-verdict '^verdict     CLAIM REFUTED'
+# scatter-softmax (39700 parameters): one gradient canary per parameter, on the base
+# data's scattering features as dpgd train computes or caches them.
+expect_ok scatter "$DPGD" audit "${ARGS[@]}" --set model.type=scatter-softmax --canaries 39700 --canaries-kind gradient --out "$TMP/scatter"
+audit_ok scatter "$TMP/scatter" BELOW
+expect_ok scatter-noise env AUDIT_PLANTED_SCALE=0.5 "$PLANTED" audit "${ARGS[@]}" --set model.type=scatter-softmax --canaries 39700 --canaries-kind gradient --out "$TMP/scatter-noise"
+expect_out scatter-noise-verdict '^verdict     CLAIM REFUTED'
 expect_fail bad-kind 'canaries-kind must be input or gradient' "$DPGD" audit "${ARGS[@]}" --canaries-kind image --out "$TMP/v"
 expect_fail too-many 'this model has 7850 parameters' "$DPGD" audit "${ARGS[@]}" --canaries 7851 --canaries-kind gradient --out "$TMP/u"
 

@@ -66,10 +66,9 @@ static dpgd_audit *audit(double eps, int poisson, plant pl, uint64_t seed,
   snprintf(out, sizeof out, "%s/a%d", dir, n_audits++);
   dpgd_audit *a = NULL;
   int rc = dpgd_audit_open(&a, &c, out, &p);
-  while (!rc && !dpgd_audit_done(a)) rc = dpgd_audit_step(a);
-  if (!rc) rc = dpgd_audit_finish(a, res);
   if (rc) print_error("audit: %s\n", dpgd_error_last());
   assert_int_equal(rc, DPGD_OK);
+  tt_audit_through(a, res);
   printf("eps %g %s plant (%g, %g, %g) seed %llu: f-DP %.3f (%zu/%zu), Steinke %.3f, "
          "claim %.3f\n",
          eps, poisson ? "poisson" : "full", pl.noise, pl.clip, pl.rate,
@@ -196,16 +195,7 @@ static void test_too_many(void **state)
   (void)state;
   dpgd_config c;
   config(&c, 2, 0);
-  dpgd_audit_params p;
-  dpgd_audit_defaults(&p);
-  p.canaries = M + 1;
-  p.kind = DPGD_AUDIT_GRADIENT;
-  char out[1024];
-  snprintf(out, sizeof out, "%s/too-many", dir);
-  dpgd_audit *a = NULL;
-  assert_int_equal(dpgd_audit_open(&a, &c, out, &p), DPGD_EINVAL);
-  assert_non_null(strstr(dpgd_error_last(), "7850 parameters"));
-  assert_null(a);
+  tt_audit_too_many(&c, dir, M);
 }
 
 int main(void)

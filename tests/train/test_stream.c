@@ -4,7 +4,7 @@
  * privacy argument needs: every bit of the seed changes every stream, the labels give
  * distinct streams, a checkpointed position continues the stream, a bad state is refused,
  * a run's initial parameters are the init keystream's words, the bulk read gives the
- * keystream's words in order; plus train.seed's text
+ * keystream's words in order; derived seeds (dpgd audit's run seed); plus train.seed's text
  * (decimal below 2^64, 0x and up to 64 hex digits). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -121,6 +121,39 @@ static void test_stream_keys(void **state)
   dpgd_seed s = dpgd_seed_from_u64(1);
   uint8_t key[DPGD_STREAM_KEY_BYTES];
   assert_int_equal(dpgd_stream_key(&s, DPGD_N_STREAMS, key), DPGD_EINVAL);
+}
+
+/* Derived seeds (dpgd audit's run seed) by Python, independently of libsodium:
+ *   hashlib.blake2b(b"dpgd derived seed v1: audit run", digest_size=32, key=seed)
+ * with seed the 32 big-endian bytes of 1 and of 2385; the derived seed is neither the
+ * parent nor any of its stream keys, and a purpose too long is refused. */
+static void test_derived_seed(void **state)
+{
+  (void)state;
+  static const struct {
+    uint64_t seed;
+    const char *want;
+  } cases[] = {
+      {1, "bc24871f9e0da164cc650b30373585b4eb25d3aa0b5048aa9d5aea9aabf615dd"},
+      {2385, "b6a71dce25225abcb30ff0f6f429394cdd4991011c8d7eb914ac0ff21278f75d"},
+  };
+  for (size_t c = 0; c < 2; c++) {
+    dpgd_seed s = dpgd_seed_from_u64(cases[c].seed), d;
+    uint8_t want[32], key[DPGD_STREAM_KEY_BYTES];
+    assert_int_equal(dpgd_stream_derive_seed(&s, "audit run", &d), DPGD_OK);
+    hex_bytes(cases[c].want, want, sizeof want);
+    assert_memory_equal(d.b, want, sizeof want);
+    assert_memory_not_equal(d.b, s.b, sizeof d.b);
+    for (int k = 0; k < DPGD_N_STREAMS; k++) {
+      assert_int_equal(dpgd_stream_key(&s, k, key), DPGD_OK);
+      assert_memory_not_equal(d.b, key, sizeof key);
+    }
+  }
+  char longer[80];
+  memset(longer, 'x', sizeof longer - 1);
+  longer[sizeof longer - 1] = '\0';
+  dpgd_seed s = dpgd_seed_from_u64(1), d;
+  assert_int_equal(dpgd_stream_derive_seed(&s, longer, &d), DPGD_EINVAL);
 }
 
 /* seed_hex parsed, and one of its stream keys from hex. */
@@ -368,7 +401,7 @@ int main(void)
       cmocka_unit_test(test_init_known_answer),    cmocka_unit_test(test_stream_known_answer),
       cmocka_unit_test(test_seed_bits_matter),     cmocka_unit_test(test_labels_differ),
       cmocka_unit_test(test_state_refused),        cmocka_unit_test(test_seed_text),
-      cmocka_unit_test(test_stream_words),
+      cmocka_unit_test(test_stream_words),         cmocka_unit_test(test_derived_seed),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

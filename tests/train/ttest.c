@@ -197,3 +197,27 @@ void tt_assert_same_eps(double got, double want)
   if (isnan(want)) assert_true(isnan(got));
   else if (got != want) fail_msg("plan eps %.17g, accountant %.17g", got, want);
 }
+
+void tt_audit_through(dpgd_audit *a, dpgd_audit_result *res)
+{
+  int rc = DPGD_OK;
+  while (!rc && !dpgd_audit_done(a)) rc = dpgd_audit_step(a);
+  if (!rc) rc = dpgd_audit_finish(a, res);
+  if (rc) print_error("audit: %s\n", dpgd_error_last());
+  assert_int_equal(rc, DPGD_OK);
+}
+
+void tt_audit_too_many(const dpgd_config *c, const char *dir, size_t P)
+{
+  dpgd_audit_params p;
+  dpgd_audit_defaults(&p);
+  p.canaries = P + 1;
+  p.kind = DPGD_AUDIT_GRADIENT;
+  char out[1024], says[64];
+  snprintf(out, sizeof out, "%s/too-many", dir);
+  snprintf(says, sizeof says, "%zu parameters", P);
+  dpgd_audit *a = NULL;
+  assert_int_equal(dpgd_audit_open(&a, c, out, &p), DPGD_EINVAL);
+  assert_non_null(strstr(dpgd_error_last(), says));
+  assert_null(a);
+}

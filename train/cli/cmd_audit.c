@@ -37,14 +37,19 @@ static void usage(FILE *f)
              "Gradient canaries (--canaries-kind gradient) are training points whose\n"
              "gradient is 4C on one coordinate of their own (at most one canary per\n"
              "parameter), clipped, charged, sampled and noised as every point; a canary's\n"
-             "score is its coordinate of the released sums less the base points' part.\n\n"
+             "score is its coordinate of the released sums less the base points' part.\n"
+             "Every model type: softmax, cnn, and scatter-softmax and scatter-cnn on the\n"
+             "base data's scattering features (made or cached as 'dpgd train' does).\n\n"
              "  --config FILE    INI configuration (configs/*.ini)\n"
              "  --set S.K=V      override one key (repeatable)\n"
              "  --canaries M     canaries (default 1000)\n"
              "  --guesses R      guesses, even (default: a rule fixed before the run,\n"
              "                   train/AUDIT.md \"Guesses\")\n"
              "  --canaries-kind K  input (canary images, default) or gradient\n"
-             "  --seed S         canaries and inclusion coins (default 1)\n"
+             "  --seed S         canaries, inclusion coins and the audited run's seed\n"
+             "                   (default 1): the run's noise is drawn from a seed derived\n"
+             "                   from S (train/AUDIT.md), not from the config's\n"
+             "                   train.seed, unless --set train.seed=V is given\n"
              "  --confidence C   of the lower bound (default 0.95)\n"
              "  --out DIR        run directory: the run's files, audit.json,\n"
              "                   audit_scores.csv, audit_scores.png, SENSITIVE and\n"
@@ -109,6 +114,10 @@ static int parse_args(audit_args *a, int argc, char **argv)
   }
   if (!a->config) return dpgd_cli_usage_error("audit", "--config FILE is required");
   if (!a->out) return dpgd_cli_usage_error("audit", "--out DIR is required");
+  /* --set train.seed=V keeps that seed for the run's noise (dpgd_config_set reads the
+   * name exactly so); a train.seed in the config file is the training run's. */
+  for (int i = 0; i < a->n_sets; i++)
+    if (!strncmp(a->sets[i], "train.seed=", 11)) a->p.keep_train_seed = 1;
   return DPGD_EXIT_OK;
 }
 
@@ -194,6 +203,13 @@ static void print_result(const dpgd_audit_result *res, const char *dir, int grad
          res->correct_fdp);
   printf("eps_claimed %.4f (exact, training releases)\n",
          dpgd_round_digits(res->eps_claimed, 4, 1));
+  char seed[DPGD_SEED_TEXT_MAX];
+  if (res->secure_rng)
+    printf("noise       from the OS CSPRNG (train.rng = secure): no seed draws it\n");
+  else
+    printf("noise seed  %s (%s)\n", dpgd_seed_format(&res->run_seed, seed),
+           res->run_seed_derived ? "derived from --seed; --set train.seed=V keeps one of yours"
+                                 : "train.seed, as set on the command line");
   if (!gradient)
     printf("weaker      input canaries: ideal gradient canaries would expect an f-DP bound of "
            "about %.2f here (--canaries-kind gradient)\n",
