@@ -355,6 +355,16 @@ typedef struct dpgd_plan {
   "2020, The Discrete Gaussian for Differential Privacy, Sec. 2); composed and converted by "  \
   "RDP"
 
+/* Secure DP-SGD (Poisson sampling): the theorem of its guarantee. */
+#define DPGD_SUBSAMPLED_DISCRETE_THEOREM                                                       \
+  "docs/MATH.md section 18.1, proven there: each step is the Poisson-subsampled (rate q) "     \
+  "multivariate discrete Gaussian on an exact integer sum; its RDP at integer orders 2..256 "  \
+  "is bounded for add/remove neighbours in both directions from the base curve "               \
+  "a Delta^2/(2 sigma^2) (remove: the binomial expansion of Zhu & Wang 2019; add: the bound "  \
+  "derived there); composed and converted by RDP"
+/* The theorem a discrete run's guarantee comes from (full batch or Poisson). */
+const char *dpgd_plan_theorem(const dpgd_plan *p);
+
 /* sigma C rounded up: the discrete noise's std, never below the calibrated one. */
 double dpgd_plan_noise_std_up(const dpgd_plan *p);
 
@@ -576,8 +586,9 @@ void dpgd_report_json_seed(FILE *f, const dpgd_seed *s);
  * grid 2^-grid_bits, N_Z(0, sigma2_grid) per coordinate): `extra` is one more JSON
  * member ("key": value) naming how the eps was taken; eps_continuous is the exact eps of
  * the same releases as continuous Gaussians (the cost of the proof), rounded up here. */
-void dpgd_report_json_dgauss(FILE *f, int grid_bits, unsigned long long sigma2_grid,
-                             const char *extra, double eps_continuous);
+void dpgd_report_json_dgauss(FILE *f, const char *theorem, int grid_bits,
+                             unsigned long long sigma2_grid, const char *extra,
+                             double eps_continuous);
 /* What the odometer columns mean together (the comment line of points.csv and
  * users.csv; train/RUN_FORMAT.md "points.csv"). */
 #define DPGD_ODOMETER_FAMILY_NOTE                                                              \
