@@ -32,7 +32,8 @@ static lsum log_remove(double g, const double *lm, unsigned a)
   /* l = 0 and 1: (1 - g)^{a-1} (1 + (a-1) g), formed without cancellation */
   lsum s = {-INFINITY, -INFINITY, 0};
   add_term(&s, 0, 0, (a - 1) * l1, log1p((a - 1) * g));
-  for (unsigned k = 2; k <= a; k++) add_term(&s, gsl_sf_lnchoose(a, k), k * lg, (a - k) * l1, lm[k]);
+  for (unsigned k = 2; k <= a; k++)
+    add_term(&s, gsl_sf_lnchoose(a, k), k * lg, (a - k) * l1, lm[k]);
   return s;
 }
 
