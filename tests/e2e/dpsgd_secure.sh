@@ -19,7 +19,7 @@ SET=("${BASE[@]}" --set train.sampling=poisson --set train.sample_rate=$Q)
 expect_ok secure "$DPGD" train --config "$CFG" "${SET[@]}" --out "$TMP/sec"
 S=$TMP/sec/summary.json
 checks=$((checks + 1))
-grep -q '"theorem": "docs/MATH.md section 18.1, proven there: each step is the Poisson-subsampled' "$S" ||
+grep -q '"theorem": "docs/MATH.md section 18.1, proven there: the Poisson-subsampled (rate q) discrete Gaussian on an exact integer sum' "$S" ||
   fail "summary.json does not state the theorem: $(head -c 400 "$S")"
 checks=$((checks + 1))
 grep -q '"noise": {"mechanism": "discrete_gaussian", "sum": "int64, exact", "grid_bits": [0-9]*, "sigma2_grid": [0-9]*, "eps_method": "rdp_optimal"' "$S" ||
