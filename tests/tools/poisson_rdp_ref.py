@@ -14,8 +14,8 @@ moment G_l(x) = sum_j C(l,j) (-1)^j exp(j(j-1)x/2) (even l) or sqrt(G_(l-1) G_(l
 l), x = 1/sigma^2;
 
 in mpmath at 60 digits (exact binomials, no log-space tricks), printed as C initialisers
-for tests/accounting/test_acct_sdgauss.c (first the generic bound, then the discrete
-Gaussian's). Run: python3 tests/tools/poisson_rdp_ref.py
+for tests/accounting/test_acct_sdgauss.c ({q, sigma, alpha, generic bound, the discrete
+Gaussian's}). Run: python3 tests/tools/poisson_rdp_ref.py
 """
 import mpmath as mp
 
@@ -61,8 +61,6 @@ def bound(q, s, a, own=False):
 
 
 if __name__ == "__main__":
-    for own in (False, True):
-        print("/* %s */" % ("discrete Gaussian's own" if own else "generic"))
-        for q, s, a in CASES:
-            v = mp.nstr(bound(q, s, a, own), 20, min_fixed=-3, max_fixed=3)
-            print("    {%s, %s, %d, %s}," % (q, s, a, v))
+    for q, s, a in CASES:
+        g, o = (mp.nstr(bound(q, s, a, own), 20, min_fixed=-3, max_fixed=3) for own in (0, 1))
+        print("    {%s, %s, %d, %s, %s}," % (q, s, a, g, o))
