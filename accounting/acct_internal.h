@@ -22,7 +22,9 @@ typedef enum {
   /* without replacement, add/remove neighbours (cf_wor_laplace.c): exact */
   ACCT_WOR_AR_LAPLACE = 8, /* par[0] = gamma = m/n, par[1] = a0 */
   /* multivariate discrete Gaussian (discrete_gaussian.c): zCDP and RDP only */
-  ACCT_DGAUSS = 9 /* par[0] = mu = Delta/sigma */
+  ACCT_DGAUSS = 9, /* par[0] = mu = Delta/sigma */
+  /* its Poisson subsampling (poisson_rdp.c): RDP only, MATH.md 18.1 */
+  ACCT_SDGAUSS = 10 /* par[0] = q (rate), par[1] = sigma (noise multiplier) */
 } acct_kind;
 
 typedef struct {
@@ -57,6 +59,9 @@ struct dpgd_accountant {
 /* Most equal sub-intervals the eps search's fixed-node quadrature of one contour piece
  * may use before that piece falls back to the adaptive QAG. */
 #define ACCT_QUAD_FIXED_MAX 64
+/* Largest integer order of the generic Poisson-subsampled RDP bound (poisson_rdp.c); the
+ * RDP conversions' integer grid ends here too (rdp.c). */
+#define ACCT_POISSON_ALPHA_MAX 256
 /* Largest number of atoms exact enumeration of a pure-discrete composition may use. */
 #define ACCT_ENUM_MAX_ATOMS 4000000
 /* Nodes of the composite Gauss-Legendre rule over the output o of the subsampled
@@ -222,6 +227,10 @@ int dpgd_acct_asymmetric(const dpgd_accountant *a);
 /* The exact method: delta(eps) (max over directions, error added). */
 int dpgd_acct_exact_delta(const dpgd_accountant *a, double eps, dpgd_acct_value *out);
 int dpgd_acct_exact_epsilon(const dpgd_accountant *a, double delta, dpgd_acct_value *out);
+
+/* RDP of order ceil(alpha) of the Poisson-subsampled discrete Gaussian (MATH.md 18.1),
+ * both directions; +inf beyond ACCT_POISSON_ALPHA_MAX. */
+double dpgd_acct_sdgauss_rdp(double q, double sigma, double alpha);
 
 /* ---- pld_query.c: the PLD path (Gaussian and subsampled-Gaussian entries) ---- */
 int dpgd_acct_pld_applies(const dpgd_accountant *a);

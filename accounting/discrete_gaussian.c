@@ -24,7 +24,7 @@ int dpgd_acct_add_discrete_gaussian(dpgd_accountant *a, double mu, uint64_t coun
 int dpgd_acct_has_discrete_gaussian(const dpgd_accountant *a)
 {
   for (size_t i = 0; a && i < a->n; i++)
-    if (a->e[i].kind == ACCT_DGAUSS) return 1;
+    if (a->e[i].kind == ACCT_DGAUSS || a->e[i].kind == ACCT_SDGAUSS) return 1;
   return 0;
 }
 
@@ -33,6 +33,7 @@ dpgd_accountant *dpgd_acct_continuous_twin(const dpgd_accountant *a)
   dpgd_accountant *c = dpgd_acct_clone(a);
   for (size_t i = 0; c && i < c->n; i++)
     if (c->e[i].kind == ACCT_DGAUSS) c->e[i].kind = ACCT_GAUSSIAN;
+    else if (c->e[i].kind == ACCT_SDGAUSS) c->e[i].kind = ACCT_SUBSAMPLED; /* same q, sigma */
   return c;
 }
 

@@ -289,10 +289,18 @@ int dpgd_acct_add_subsampled_gaussian(dpgd_accountant *a, double q, double sigma
  * the zcdp and rdp_* methods answer; exact refuses it (DPGD_EINVAL): the continuous
  * Gaussian's privacy curve is not proven for it. */
 int dpgd_acct_add_discrete_gaussian(dpgd_accountant *a, double mu, uint64_t count);
-/* 1 if some entry of a is a discrete Gaussian. */
+/* The Poisson-subsampled multivariate discrete Gaussian (secure DP-SGD; docs/MATH.md 18.1):
+ * each point enters the integer sum with probability q, its rounded clipped contribution of
+ * L2 norm <= Delta, and N_Z(0, (sigma Delta)^2) is added to each coordinate. Accounted by a
+ * proven generic bound on the RDP of Poisson subsampling (integer orders 2..256, add and
+ * remove directions both) applied to the curve a / (2 sigma^2): the rdp_* rows only (exact
+ * and zcdp refuse). q = 0 and q = 1 store plain discrete Gaussians. */
+int dpgd_acct_add_subsampled_discrete_gaussian(dpgd_accountant *a, double q, double sigma,
+                                               uint64_t count);
+/* 1 if some entry of a is a discrete Gaussian or a subsampled one. */
 int dpgd_acct_has_discrete_gaussian(const dpgd_accountant *a);
-/* A copy of a with every discrete Gaussian replaced by the continuous Gaussian of the same
- * mu (what the composition would give without the proof for the arithmetic that runs);
+/* A copy of a with every (subsampled) discrete Gaussian replaced by the continuous
+ * (subsampled) Gaussian of the same mu (sigma, q) (what the composition would give without the proof for the arithmetic that runs);
  * NULL if out of memory. Free with dpgd_acct_free. */
 dpgd_accountant *dpgd_acct_continuous_twin(const dpgd_accountant *a);
 /* The exact eps at delta of a's continuous twin: what the proof for the integers costs.
@@ -374,6 +382,13 @@ int dpgd_calibrate_budget(dpgd_acct_method m, double eps, double delta, double s
  * conversion m (rdp_classic, rdp_balle or rdp_optimal; others DPGD_EINVAL), minimised
  * over the order grid of the rdp_* methods, rounded up. */
 typedef double (*dpgd_acct_rdp_fn)(double alpha, const void *ctx);
+/* Upper bound on the RDP of order alpha (integer, 2..256) of a Poisson-subsampled
+ * mechanism (rate q in [0, 1]) whose base mechanism has RDP base(l, ctx) at l = 2..alpha in
+ * both directions, for add/remove neighbours in both directions (docs/MATH.md 18.1: the
+ * max of the remove-direction expansion, Zhu & Wang 2019, and the add-direction bound
+ * proven there), rounded upward. NaN on bad arguments. */
+double dpgd_acct_poisson_rdp_bound(double q, dpgd_acct_rdp_fn base, const void *ctx,
+                                   unsigned alpha);
 int dpgd_acct_rdp_curve_epsilon(dpgd_acct_rdp_fn curve, const void *ctx, int integer,
                                 dpgd_acct_method m, double delta, dpgd_acct_value *out);
 

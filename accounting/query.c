@@ -47,8 +47,8 @@ static int check_query(const dpgd_accountant *a, dpgd_acct_method m, dpgd_acct_v
   if (m == DPGD_ACCT_EXACT && dpgd_acct_has_discrete_gaussian(a))
     return DPGD_FAIL(DPGD_EINVAL,
                      "no exact privacy curve is proven for the multivariate discrete Gaussian; "
-                     "the zcdp and rdp_* rows are its proven bounds (Canonne, Kamath & "
-                     "Steinke 2020)");
+                     "the rdp_* rows (and zcdp, unsubsampled) are its proven bounds "
+                     "(Canonne, Kamath & Steinke 2020; docs/MATH.md 18, 18.1)");
   if (m == DPGD_ACCT_EXACT && dpgd_acct_replace_one(a))
     return DPGD_FAIL(DPGD_EINVAL,
                      "no dominating pair is known for sampling without replacement under "

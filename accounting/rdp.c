@@ -20,7 +20,7 @@
 #define ACCT_RDP_XMIN -2.0
 #define ACCT_RDP_XMAX 4.0
 #define ACCT_RDP_NGRID 121
-#define ACCT_RDP_INT_MAX 256
+#define ACCT_RDP_INT_MAX ACCT_POISSON_ALPHA_MAX
 
 double dpgd_acct_logsumexp2(double x, double y)
 {
@@ -71,6 +71,7 @@ static double rdp_entry(const acct_entry *en, double a)
                                       (k * k - k) / (2 * s * s));
     return l / (ai - 1);
   }
+  case ACCT_SDGAUSS: return dpgd_acct_sdgauss_rdp(en->par[0], en->par[1], a);
   default: return dpgd_acct_wor_rdp(en, a);
   }
 }
@@ -85,8 +86,8 @@ double dpgd_acct_rdp_curve(const dpgd_accountant *a, double alpha)
 static int has_subsampled(const dpgd_accountant *a)
 {
   for (size_t i = 0; i < a->n; i++)
-    if (a->e[i].kind == ACCT_SUBSAMPLED || a->e[i].kind == ACCT_WOR_RO_GAUSSIAN ||
-        a->e[i].kind == ACCT_WOR_RO_LAPLACE)
+    if (a->e[i].kind == ACCT_SUBSAMPLED || a->e[i].kind == ACCT_SDGAUSS ||
+        a->e[i].kind == ACCT_WOR_RO_GAUSSIAN || a->e[i].kind == ACCT_WOR_RO_LAPLACE)
       return 1;
   return 0;
 }

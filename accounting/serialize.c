@@ -98,6 +98,8 @@ static int add_entry(dpgd_accountant *a, uint64_t kind, uint64_t count, const do
   case ACCT_DGAUSS: return dpgd_acct_add_discrete_gaussian(a, par[0], count);
   case ACCT_DISCRETE: return dpgd_acct_add_discrete(a, p, q, k, count);
   case ACCT_SUBSAMPLED: return dpgd_acct_add_subsampled_gaussian(a, par[0], par[1], count);
+  case ACCT_SDGAUSS:
+    return dpgd_acct_add_subsampled_discrete_gaussian(a, par[0], par[1], count);
   case ACCT_WOR_RO_GAUSSIAN:
   case ACCT_WOR_RO_LAPLACE:
   case ACCT_WOR_AR_LAPLACE: return dpgd_acct_wor_push(a, (acct_kind)kind, par, count);

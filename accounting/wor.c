@@ -39,7 +39,8 @@ static int check_relation(const dpgd_accountant *a, int replace)
 {
   for (size_t i = 0; i < a->n; i++) {
     acct_kind k = a->e[i].kind;
-    if (replace ? k == ACCT_SUBSAMPLED || k == ACCT_WOR_AR_LAPLACE : is_replace(k))
+    if (replace ? k == ACCT_SUBSAMPLED || k == ACCT_SDGAUSS || k == ACCT_WOR_AR_LAPLACE
+                : is_replace(k))
       return DPGD_FAIL(DPGD_EINVAL,
                        "a replace-one entry (sampling without replacement) cannot be composed "
                        "with a subsampled entry under add/remove neighbours");

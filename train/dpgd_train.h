@@ -347,14 +347,18 @@ typedef struct dpgd_plan {
   double eps_continuous; /* discrete: the exact eps the continuous Gaussian would give */
 } dpgd_plan;
 
-/* The theorem a discrete (secure full-batch) run's guarantee comes from, for
- * summary.json and the CLI. */
+/* The theorems of secure full-batch and secure DP-SGD runs, for summary.json and the CLI
+ * (dpgd_plan_theorem picks a discrete run's). */
 #define DPGD_DISCRETE_THEOREM                                                                  \
   "docs/MATH.md section 18, proven there: the multivariate discrete Gaussian on an integer "   \
   "query of L2 sensitivity Delta is Delta^2/(2 sigma^2)-zCDP (Canonne, Kamath & Steinke "      \
   "2020, The Discrete Gaussian for Differential Privacy, Sec. 2); composed and converted by "  \
   "RDP"
 
+#define DPGD_SUBSAMPLED_DISCRETE_THEOREM                                                       \
+  "docs/MATH.md section 18.1, proven there: the Poisson-subsampled (rate q) discrete "         \
+  "Gaussian on an exact integer sum, its RDP bounded for add and remove; composed by RDP"
+const char *dpgd_plan_theorem(const dpgd_plan *p);
 /* sigma C rounded up: the discrete noise's std, never below the calibrated one. */
 double dpgd_plan_noise_std_up(const dpgd_plan *p);
 
@@ -573,10 +577,10 @@ void dpgd_report_json_num(FILE *f, double v); /* %.10g, or null when not finite 
  * secret enough, and summary.json is the file a user shares: config.ini keeps it). */
 void dpgd_report_json_seed(FILE *f, const dpgd_seed *s);
 /* summary.json's "noise" block of a discrete-Gaussian release (exact int64 sums on the
- * grid 2^-grid_bits, N_Z(0, sigma2_grid) per coordinate): `extra` is one more JSON
+ * grid 2^-bits, N_Z(0, s2) per coordinate; `theorem` its guarantee): `extra` is one more JSON
  * member ("key": value) naming how the eps was taken; eps_continuous is the exact eps of
  * the same releases as continuous Gaussians (the cost of the proof), rounded up here. */
-void dpgd_report_json_dgauss(FILE *f, int grid_bits, unsigned long long sigma2_grid,
+void dpgd_report_json_dgauss(FILE *f, const char *theorem, int bits, unsigned long long s2,
                              const char *extra, double eps_continuous);
 /* What the odometer columns mean together (the comment line of points.csv and
  * users.csv; train/RUN_FORMAT.md "points.csv"). */

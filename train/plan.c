@@ -205,6 +205,18 @@ static double next_sigma(double lo, double hi, double flo, double fhi)
   return exp(xl + t * (xh - xl));
 }
 
+/* The calibrating method: the configured one, but for a discrete run rdp_optimal in
+ * place of exact, which has no curve for the discrete Gaussian. The rdp_* and zcdp
+ * methods answer the same for a Gaussian as for a discrete Gaussian of the same mu (one
+ * RDP curve, docs/MATH.md "Discrete Gaussian"), so calibrating on Gaussians with them is
+ * calibrating on the proven bound; state_guarantee then states the run's eps from the
+ * discrete entries themselves. */
+static dpgd_acct_method calib_method(const dpgd_plan *p, const dpgd_config *c)
+{
+  if (p->discrete && c->privacy_method == DPGD_ACCT_EXACT) return DPGD_ACCT_RDP_OPTIMAL;
+  return (dpgd_acct_method)c->privacy_method;
+}
+
 /* The smallest sigma (to DPGD_PLAN_SIGMA_RTOL, rounded up) whose `steps` subsampled
  * releases and `extra` give eps(delta) <= eps under method m: a bracket by doubling and
  * halving from sigma = 1, then the Illinois variant of regula falsi in log sigma (an end
@@ -214,7 +226,7 @@ static double next_sigma(double lo, double hi, double flo, double fhi)
 static int calibrate_subsampled(dpgd_plan *p, const dpgd_config *c, uint64_t steps,
                                 const dpgd_accountant *extra)
 {
-  dpgd_acct_method m = (dpgd_acct_method)c->privacy_method;
+  dpgd_acct_method m = calib_method(p, c);
   double target = c->privacy_epsilon, lo = 0, hi = 1, e, flo = 0, fhi = 0;
   int rc = subsampled_eps(p, m, hi, steps, extra, &e);
   for (int i = 0; !rc && e > target; i++) {
@@ -246,18 +258,6 @@ static int calibrate_subsampled(dpgd_plan *p, const dpgd_config *c, uint64_t ste
 }
 
 /* sigma and B_norm: given, or calibrated to privacy.epsilon with the queries in `extra`. */
-/* The calibrating method: the configured one, but for a discrete run rdp_optimal in
- * place of exact, which has no curve for the discrete Gaussian. The rdp_* and zcdp
- * methods answer the same for a Gaussian as for a discrete Gaussian of the same mu (one
- * RDP curve, docs/MATH.md "Discrete Gaussian"), so calibrating on Gaussians with them is
- * calibrating on the proven bound; state_guarantee then states the run's eps from the
- * discrete entries themselves. */
-static dpgd_acct_method calib_method(const dpgd_plan *p, const dpgd_config *c)
-{
-  if (p->discrete && c->privacy_method == DPGD_ACCT_EXACT) return DPGD_ACCT_RDP_OPTIMAL;
-  return (dpgd_acct_method)c->privacy_method;
-}
-
 static int calibrate_noise(dpgd_plan *p, const dpgd_config *c, const dpgd_accountant *extra)
 {
   dpgd_acct_method method = calib_method(p, c);
@@ -358,13 +358,14 @@ static int state_guarantee(dpgd_plan *p)
                      DPGD_CONFIG_KEY(train_steps), DPGD_CONFIG_KEY(privacy_sigma));
   /* A run whose guarantee cannot be stated does not run (e.g. tau -> 0: a query with
    * no noise). */
-  if (poisson && !isfinite(p->eps[DPGD_ACCT_EXACT]))
+  if (poisson && !isfinite(p->eps[p->report_method]))
     return DPGD_FAIL(DPGD_ERANGE,
-                     "the exact accountant cannot state the planned run's eps (%zu "
-                     "Poisson-subsampled Gaussians at q = %g, sigma = %g: %s); change %s, %s "
-                     "or %s",
-                     p->steps, p->sample_rate, p->sigma,
-                     dpgd_error_str(p->eps_status[DPGD_ACCT_EXACT]),
+                     "the %s accountant cannot state the planned run's eps (%zu "
+                     "Poisson-subsampled %sGaussians at q = %g, sigma = %g: %s); change %s, "
+                     "%s or %s",
+                     dpgd_acct_method_name((dpgd_acct_method)p->report_method), p->steps,
+                     p->discrete ? "discrete " : "", p->sample_rate, p->sigma,
+                     dpgd_error_str(p->eps_status[p->report_method]),
                      DPGD_CONFIG_KEY(train_sample_rate), DPGD_CONFIG_KEY(train_steps),
                      DPGD_CONFIG_KEY(privacy_sigma));
   if (!poisson && !subset &&
@@ -412,7 +413,9 @@ int dpgd_plan_make(dpgd_plan *p, const dpgd_config *c, size_t n)
   p->refresh = c->filter_refresh > 0 ? (size_t)c->filter_refresh : 1;
   p->hold = c->filter_hold;
   p->sampling = c->train_sampling;
-  p->discrete = c->train_rng == DPGD_RNG_SECURE && p->sampling == DPGD_SAMPLING_FULL;
+  rc = dpgd_plan_secure_check(c);
+  if (rc) return rc;
+  p->discrete = c->train_rng == DPGD_RNG_SECURE; /* full or plain Poisson: integer path */
   p->grid_bits = -1;
   p->sample_rate = p->sampling == DPGD_SAMPLING_POISSON ? c->train_sample_rate : 1;
   p->n = n;

@@ -25,6 +25,9 @@ void dpgd_plan_epsilons(const dpgd_accountant *a, double delta, double *eps /* (
 int dpgd_plan_add_sampled(dpgd_accountant *a, const dpgd_plan *p, double sigma, uint64_t count);
 /* Subset: m <= n, a calibration method that can answer; batch_size, sample_rate, steps. */
 int dpgd_plan_subset_setup(dpgd_plan *p, const dpgd_config *c);
+/* train.rng = secure: refuses the samplings no proof covers for the discrete Gaussian
+ * (subset; filtered Poisson), one line naming the problem. */
+int dpgd_plan_secure_check(const dpgd_config *c);
 /* p->report_method from p->eps: exact, or for subset and discrete runs the smallest
  * finite rdp_*. */
 void dpgd_plan_pick_report(dpgd_plan *p);

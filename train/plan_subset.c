@@ -16,7 +16,37 @@ int dpgd_plan_add_sampled(dpgd_accountant *a, const dpgd_plan *p, double sigma, 
   if (p->sampling == DPGD_SAMPLING_SUBSET)
     return dpgd_acct_add_wor_gaussian(a, p->batch_size, p->n, sigma / 2, DPGD_ACCT_REPLACE_ONE,
                                       count);
+  /* Secure DP-SGD: exact integer sums of the sampled rows plus discrete Gaussian noise of
+   * multiplier >= sigma (model/SENSITIVITY.md 8); its bound grows with q and falls with
+   * sigma, so the sampler's rate <= q and the rounded-up noise are covered (MATH.md 18.1). */
+  if (p->discrete)
+    return dpgd_acct_add_subsampled_discrete_gaussian(a, p->sample_rate, sigma, count);
   return dpgd_acct_add_subsampled_gaussian(a, p->sample_rate, sigma, count);
+}
+
+const char *dpgd_plan_theorem(const dpgd_plan *p)
+{
+  return p->sampling == DPGD_SAMPLING_POISSON ? DPGD_SUBSAMPLED_DISCRETE_THEOREM
+                                              : DPGD_DISCRETE_THEOREM;
+}
+
+int dpgd_plan_secure_check(const dpgd_config *c)
+{
+  if (c->train_rng != DPGD_RNG_SECURE) return DPGD_OK;
+  if (c->train_sampling == DPGD_SAMPLING_SUBSET)
+    return DPGD_FAIL(DPGD_EINVAL,
+                     "%s = secure with %s = subset: no bound is proven for fixed-size "
+                     "sampling of the discrete Gaussian; use %s = poisson or full",
+                     DPGD_CONFIG_KEY(train_rng), DPGD_CONFIG_KEY(train_sampling),
+                     DPGD_CONFIG_KEY(train_sampling));
+  if (c->train_sampling == DPGD_SAMPLING_POISSON && c->filter_enabled)
+    return DPGD_FAIL(DPGD_EINVAL,
+                     "%s = secure with filtered DP-SGD (%s = poisson, filter on): no bound is "
+                     "proven for the filter over subsampled discrete Gaussians; turn the "
+                     "filter off or use %s = full",
+                     DPGD_CONFIG_KEY(train_rng), DPGD_CONFIG_KEY(train_sampling),
+                     DPGD_CONFIG_KEY(train_sampling));
+  return DPGD_OK;
 }
 
 int dpgd_plan_subset_setup(dpgd_plan *p, const dpgd_config *c)

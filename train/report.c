@@ -21,14 +21,15 @@ void dpgd_report_json_num(FILE *f, double v)
   else fputs("null", f);
 }
 
-void dpgd_report_json_dgauss(FILE *f, int grid_bits, unsigned long long sigma2_grid,
-                             const char *extra, double eps_continuous)
+void dpgd_report_json_dgauss(FILE *f, const char *theorem, int grid_bits,
+                             unsigned long long sigma2_grid, const char *extra,
+                             double eps_continuous)
 {
   fprintf(f,
           " \"noise\": {\"mechanism\": \"discrete_gaussian\", \"sum\": \"int64, exact\", "
           "\"grid_bits\": %d, \"sigma2_grid\": %llu, %s,\n  \"theorem\": \"%s\",\n  "
           "\"eps_continuous\": ",
-          grid_bits, sigma2_grid, extra, DPGD_DISCRETE_THEOREM);
+          grid_bits, sigma2_grid, extra, theorem);
   dpgd_report_json_num(f, dpgd_round_digits(eps_continuous, 10, 1));
   fprintf(f, ", \"eps_continuous_note\": \"exact eps of the same releases as continuous "
              "Gaussians (not what ran): the cost of the proof\"},\n");

@@ -208,7 +208,8 @@ static void write_discrete(FILE *f, const dpgd_run *r)
   char method[64];
   snprintf(method, sizeof method, "\"eps_method\": \"%s\"",
            dpgd_acct_method_name((dpgd_acct_method)p->report_method));
-  dpgd_report_json_dgauss(f, p->grid_bits, (unsigned long long)r->dg_step.num, method,
+  dpgd_report_json_dgauss(f, dpgd_plan_theorem(p), p->grid_bits,
+                          (unsigned long long)r->dg_step.num, method,
                           dpgd_run_eps_continuous(r));
 }
 

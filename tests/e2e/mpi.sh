@@ -5,8 +5,7 @@
 # 2. DP-SGD with Poisson sampling (the sample drawn by rank 0), and with individual
 #    filtering and held bounds (filter.hold: rank 0 lowers the caps before they are
 #    scattered; about 1 point in 9 still active at the end): likewise with 3 ranks;
-#    a secure-rng DP-SGD run (noise from getrandom on rank 0) runs with 2 ranks, a
-#    secure full-batch run (an integer sum) is refused;
+#    a secure run (full batch or DP-SGD: an integer sum on one process) is refused;
 # 3. a 2-rank run whose rank 1 is killed (SIGKILL) mid-run ends non-zero, its checkpoint
 #    intact; resumed with 3 ranks it ends with the bytes of the uninterrupted run;
 # 4. a rank that cannot read the data (or reads other data) stops every rank at the
@@ -62,26 +61,22 @@ for model in SOFTMAX CNN POISSON HOLD; do
   for n in $nps; do ranks "$model" "$n" "${S[@]}"; done
 done
 
-# train.rng = secure with Poisson sampling: rank 0 draws the sample and the noise from
-# getrandom, which no other rank could share; 2 ranks train, one metrics row per step. A
-# secure full-batch run sums in integers on one process (model/SENSITIVITY.md 8): refused
-# under mpirun, with one error line from dpgd (mpirun adds its own banner about the
-# non-zero exit, which is not dpgd's output).
-expect_ok secure "${MPIRUN[@]}" -np 2 "$DPGD" train --config "$CFG" "${BASE[@]}" \
-  --set data.n_train=500 --set train.steps=3 --set train.rng=secure \
-  --set train.sampling=poisson --set train.sample_rate=0.2 --set privacy.calibrate=none \
-  --set privacy.sigma=2 --out "$TMP/secure"
-checks=$((checks + 1))
-[ "$(wc -l < "$TMP/secure/metrics.csv")" -eq 4 ] && grep -q '"rng": "secure"' "$TMP/secure/summary.json" ||
-  fail "secure: metrics.csv or summary.json: $(head -c 300 "$TMP/secure/summary.json")"
-checks=$((checks + 1))
-"${MPIRUN[@]}" -np 2 "$DPGD" train --config "$CFG" "${BASE[@]}" --set data.n_train=500 \
-  --set train.steps=3 --set train.rng=secure --out "$TMP/secure-full" \
-  >"$TMP/out" 2>"$TMP/err"
-rc=$?
-[ $rc -ne 0 ] && [ $rc -lt 128 ] && [ "$(grep -c '^dpgd: ' "$TMP/err")" -eq 1 ] &&
-  grep -q '^dpgd: error: .*without mpirun' "$TMP/err" ||
-  fail "secure-full: exit $rc, expected one 'dpgd: error: ... without mpirun' line: $(head -c 300 "$TMP/err")"
+# train.rng = secure, full batch or Poisson sampling: the step sums in integers on one
+# process (model/SENSITIVITY.md 8), so under mpirun it is refused, with one error line from
+# dpgd (mpirun adds its own banner about the non-zero exit, which is not dpgd's output).
+for mode in full poisson; do
+  checks=$((checks + 1))
+  extra=()
+  [ $mode = poisson ] && extra=(--set train.sampling=poisson --set train.sample_rate=0.2
+                                --set privacy.calibrate=none --set privacy.sigma=2)
+  "${MPIRUN[@]}" -np 2 "$DPGD" train --config "$CFG" "${BASE[@]}" --set data.n_train=500 \
+    --set train.steps=3 --set train.rng=secure "${extra[@]}" --out "$TMP/secure-$mode" \
+    >"$TMP/out" 2>"$TMP/err"
+  rc=$?
+  [ $rc -ne 0 ] && [ $rc -lt 128 ] && [ "$(grep -c '^dpgd: ' "$TMP/err")" -eq 1 ] &&
+    grep -q '^dpgd: error: .*without mpirun' "$TMP/err" ||
+    fail "secure-$mode: exit $rc, expected one 'dpgd: error: ... without mpirun' line: $(head -c 300 "$TMP/err")"
+done
 
 # 3. rank 1 killed mid-run (checkpoint every step), resumed with 3 ranks.
 # Long enough (an fsync'ed checkpoint per step) that the kill lands mid-run on a fast

@@ -1,9 +1,11 @@
-/* test_run_discrete.c -- secure full-batch runs in integers (model/SENSITIVITY.md 8,
- * docs/MATH.md "Discrete Gaussian"): the summary names the theorem and carries no
- * floating-point caveat (a secure DP-SGD run still does), the accountant holds discrete
- * Gaussians, the ledger is charged each row's exact integer norm, the stopping queries'
- * noise is an integer, and calibration uses the proven bound (sigma at least the
- * continuous Gaussian's, B_norm at most). On test_run.c's synthetic dataset. */
+/* test_run_discrete.c -- secure runs in integers (model/SENSITIVITY.md 8, docs/MATH.md
+ * "Discrete Gaussian"), full batch and DP-SGD (Poisson, MATH.md 18.1): the summary names
+ * the theorem and carries no floating-point caveat, the accountant holds (subsampled)
+ * discrete Gaussians, the ledger is charged each row's exact integer norm, the stopping
+ * queries' noise is an integer, and calibration uses the proven bound (sigma at least the
+ * continuous Gaussian's and the smallest meeting the target, B_norm at most); secure
+ * subset sampling and secure filtered DP-SGD are refused. On test_run.c's synthetic
+ * dataset. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -60,18 +62,58 @@ static void test_summary(void **state)
   free(sum);
   dpgd_run_free(r);
 
-  /* Secure DP-SGD keeps the floating-point noise, and says so. */
+  /* Secure DP-SGD: exact integer sums of the sample, subsampled discrete Gaussians. */
   tt_sampled_config(&c, dir, "discP", DPGD_SAMPLING_POISSON, 2);
   c.train_sample_rate = 0.2;
   c.train_rng = DPGD_RNG_SECURE;
+  c.stopping_queries = 1, c.stopping_every = 1, c.stopping_tau_frac = 0.05;
   r = tt_open_run(&c);
-  assert_false(dpgd_run_plan(r)->discrete);
+  p = dpgd_run_plan(r);
+  assert_true(p->discrete);
+  assert_true(p->report_method >= DPGD_ACCT_RDP_CLASSIC);
+  assert_true(isnan(p->eps[DPGD_ACCT_EXACT]));
   tt_finish_run(r);
-  dpgd_run_free(r);
+  /* the run's eps is the accountant's for 2 subsampled discrete Gaussians and 1 query */
+  dpgd_accountant *a = dpgd_acct_alloc();
+  assert_int_equal(dpgd_acct_add_subsampled_discrete_gaussian(a, 0.2, c.privacy_sigma, 2),
+                   DPGD_OK);
+  assert_int_equal(dpgd_acct_add_discrete_gaussian(a, 1 / (0.05 * N_TRAIN), 1), DPGD_OK);
+  dpgd_acct_value v;
+  assert_int_equal(dpgd_acct_epsilon(a, p->report_method, c.privacy_delta, &v), DPGD_OK);
+  assert_true(dpgd_run_eps_now(r) == v.value);
+  dpgd_acct_free(a);
   sum = (char *)SLURP("discP", "summary.json", &len);
-  assert_non_null(strstr(sum, "\"noise_caveat\": \"secure rng: "));
-  assert_null(strstr(sum, "\"theorem\""));
+  assert_non_null(strstr(sum, "\"theorem\": \"" DPGD_SUBSAMPLED_DISCRETE_THEOREM "\""));
+  assert_non_null(strstr(sum, "MATH.md section 18.1"));
+  assert_non_null(strstr(sum, "\"mechanism\": \"discrete_gaussian\""));
+  assert_null(strstr(sum, "caveat"));
+  assert_null(strstr(sum, "mitigat"));
+  eps = json_num(sum, "\"rdp_optimal\": "), cont = json_num(sum, "\"eps_continuous\": ");
+  assert_true(cont > 0 && cont < eps);
   free(sum);
+  dpgd_run_free(r);
+}
+
+/* Secure mode where no proof covers the discrete Gaussian: refused, one line each. */
+static void test_refusals(void **state)
+{
+  (void)state;
+  dpgd_config c;
+  dpgd_plan p;
+  tt_sampled_config(&c, dir, "refS", DPGD_SAMPLING_SUBSET, 2);
+  c.train_batch_size = 20;
+  c.train_rng = DPGD_RNG_SECURE;
+  assert_int_equal(dpgd_plan_make(&p, &c, N_TRAIN), DPGD_EINVAL);
+  assert_non_null(strstr(dpgd_error_last(), "subset"));
+  assert_null(strchr(dpgd_error_last(), '\n'));
+  c.train_rng = DPGD_RNG_RESEARCH;
+  assert_int_equal(dpgd_plan_make(&p, &c, N_TRAIN), DPGD_OK);
+  tt_filter_config(&c, dir, "refF", 3, 1, 1);
+  c.train_rng = DPGD_RNG_SECURE;
+  assert_int_equal(dpgd_plan_make(&p, &c, N_TRAIN), DPGD_EINVAL);
+  assert_non_null(strstr(dpgd_error_last(), "filtered DP-SGD"));
+  assert_null(strchr(dpgd_error_last(), '\n'));
+  dpgd_error_clear();
 }
 
 /* Filtered: after step 1 every point's spend is its row's exact squared norm on the grid
@@ -135,6 +177,36 @@ static void test_charges_and_queries(void **state)
 /* calibrate = sigma (method exact, which has no discrete curve): the secure plan's sigma
  * is at least the research plan's, and its reported eps meets the target; calibrate =
  * budget: B_norm at most the research one's. Queries included. */
+/* Secure DP-SGD: calibrate = sigma to eps 1 (method exact: rdp_optimal on the proven
+ * bound), then the round trip: that sigma, given, states eps <= 1, and 1e-5 below it
+ * states more (the smallest sigma); above the research plan's sigma. */
+static void test_calibration_poisson(void **state)
+{
+  (void)state;
+  dpgd_config c;
+  dpgd_plan pr, ps, pt;
+  tt_sampled_config(&c, dir, "calibP", DPGD_SAMPLING_POISSON, 50);
+  c.train_sample_rate = 0.05;
+  c.privacy_epsilon = 1.0;
+  c.privacy_method = DPGD_ACCT_EXACT;
+  c.privacy_calibrate = DPGD_CALIBRATE_SIGMA;
+  c.privacy_sigma = 0;
+  if (dpgd_plan_make(&pr, &c, N_TRAIN)) fail_msg("research plan: %s", dpgd_error_last());
+  c.train_rng = DPGD_RNG_SECURE;
+  if (dpgd_plan_make(&ps, &c, N_TRAIN)) fail_msg("secure plan: %s", dpgd_error_last());
+  assert_true(ps.discrete && ps.report_method == DPGD_ACCT_RDP_OPTIMAL);
+  assert_true(ps.eps[ps.report_method] <= 1.0);
+  assert_true(ps.sigma > pr.sigma);
+  assert_true(ps.eps_continuous < 1.0);
+  c.privacy_calibrate = DPGD_CALIBRATE_NONE;
+  c.privacy_sigma = ps.sigma;
+  if (dpgd_plan_make(&pt, &c, N_TRAIN)) fail_msg("given sigma: %s", dpgd_error_last());
+  assert_true(pt.eps[DPGD_ACCT_RDP_OPTIMAL] <= 1.0);
+  c.privacy_sigma = ps.sigma * (1 - 1e-5);
+  if (dpgd_plan_make(&pt, &c, N_TRAIN)) fail_msg("sigma below: %s", dpgd_error_last());
+  assert_true(pt.eps[DPGD_ACCT_RDP_OPTIMAL] > 1.0);
+}
+
 static void test_calibration(void **state)
 {
   (void)state;
@@ -173,9 +245,9 @@ static void test_calibration(void **state)
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_summary),
-      cmocka_unit_test(test_charges_and_queries),
-      cmocka_unit_test(test_calibration),
+      cmocka_unit_test(test_summary),     cmocka_unit_test(test_charges_and_queries),
+      cmocka_unit_test(test_calibration), cmocka_unit_test(test_calibration_poisson),
+      cmocka_unit_test(test_refusals),
   };
   return tt_run_banded("test_run_discrete", tests, sizeof tests / sizeof tests[0], &dir,
                        N_TRAIN, N_TEST);

@@ -1,6 +1,7 @@
 /* account_mech.c -- the mechanisms of 'dpgd account' and 'dpgd calibrate' from their
  * command-line specifications "key=value,key=value" (--gaussian, --laplace, --rr,
- * --discrete, --subsampled, --wor-gaussian, --wor-laplace, --discrete-gaussian), added to an accountant, and
+ * --discrete, --subsampled, --wor-gaussian, --wor-laplace, --discrete-gaussian,
+ * --subsampled-discrete-gaussian), added to an accountant, and
  * their help text. cmd_account.c prints. */
 #include <math.h>
 #include <stdint.h>
@@ -31,6 +32,11 @@ const char dpgd_cli_mech_help[] =
     "                                                the reversed pair is also accounted)\n"
     "  --subsampled q=Q,sigma=S[,count=N]            Poisson-subsampled Gaussian,\n"
     "                                                rate Q, noise multiplier S\n"
+    "  --subsampled-discrete-gaussian q=Q,sigma=S[,count=N]\n"
+    "      Poisson-subsampled multivariate discrete Gaussian (secure DP-SGD): rate Q,\n"
+    "      N_Z(0, (S D)^2) per coordinate on an integer sum of sensitivity D; an RDP\n"
+    "      bound proven for add and remove (docs/MATH.md 18.1): rdp_* rows only; the\n"
+    "      continuous subsampled Gaussian of the same Q, S is printed beside them\n"
     "  --wor-gaussian m=M,n=N,sigma=S,sensitivity=D,relation=R[,count=K]\n"
     "  --wor-laplace m=M,n=N,b=B[,sensitivity=D][,relation=R][,count=K]  (or a=A)\n"
     "      sampling without replacement: each release sees a fresh uniformly random\n"
@@ -256,12 +262,13 @@ static int add_discrete(dpgd_accountant *a, const char *flag, char *spec)
  * Returns 0, 1 after printing an error, or -1 if flag is not a mechanism flag. */
 int dpgd_cli_add_mechanism(dpgd_accountant *a, const char *flag, const char *spec_in)
 {
-  static const char *flags[] = {"--gaussian",    "--laplace",          "--rr",
-                                "--discrete",    "--subsampled",       "--wor-gaussian",
-                                "--wor-laplace", "--discrete-gaussian"};
+  static const char *flags[] = {
+      "--gaussian",    "--laplace",           "--rr",
+      "--discrete",    "--subsampled",        "--wor-gaussian",
+      "--wor-laplace", "--discrete-gaussian", "--subsampled-discrete-gaussian"};
   size_t which = 0;
-  while (which < 8 && strcmp(flag, flags[which])) which++;
-  if (which == 8) return -1;
+  while (which < 9 && strcmp(flag, flags[which])) which++;
+  if (which == 9) return -1;
   if (!spec_in) {
     dpgd_cli_error("%s needs a specification (see 'dpgd account --help')", flag);
     return 1;
@@ -293,12 +300,14 @@ int dpgd_cli_add_mechanism(dpgd_accountant *a, const char *flag, const char *spe
     return add_status(flag, dpgd_acct_add_rr(a, x, count));
   }
   case 3: return add_discrete(a, flag, spec);
-  default: { /* subsampled */
+  default: { /* subsampled (which 4) or subsampled discrete Gaussian (8): q and sigma */
     kv k[] = {{"q", NULL}, {"sigma", NULL}, {"count", NULL}};
     if (parse_kv(flag, spec, k, 3) || kv_count(flag, &k[2], &count) ||
         kv_double(flag, &k[0], 1, 0, &x) || kv_double(flag, &k[1], 1, 0, &y))
       return 1;
-    return add_status(flag, dpgd_acct_add_subsampled_gaussian(a, x, y, count));
+    return add_status(flag, which == 8
+                                ? dpgd_acct_add_subsampled_discrete_gaussian(a, x, y, count)
+                                : dpgd_acct_add_subsampled_gaussian(a, x, y, count));
   }
   }
 }

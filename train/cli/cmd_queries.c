@@ -310,7 +310,8 @@ static void summary_noise(FILE *f, const qrun *r)
           f);
     return;
   }
-  dpgd_report_json_dgauss(f, -ilogb(dpgd_queries_quantum(r->q)), (unsigned long long)g->num,
+  dpgd_report_json_dgauss(f, DPGD_DISCRETE_THEOREM, -ilogb(dpgd_queries_quantum(r->q)),
+                          (unsigned long long)g->num,
                           "\"filter\": \"Renyi filter (Feldman & Zrnic 2021), "
                           "train/QUERIES.md\"",
                           r->eps_continuous);

@@ -97,6 +97,12 @@ static void print_guarantee(const dpgd_plan *p)
            "eps of the composition by method:\n",
            p->steps, p->sample_rate, dpgd_round_digits(p->sigma, 6, 1),
            p->queries ? " and the queries" : "", p->delta);
+  else if (p->sampling == DPGD_SAMPLING_POISSON && p->discrete)
+    printf("guarantee   %zu Poisson-subsampled discrete Gaussians on exact integer sums (q = "
+           "%.6g, sigma = %.6g, grid 2^-%d)%s, %s; delta = %g; eps by method (reported: %s):\n",
+           p->steps, p->sample_rate, dpgd_round_digits(p->sigma, 6, 1), p->grid_bits,
+           p->queries ? " and the queries" : "", dpgd_plan_theorem(p), p->delta,
+           dpgd_acct_method_name((dpgd_acct_method)p->report_method));
   else if (p->sampling == DPGD_SAMPLING_POISSON)
     printf("guarantee   %zu Poisson-subsampled Gaussians (q = %.6g, sigma = %.6g)%s, delta = "
            "%g; eps by method:\n",
@@ -371,7 +377,7 @@ static int train_command(int argc, char **argv)
     printf("done        %zu steps; eps %.6g (%s, delta %g); results in %s (summary.json)\n",
            dpgd_run_step_index(r), dpgd_round_digits(e, 6, 1),
            dpgd_acct_method_name((dpgd_acct_method)p->report_method), p->delta, c->output_dir);
-  if (p->discrete) printf("guarantee   %s\n", DPGD_DISCRETE_THEOREM);
+  if (p->discrete) printf("guarantee   %s\n", dpgd_plan_theorem(p));
   else if (c->train_rng == DPGD_RNG_SECURE)
     printf("caveat      %s\n", dpgd_rng_secure_caveat());
   dpgd_run_free(r);

@@ -299,7 +299,7 @@ int dpgd_mpi_attach(dpgd_run *r)
 {
   if (ctx.size == 0) return DPGD_OK; /* not under mpirun */
   if (dpgd_run_plan(r)->discrete)
-    return DPGD_FAIL(DPGD_EINVAL, "a secure full-batch run sums in integers on one process "
+    return DPGD_FAIL(DPGD_EINVAL, "a secure run sums in integers on one process "
                                   "(model/SENSITIVITY.md 8); run it without mpirun");
   dpgd_config c = *dpgd_run_config(r);
   const dpgd_dataset *ds = dpgd_run_train_set(r);
