@@ -222,6 +222,12 @@ static double gauss_mu(const dpgd_accountant *a, int pad)
 
 double dpgd_acct_gauss_mu_up(const dpgd_accountant *a) { return gauss_mu(a, 1); }
 
+double dpgd_acct_zcdp_mu(const dpgd_accountant *a)
+{
+  if (!a || !dpgd_acct_all_zcdp(a)) return NAN;
+  return gauss_mu(a, 0);
+}
+
 double dpgd_acct_gdp_mu(const dpgd_accountant *a)
 {
   if (!a || !dpgd_acct_all_gaussian(a)) return NAN;

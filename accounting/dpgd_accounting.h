@@ -338,6 +338,10 @@ int dpgd_acct_replace_one(const dpgd_accountant *a);
 
 /* Total GDP parameter sqrt(sum mu_j^2) when every entry is Gaussian; NAN otherwise. */
 double dpgd_acct_gdp_mu(const dpgd_accountant *a);
+/* The same sqrt(sum mu_j^2) when every entry is Gaussian or discrete Gaussian (integer
+ * shifts): the mu of the composition's Renyi curve lambda mu^2 / 2 (the discrete ones are
+ * not mu-GDP: docs/MATH.md 18); NAN otherwise. */
+double dpgd_acct_zcdp_mu(const dpgd_accountant *a);
 /* Number of entries / total count of releases composed. */
 size_t dpgd_acct_n_entries(const dpgd_accountant *a);
 uint64_t dpgd_acct_n_releases(const dpgd_accountant *a);

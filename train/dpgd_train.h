@@ -266,6 +266,11 @@ int dpgd_dgauss_from_std(dpgd_dgauss *g, double std, int bits);
 int dpgd_dgauss_sample(const dpgd_dgauss *g, dpgd_bits *b, int64_t *out);
 /* x[j] += one draw each, in index order; DPGD_ERANGE if a sum overflows int64. */
 int dpgd_dgauss_add(const dpgd_dgauss *g, dpgd_bits *b, int64_t *x /* (n) */, size_t n);
+/* The release of an exact integer vector on the grid 2^-bits: x[j] += one draw each (bits
+ * from rng's stream), then out[j] = x[j] 2^-bits rounded to the nearest double (exact for
+ * |x[j]| <= 2^53), post-processing only. The noise step of every secure release. */
+int dpgd_dgauss_release(const dpgd_dgauss *g, dpgd_rng *rng, int64_t *x /* (n) */,
+                        double *out /* (n) */, size_t n, int bits);
 /* The building blocks, exposed for their tests: Bernoulli(exp(-num/den)) (den >= 1) and
  * the discrete Laplace P[y] proportional to exp(-|y|/t), 1 <= t <= 2^31 + 1. */
 int dpgd_dgauss_bernoulli_exp(dpgd_bits *b, uint64_t num, uint64_t den, int *out);

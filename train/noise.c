@@ -132,6 +132,18 @@ int dpgd_dgauss_from_std(dpgd_dgauss *g, double std, int bits)
   return dpgd_dgauss_init(g, num, 1);
 }
 
+int dpgd_dgauss_release(const dpgd_dgauss *g, dpgd_rng *rng, int64_t *x, double *out, size_t n,
+                        int bits)
+{
+  dpgd_bits b;
+  dpgd_bits_init(&b, dpgd_rng_bits, rng);
+  int rc = dpgd_dgauss_add(g, &b, x, n);
+  explicit_bzero(&b, sizeof b);
+  if (rc) return rc;
+  for (size_t j = 0; j < n; j++) out[j] = ldexp((double)x[j], -bits);
+  return DPGD_OK;
+}
+
 /* Only exactly representable values of (k + 1/2) 2^-b keep the uniform inside (0, 1):
  * with b = 53, k + 1/2 for k >= 2^52 is not a double and rounds, to 2^53 (u = 1.0) for
  * k = 2^53 - 1. With b = 52 it is exact: u in [2^-53, 1 - 2^-53], never 0 or 1. */

@@ -220,17 +220,11 @@ static int contribute(dpgd_queries *q, size_t i, dpgd_query_fn fn, void *ctx)
  * written to answer on an error. */
 static int discrete_release(dpgd_queries *q, double *answer)
 {
-  size_t d = q->p.dim;
-  dpgd_bits b;
-  dpgd_bits_init(&b, dpgd_rng_bits, q->rng);
-  int rc = dpgd_dgauss_add(&q->dg, &b, q->sum, d);
-  explicit_bzero(&b, sizeof b);
-  for (size_t j = 0; j < d && !rc; j++)
+  int rc = dpgd_dgauss_release(&q->dg, q->rng, q->sum, answer, q->p.dim, q->bits);
+  for (size_t j = 0; j < q->p.dim && !rc; j++) /* the answers are exact */
     if (q->sum[j] > INT64_C(1) << 53 || q->sum[j] < -(INT64_C(1) << 53))
       rc = DPGD_FAIL(DPGD_ERANGE, "query %zu: noisy sum beyond 2^53 grid units", q->count);
-  if (rc) return rc;
-  for (size_t j = 0; j < d; j++) answer[j] = ldexp((double)q->sum[j], -q->bits); /* exact */
-  return DPGD_OK;
+  return rc;
 }
 
 int dpgd_queries_answer_fn(dpgd_queries *q, dpgd_query_fn fn, void *ctx, double *answer)

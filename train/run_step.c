@@ -163,13 +163,8 @@ int dpgd_run_setup_discrete(dpgd_run *r)
  * converted to the double sum the update uses. */
 static int discrete_noisy_sum(dpgd_run *r)
 {
-  dpgd_bits b;
-  dpgd_bits_init(&b, dpgd_rng_bits, r->rng_step);
-  int rc = dpgd_dgauss_add(&r->dg_step, &b, r->isum, r->P);
-  explicit_bzero(&b, sizeof b);
-  if (rc) return rc;
-  for (size_t j = 0; j < r->P; j++) r->sum[j] = ldexp((double)r->isum[j], -r->plan.grid_bits);
-  return DPGD_OK;
+  return dpgd_dgauss_release(&r->dg_step, r->rng_step, r->isum, r->sum, r->P,
+                             r->plan.grid_bits);
 }
 
 /* The clipped sum under the caps of the ledger, the spend, and ONE Gaussian draw on it. */

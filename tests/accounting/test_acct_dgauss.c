@@ -97,7 +97,10 @@ static void test_mixed(void **state)
   double rho = 2 * 0.125 + 3 * 0.03125, z = rho + 2 * sqrt(rho * log(1e6));
   assert_true(v.value >= z && v.value <= z * (1 + 1e-12));
   assert_true(isnan(dpgd_acct_gdp_mu(a)));
+  /* the Renyi curve's mu: 2 rho = 2 * 0.25 + 3 * 0.0625 */
+  assert_true(fabs(dpgd_acct_zcdp_mu(a) - sqrt(2 * rho)) <= 1e-15);
   assert_int_equal(dpgd_acct_add_laplace(a, 0.1, 1), DPGD_OK);
+  assert_true(isnan(dpgd_acct_zcdp_mu(a)));
   assert_int_equal(dpgd_acct_epsilon(a, DPGD_ACCT_ZCDP, 1e-6, &v), DPGD_EINVAL);
   assert_int_equal(dpgd_acct_epsilon(a, DPGD_ACCT_RDP_OPTIMAL, 1e-6, &v), DPGD_OK);
   dpgd_acct_free(a);

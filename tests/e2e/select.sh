@@ -58,6 +58,36 @@ expect_ok other "$DPGD" select "$TMP/g.sweep" --epsilon 1 --mean-k 2 --seed 6 --
 checks=$((checks + 1))
 cmp -s "$J" "$TMP/s3/selection.json" && fail "another seed gave the same selection"
 
+# The score's noise: continuous (research), exact discrete on the grid 2^-F of the count
+# (--rng secure; F the largest <= 20 with sigma 2^F <= 2^30): then every noisy score times
+# n_validation 2^F is an integer (candidates.csv keeps 17 digits).
+# grid_scores DIR: 0 if every candidate's score is on the grid, 1 if none is, 2 if mixed.
+grid_scores() {
+  python3 - "$1" <<'PY'
+import csv, json, math, sys
+d = sys.argv[1]
+s = json.load(open(d + "/selection.json"))["score_sigma"]
+F = 0
+while F < 20 and math.ldexp(s, F + 1) <= 2.0**30:
+    F += 1
+on = [abs(v - round(v)) < 1e-3 for v in (float(r["noisy_score"]) * int(r["n_validation"]) * 2.0**F
+      for r in csv.DictReader(open(d + "/private/candidates.csv")))]
+sys.exit(0 if all(on) else 1 if not any(on) else 2)
+PY
+}
+checks=$((checks + 1))
+grep -q '"score_noise": "floating-point' "$J" || fail "research selection: score noise not named"
+checks=$((checks + 1))
+grid_scores "$TMP/s1"
+[ $? = 1 ] || fail "research selection: scores on the discrete grid"
+expect_ok secure "$DPGD" select "$TMP/g.sweep" --epsilon 1 --mean-k 2 --rng secure \
+  --out "$TMP/sec" --quiet
+checks=$((checks + 1))
+grep -q '"score_noise": "exact discrete Gaussian' "$TMP/sec/selection.json" ||
+  fail "secure selection: score noise not the discrete Gaussian"
+checks=$((checks + 1))
+grid_scores "$TMP/sec" || fail "secure selection: a score off the grid of the count"
+
 expect_fail mean "mean number of runs 0.5" "$DPGD" select "$TMP/g.sweep" --epsilon 1 \
   --mean-k 0.5 --dry-run
 expect_fail mean1 "must be above 1" "$DPGD" select "$TMP/g.sweep" --epsilon 1 --mean-k 1 --dry-run

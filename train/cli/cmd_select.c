@@ -194,7 +194,10 @@ static int write_json(const char *out, const dpgd_selection *s, const dpgd_selec
   fprintf(f, " \"run\": {\"epsilon\": %.17g, \"eps\": %.10g, \"delta\": %.10g, \"sigma\": [",
           s->run_eps, dpgd_round_digits(max_run_eps(s), 10, 1), s->run_delta);
   for (size_t c = 0; c < s->n_cells; c++) fprintf(f, "%s%.10g", c ? ", " : "", s->sigma[c]);
-  fprintf(f, "]},\n \"score_sigma\": %.17g,\n", 1 / s->score_mu);
+  fprintf(f, "]},\n \"score_sigma\": %.17g, \"score_noise\": \"%s\",\n", 1 / s->score_mu,
+          rng == DPGD_RNG_SECURE ? "exact discrete Gaussian on a grid of the count "
+                                   "(accounting/SELECTION.md)"
+                                 : "floating-point Gaussian from the seeded stream (research)");
   fprintf(f, " \"total\": {\"eps\": %.10g, \"delta\": %.10g, \"method\": \"%s\"},\n",
           dpgd_round_digits(s->total.value, 10, 1), s->delta, dpgd_acct_method_name(s->method));
   json_best(f, s, d);
@@ -238,7 +241,7 @@ static int write_private(const char *dir, const dpgd_selection *s, const dpgd_se
   for (uint64_t i = 0; i < d->K; i++) {
     const dpgd_select_cand *c = &d->cand[i];
     dpgd_sweep_cell_name(name, sizeof name, &s->sweep, c->cell);
-    fprintf(f, "%llu,%s,%zu,%zu,%.10g\n", (unsigned long long)i + 1, name, c->correct, c->n_val,
+    fprintf(f, "%llu,%s,%zu,%zu,%.17g\n", (unsigned long long)i + 1, name, c->correct, c->n_val,
             c->score);
   }
   return fclose(f) ? DPGD_FAIL(DPGD_EIO, "cannot write %s", path) : DPGD_OK;
@@ -291,7 +294,12 @@ static int run_selection(const select_opts *o, dpgd_selection *s, dpgd_select_dr
 
 static int select_main(const select_opts *o, dpgd_selection *s)
 {
-  int st = dpgd_select_setup(s);
+  /* Every cell is planned as its child runs: in the selection's rng mode (a secure run
+   * releases discrete Gaussians, accounted and calibrated as such). */
+  char rng[64];
+  snprintf(rng, sizeof rng, "%s=%s", DPGD_CONFIG_KEY(train_rng), dpgd_rng_mode_name(o->rng));
+  int st = dpgd_sweep_add_set(&s->sweep, rng);
+  if (!st) st = dpgd_select_setup(s);
   if (!st && !(s->delta > 0)) s->delta = s->run_delta;
   if (!st)
     st = o->total > 0 ? dpgd_select_calibrate(s, o->total) : dpgd_select_account(s, o->run_eps);

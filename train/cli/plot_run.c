@@ -413,8 +413,10 @@ int dpgd_run_summary_parse(dpgd_run_summary *s, const char *buf, size_t len, con
   if (!poisson && strcmp(s->sampling, "full"))
     return DPGD_FAIL(DPGD_EFORMAT,
                      "%s: \"sampling\" must be \"full\", \"poisson\" or \"subset\"", name);
-  /* Subsampled (poisson, subset) runs are not GDP: their "mu" is null. */
-  if (!(s->mu >= 0) && !(poisson && isnan(s->mu)))
+  /* Subsampled (poisson, subset) runs are not GDP, nor are secure runs (discrete Gaussian
+   * noise, docs/MATH.md 18): their "mu" is null. */
+  int no_gdp = poisson || !strcmp(s->rng, "secure");
+  if (!(s->mu >= 0) && !(no_gdp && isnan(s->mu)))
     return DPGD_FAIL(DPGD_EFORMAT, "%s: \"mu\" missing or negative", name);
   if (!(s->delta > 0 && s->delta < 1))
     return DPGD_FAIL(DPGD_EFORMAT, "%s: \"delta\" missing or outside (0,1)", name);

@@ -135,7 +135,8 @@ int dpgd_select_account(dpgd_selection *s, double e)
   for (size_t c = 0; c < s->n_cells; c++) {
     int st = plan_cell(s, c, kv, e);
     if (st) return st;
-    double mu = dpgd_acct_gdp_mu(s->acct[c]);
+    /* Gaussian or discrete Gaussian steps (integer shifts): Renyi curve lambda mu^2 / 2. */
+    double mu = dpgd_acct_zcdp_mu(s->acct[c]);
     if (!isfinite(mu)) gdp = 0;
     else if (mu > mu_max) mu_max = mu;
   }

@@ -147,6 +147,29 @@ static int read_count(const dpgd_selection *s, dpgd_select_cand *c, const char *
   return DPGD_OK;
 }
 
+/* The noisy score of a validation count (accounting/SELECTION.md "The score's noise").
+ * Research: count + N(0, s^2) from the stream, in floating point (reproducible). Secure:
+ * exact, on the grid 2^-F: count 2^F + N_Z(0, ceil((s 2^F)^2)), an integer shift of 2^F
+ * for a neighbour, whose Renyi curve lambda 4^F / (2 ceil((s 2^F)^2)) is at most the
+ * accounted lambda / (2 s^2) (docs/MATH.md 18: integer shifts of a discrete Gaussian
+ * have the continuous curve); F the largest <= 20 with s 2^F <= 2^30. */
+static int noisy_count(dpgd_rng *r, int rng, size_t correct, double s, double *out)
+{
+  if (rng != DPGD_RNG_SECURE) {
+    double z = 0;
+    int st = dpgd_rng_gaussian(r, s, &z);
+    *out = (double)correct + z;
+    return st;
+  }
+  int F = 0;
+  while (F < 20 && ldexp(s, F + 1) <= 0x1p30) F++;
+  dpgd_dgauss g;
+  int64_t x = (int64_t)correct * (INT64_C(1) << F); /* correct < 2^32 (an IDX count) */
+  int st = dpgd_dgauss_from_std(&g, s, F);
+  if (!st) st = dpgd_dgauss_release(&g, r, &x, out, 1, F);
+  return st;
+}
+
 int dpgd_select_run(dpgd_select_draws *d, const dpgd_selection *s, dpgd_rng *r, const char *exe,
                     const char *dir, int rng)
 {
@@ -156,10 +179,10 @@ int dpgd_select_run(dpgd_select_draws *d, const dpgd_selection *s, dpgd_rng *r, 
     snprintf(c->dir, sizeof c->dir, "%s/candidate-%llu", dir, (unsigned long long)i + 1);
     int st = train_child(s, c, exe, c->dir, rng);
     if (!st) st = read_count(s, c, c->dir);
-    double z = 0;
-    if (!st) st = dpgd_rng_gaussian(r, 1 / s->score_mu, &z);
+    double noisy = 0;
+    if (!st) st = noisy_count(r, rng, c->correct, 1 / s->score_mu, &noisy);
     if (st) return st;
-    c->score = ((double)c->correct + z) / (double)c->n_val;
+    c->score = noisy / (double)c->n_val;
     if (d->best < 0 || c->score > d->cand[d->best].score) d->best = (long)i;
   }
   return DPGD_OK;
