@@ -12,7 +12,8 @@ set(DPGD_INTERNAL_LIBS dpgd_core dpgd_accounting dpgd_data dpgd_model dpgd_train
 # The public header of each library folder (STYLE.md 2), in the order the umbrella header
 # includes them; every header one of them includes with quotes must be in this list.
 set(DPGD_PUBLIC_HEADERS dpgd_core.h dpgd_error.h dpgd_accounting.h dpgd_data.h
-    dpgd_model.h dpgd_config.h dpgd_queries.h dpgd_audit.h dpgd_train.h)
+    dpgd_model.h dpgd_config.h dpgd_queries.h dpgd_audit.h dpgd_train.h
+    dpgd_dgauss.h)
 
 # ---- libdpgd: the same objects as the internal libraries, position independent --------
 set(_dpgd_objects)

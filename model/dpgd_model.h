@@ -179,6 +179,14 @@ double dpgd_model_sum_error_bound(size_t n);
 int dpgd_model_clip_rows_sum(double *sum /* (P) in/out */, double *sqnorm_post /* (B) out */,
                              const float *G /* (B, P) row-major */,
                              const double *caps /* (B) */, size_t B, size_t P);
+/* The same rows summed exactly on the grid 2^-F (0..DPGD_GRID_MAX_BITS) as
+ * dpgd_model_clipped_grad_sum_int does (model/SENSITIVITY.md 8): sum (P, int64) += each
+ * row with caps[i] > 0, clipped by the rule above, rounded toward zero onto the grid and
+ * its squared norm checked exactly against caps[i]^2; sqnorm_post[i] that norm rounded up.
+ * DPGD_ERANGE (nothing added) when sum_i floor(caps[i] 2^F) exceeds 2^62. */
+int dpgd_model_clip_rows_sum_int(int64_t *sum /* (P) in/out */,
+                                 double *sqnorm_post /* (B) out */, const float *G,
+                                 const double *caps /* (B) */, size_t B, size_t P, int F);
 
 /* ---- Secure mode's integer sum (model/intsum.c; proof in model/SENSITIVITY.md 8) ----
  * Each example's clipped gradient v_i = f_i g_i (the rule above) is rounded toward zero

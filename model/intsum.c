@@ -279,23 +279,29 @@ static int check_int_call(dpgd_model *m, dpgd_grad_ws *ws, const dpgd_dataset *d
   if (!caps || !sum) return DPGD_FAIL(DPGD_EINVAL, "no caps or output sum given");
   if (ws->grid_bits < 0 || !ws->grid_slab)
     return DPGD_FAIL(DPGD_EINVAL, "integer sum: no grid set (dpgd_grad_ws_set_grid)");
+  for (size_t i = 0; i < ds->n; i++)
+    if (ds->labels[i] >= m->n_classes)
+      return DPGD_FAIL(DPGD_EINVAL, "label %u of example %zu is outside 0..%d", ds->labels[i],
+                       i, m->n_classes - 1);
+  return dpgd_grid_caps_fit(caps, ds->n, ws->grid_bits);
+}
+
+int dpgd_grid_caps_fit(const double *caps, size_t n, int F)
+{
   u128 bound = 0;
-  for (size_t i = 0; i < ds->n; i++) {
+  for (size_t i = 0; i < n; i++) {
     if (!(caps[i] >= 0.0) || !isfinite(caps[i]))
       return DPGD_FAIL(DPGD_EINVAL,
                        "cap of example %zu is %g; the integer sum needs finite "
                        "caps >= 0",
                        i, caps[i]);
-    if (ds->labels[i] >= m->n_classes)
-      return DPGD_FAIL(DPGD_EINVAL, "label %u of example %zu is outside 0..%d", ds->labels[i],
-                       i, m->n_classes - 1);
-    double c = floor(ldexp(caps[i], ws->grid_bits));
+    double c = floor(ldexp(caps[i], F));
     bound += c < 0x1p63 ? (u128)(uint64_t)c : SUM_MAX + 1;
     if (bound > SUM_MAX)
       return DPGD_FAIL(DPGD_ERANGE,
                        "integer sum: the caps in units of 2^-%d add up past 2^62 (a "
                        "coordinate could overflow); use a coarser grid",
-                       ws->grid_bits);
+                       F);
   }
   return DPGD_OK;
 }

@@ -185,6 +185,10 @@ void dpgd_outer_rows(float *out, size_t ld, const float *r /* (B, K) */,
  * rounded down to a double: the cap's square in grid units, rounded in the private
  * direction. cap must be finite, >= 0, with cap 2^F < 2^62. */
 unsigned __int128 dpgd_grid_cap2(double cap, int F);
+/* DPGD_OK when every cap is finite and >= 0 and sum_i floor(caps[i] 2^F) <= 2^62 (checked
+ * exactly): then no partial sum of the rows, each coordinate at most its cap in grid
+ * units, leaves int64 (model/SENSITIVITY.md 8). */
+int dpgd_grid_caps_fit(const double *caps, size_t n, int F);
 /* One example's row g (len floats) onto the grid: f = dpgd_clip_scale(sq, cap, P, pre,
  * .), v[p] = f g[p] 2^F rounded toward zero (f g[p] is exact in double), each |v[p]|
  * at most floor(cap 2^F); then, exactly in integers, ||v||^2 <= dpgd_grid_cap2(cap, F),

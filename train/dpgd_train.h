@@ -159,9 +159,6 @@ enum {
   DPGD_N_STREAMS = 5
 };
 
-/* Summands of one secure Gaussian draw (Holohan & Braghin 2021; see noise.c). */
-#define DPGD_SECURE_GAUSS_TERMS 4
-
 /* The sentence summary.json's "caveat" carries for a research-mode run (and the CLI
  * prints as a warning), one sentence for every command: seed_option names how the seed
  * is set and secure_advice how to switch to the secure generator. */
@@ -206,9 +203,11 @@ int dpgd_rng_u64(dpgd_rng *r, uint64_t *out);
  * research mode every bit of the seed keys them (stream.c). DPGD_ENOMEM, or DPGD_EIO in
  * secure mode. */
 int dpgd_rng_init_model(dpgd_model *m, int mode, const dpgd_seed *seed);
-/* x[j] += N(0, std^2) for j < n, drawn in index order from this stream. */
+/* x[j] += N(0, std^2) for j < n, drawn in index order from this stream: research streams
+ * only (floating point, GSL's ziggurat); a secure stream refuses (DPGD_EINVAL): secure
+ * releases add dpgd_dgauss_release's exact discrete Gaussian instead. */
 int dpgd_rng_gaussian_add(dpgd_rng *r, double std, double *x /* (n) */, size_t n);
-/* One N(0, std^2) draw. */
+/* One N(0, std^2) draw (research streams only, as above). */
 int dpgd_rng_gaussian(dpgd_rng *r, double std, double *out);
 /* Poisson sampling: in[i] = 1 with probability q (at most q, within 2^-64 of it),
  * independently for each i < n, else 0; one 64-bit word per point in index order.
@@ -229,52 +228,7 @@ size_t dpgd_rng_state_size(const dpgd_rng *r);
 void dpgd_rng_state_get(const dpgd_rng *r, void *buf /* (state_size) */);
 int dpgd_rng_state_set(dpgd_rng *r, const void *buf, size_t len);
 
-/* ===== Exact discrete Gaussian (train/dgauss.c; docs/MATH.md "Discrete Gaussian") ====
- * N_Z(0, sigma^2), P[y] proportional to exp(-y^2 / (2 sigma^2)) on the integers, sampled
- * exactly (Canonne, Kamath & Steinke 2020, Algorithms 1-3) for a rational sigma^2 =
- * num/den, in integer arithmetic only (the unit holds no floating-point instruction:
- * tests/train/dgauss_nofloat.sh). Random bits come from a callback: the run's streams
- * through dpgd_rng_bits (getrandom in secure mode), a seeded stream in tests. */
-typedef int (*dpgd_bits_fn)(void *ctx, uint64_t *word); /* 64 uniform bits; a status */
-typedef struct {
-  dpgd_bits_fn fn;
-  void *ctx;
-  uint64_t word; /* unused bits, lowest first */
-  unsigned left; /* how many */
-} dpgd_bits;
-void dpgd_bits_init(dpgd_bits *b, dpgd_bits_fn fn, void *ctx);
-/* The dpgd_bits_fn of a dpgd_rng (ctx is the dpgd_rng *). */
-int dpgd_rng_bits(void *rng, uint64_t *word);
-
-/* Range of sigma^2 = num/den: 1 <= num <= 2^62, 1 <= den <= 2^32 (every intermediate then
- * fits in 128 bits: dgauss.c). */
-#define DPGD_DGAUSS_NUM_MAX (UINT64_C(1) << 62)
-#define DPGD_DGAUSS_DEN_MAX (UINT64_C(1) << 32)
-typedef struct {
-  uint64_t num, den; /* sigma^2 = num/den */
-  uint64_t t;        /* floor(sigma) + 1: the Laplace proposal's scale */
-} dpgd_dgauss;
-/* DPGD_EINVAL (reported) outside the range. */
-int dpgd_dgauss_init(dpgd_dgauss *g, uint64_t num, uint64_t den);
-/* sigma^2 = the smallest integer at least (std 2^bits)^2, or at most one more: noise of
- * std at least `std` in the units of the grid 2^-bits (the private direction). DPGD_ERANGE
- * where std 2^bits exceeds 2^31, DPGD_EINVAL for std not finite and > 0 or bits outside
- * 0..60. (Computed in noise.c: dgauss.c holds no floating point.) */
-int dpgd_dgauss_from_std(dpgd_dgauss *g, double std, int bits);
-/* One draw. DPGD_ERANGE only on events of probability below exp(-2^31) (dgauss.c), or
- * the callback's status. */
-int dpgd_dgauss_sample(const dpgd_dgauss *g, dpgd_bits *b, int64_t *out);
-/* x[j] += one draw each, in index order; DPGD_ERANGE if a sum overflows int64. */
-int dpgd_dgauss_add(const dpgd_dgauss *g, dpgd_bits *b, int64_t *x /* (n) */, size_t n);
-/* The release of an exact integer vector on the grid 2^-bits: x[j] += one draw each (bits
- * from rng's stream), then out[j] = x[j] 2^-bits rounded to the nearest double (exact for
- * |x[j]| <= 2^53), post-processing only. The noise step of every secure release. */
-int dpgd_dgauss_release(const dpgd_dgauss *g, dpgd_rng *rng, int64_t *x /* (n) */,
-                        double *out /* (n) */, size_t n, int bits);
-/* The building blocks, exposed for their tests: Bernoulli(exp(-num/den)) (den >= 1) and
- * the discrete Laplace P[y] proportional to exp(-|y|/t), 1 <= t <= 2^31 + 1. */
-int dpgd_dgauss_bernoulli_exp(dpgd_bits *b, uint64_t num, uint64_t den, int *out);
-int dpgd_dgauss_laplace(dpgd_bits *b, uint64_t t, int64_t *out);
+#include "dpgd_dgauss.h" /* the exact discrete Gaussian */
 
 /* ===== Checkpoint container =========================================================
  * A file of named byte sections: magic "DPGDCKPT", format version, byte-order mark,
@@ -302,11 +256,6 @@ int dpgd_ckpt_read(dpgd_ckpt **out, const char *path, uint64_t config_hash);
 int dpgd_ckpt_get(const dpgd_ckpt *c, const char *name, size_t want_len, const void **data,
                   size_t *len);
 void dpgd_ckpt_free(dpgd_ckpt *c);
-
-/* The sentence a train.rng = secure run's outputs carry beside its eps (summary.json's
- * "noise_caveat", a printed "caveat" line): its noise is floating point, a mitigation,
- * not a proof. One sentence in one place, for as long as secure noise is floating point. */
-const char *dpgd_rng_secure_caveat(void);
 
 /* Writes len bytes to path atomically (temp file, fsync, rename, directory fsync). */
 int dpgd_write_atomic(const char *path, const void *buf, size_t len);
@@ -363,6 +312,11 @@ typedef struct dpgd_plan {
 #define DPGD_SUBSAMPLED_DISCRETE_THEOREM                                                       \
   "docs/MATH.md section 18.1, proven there: the Poisson-subsampled (rate q) discrete "         \
   "Gaussian on an exact integer sum, its RDP bounded for add and remove; composed by RDP"
+#define DPGD_PNSGD_DISCRETE_THEOREM                                                            \
+  "docs/MATH.md section 18 and train/LASTITERATE.md section 7, proven there: the point's "     \
+  "step releases its clipped gradient rounded onto the grid plus a multivariate discrete "     \
+  "Gaussian, whose Renyi curve for an integer shift is the continuous Gaussian's (Canonne, "   \
+  "Kamath & Steinke 2020); every later step is post-processing; converted by rdp_optimal"
 const char *dpgd_plan_theorem(const dpgd_plan *p);
 /* sigma C rounded up: the discrete noise's std, never below the calibrated one. */
 double dpgd_plan_noise_std_up(const dpgd_plan *p);
@@ -517,6 +471,9 @@ typedef struct dpgd_pnsgd_plan {
   double lr, radius;   /* eta <= k.lr_max, R */
   double cap;          /* L (1 - 2^-20): the engine's clip of each gradient */
   double delta;        /* of the reported guarantees */
+  int discrete;        /* train.rng = secure: the step adds an exact discrete Gaussian to
+                        * the clipped gradient rounded onto the grid 2^-grid_bits */
+  int grid_bits;
 } dpgd_pnsgd_plan;
 
 /* Resolves a validated pnsgd config for n points of d inputs (normalised by mean, std as
@@ -537,7 +494,8 @@ typedef struct dpgd_pnsgd_eps {
   double rho;         /* amplification by iteration: RDP a rho */
   double iteration;   /* its eps, rdp_optimal conversion */
   double contraction; /* eps of the contraction bound */
-  double eps;         /* min(iteration, contraction): the reported guarantee */
+  double eps;         /* min(iteration, contraction): the reported guarantee (discrete:
+                       * iteration; the contraction bound is the continuous curve's) */
   double composition; /* every iterate released (comparison): exact, mu = L / sigma */
 } dpgd_pnsgd_eps;
 int dpgd_pnsgd_guarantee(const dpgd_pnsgd_plan *p, size_t t, dpgd_pnsgd_eps *e);

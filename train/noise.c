@@ -1,20 +1,11 @@
 /* noise.c -- the random streams of a run: research mode (a ChaCha20 keystream per
- * stream, keyed by the whole master seed: stream.c; position checkpointable) and secure
- * mode (the OS CSPRNG through getrandom(2), with Gaussian sampling hardened against
- * floating-point attacks).
- *
- * Secure Gaussian: Mironov (CCS 2012, "On significance of the least significant bits for
- * differential privacy") showed that textbook floating-point sampling leaves gaps in the
- * set of reachable outputs that reveal the un-noised value; Jin et al. (IEEE S&P 2022,
- * arXiv:2112.05307) showed the same for the Gaussian in DP-SGD. Mitigation used here:
- * Holohan & Braghin, "Secure Random Sampling in Differential Privacy", ESORICS 2021
- * (doi:10.1007/978-3-030-88428-4_26): for an infinitely divisible distribution, draw the
- * noise as the sum of several independent samples of the correspondingly scaled
- * distribution, so that inverting a released value to the uniforms behind it (the
- * attack) needs a search exponential in the number of summands. We sum
- * DPGD_SECURE_GAUSS_TERMS standard normals (Box-Muller on 52-bit uniforms from
- * getrandom, strictly inside (0, 1)) and scale by std / sqrt(terms): exactly N(0, std^2) in real arithmetic.
- * This is a mitigation, not a proof that the floating-point output is exactly DP. */
+ * stream, keyed by the whole master seed: stream.c; position checkpointable; Gaussian
+ * noise by GSL's ziggurat, in floating point, reproducible) and secure mode (the OS
+ * CSPRNG through getrandom(2)). Secure mode draws no floating-point Gaussian: its
+ * releases add an exact discrete Gaussian (train/dgauss.c) to exact integer sums, proven
+ * as they run (docs/MATH.md section 18); the floating-point samplers are attackable
+ * through their rounding (Mironov, CCS 2012; Jin et al., IEEE S&P 2022). This file also
+ * turns a noise std on a grid into the discrete Gaussian's rational variance. */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -144,50 +135,13 @@ int dpgd_dgauss_release(const dpgd_dgauss *g, dpgd_rng *rng, int64_t *x, double 
   return DPGD_OK;
 }
 
-/* Only exactly representable values of (k + 1/2) 2^-b keep the uniform inside (0, 1):
- * with b = 53, k + 1/2 for k >= 2^52 is not a double and rounds, to 2^53 (u = 1.0) for
- * k = 2^53 - 1. With b = 52 it is exact: u in [2^-53, 1 - 2^-53], never 0 or 1. */
-double dpgd_noise_bits_to_uniform(uint64_t w) { return ((double)(w >> 12) + 0.5) * 0x1.0p-52; }
-
-/* The radius is at most sqrt(-2 log 2^-53) = 8.5717 for u1 >= 2^-53 (NOISE_BM_RADIUS_MAX)
- * and positive for u1 <= 1 - 2^-53; so a secure draw of DPGD_SECURE_GAUSS_TERMS terms is
- * within 8.5717 sqrt(terms) std of zero: a bounded tail, never inf or NaN. */
-double dpgd_noise_box_muller(double u1, double u2)
+/* Secure mode refuses floating-point Gaussian noise: nothing proves its rendering DP. */
+static int no_float_gaussian(void)
 {
-  return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
-}
-
-static int secure_uniform(dpgd_rng *r, double *u)
-{
-  uint64_t w;
-  int rc = dpgd_rng_u64(r, &w);
-  if (rc) return rc;
-  *u = dpgd_noise_bits_to_uniform(w);
-  return DPGD_OK;
-}
-
-/* Standard normal by Box-Muller, secure stream. */
-static int secure_std_normal(dpgd_rng *r, double *z)
-{
-  double u1, u2;
-  int rc = secure_uniform(r, &u1);
-  if (!rc) rc = secure_uniform(r, &u2);
-  if (rc) return rc;
-  *z = dpgd_noise_box_muller(u1, u2);
-  return DPGD_OK;
-}
-
-static int secure_gaussian(dpgd_rng *r, double std, double *out)
-{
-  double sum = 0;
-  for (int k = 0; k < DPGD_SECURE_GAUSS_TERMS; k++) {
-    double z;
-    int rc = secure_std_normal(r, &z);
-    if (rc) return rc;
-    sum += z;
-  }
-  *out = sum * (std / sqrt((double)DPGD_SECURE_GAUSS_TERMS));
-  return DPGD_OK;
+  return DPGD_FAIL(DPGD_EINVAL,
+                   "secure rng: no floating-point Gaussian is drawn in secure mode (its "
+                   "rounding is not proven private); secure releases add an exact discrete "
+                   "Gaussian to an integer sum (dpgd_dgauss_*, docs/MATH.md section 18)");
 }
 
 int dpgd_rng_gaussian(dpgd_rng *r, double std, double *out)
@@ -196,7 +150,7 @@ int dpgd_rng_gaussian(dpgd_rng *r, double std, double *out)
     *out = gsl_ran_gaussian_ziggurat(r->g, std);
     return DPGD_OK;
   }
-  return secure_gaussian(r, std, out);
+  return no_float_gaussian();
 }
 
 int dpgd_rng_gaussian_add(dpgd_rng *r, double std, double *x, size_t n)
@@ -205,13 +159,7 @@ int dpgd_rng_gaussian_add(dpgd_rng *r, double std, double *x, size_t n)
     for (size_t j = 0; j < n; j++) x[j] += gsl_ran_gaussian_ziggurat(r->g, std);
     return DPGD_OK;
   }
-  for (size_t j = 0; j < n; j++) {
-    double z;
-    int rc = secure_gaussian(r, std, &z);
-    if (rc) return rc;
-    x[j] += z;
-  }
-  return DPGD_OK;
+  return no_float_gaussian();
 }
 
 /* Point i is in iff its 64-bit word w_i < floor(q 2^64): probability floor(q 2^64)/2^64,

@@ -55,9 +55,10 @@ int dpgd_pnsgd_consts_from_sq(dpgd_pnsgd_consts *k, double x2)
  * within privacy.epsilon. */
 static int calibrate(dpgd_pnsgd_plan *p, const dpgd_config *c)
 {
-  double s;
-  int rc = dpgd_calibrate_sigma((dpgd_acct_method)c->privacy_method, c->privacy_epsilon,
-                                c->privacy_delta, 1, NULL, &s);
+  double s; /* a discrete step has no exact curve: its reported eps is rdp_optimal's */
+  dpgd_acct_method m =
+      p->discrete ? DPGD_ACCT_RDP_OPTIMAL : (dpgd_acct_method)c->privacy_method;
+  int rc = dpgd_calibrate_sigma(m, c->privacy_epsilon, c->privacy_delta, 1, NULL, &s);
   if (rc) return rc;
   p->sigma = nextafter(p->k.lipschitz * s, INFINITY); /* one rounding, moved up */
   for (int i = 0; i < 64; i++) {
@@ -89,7 +90,11 @@ static int plan_with_consts(dpgd_pnsgd_plan *p, const dpgd_config *c, size_t n)
   p->delta = c->privacy_delta;
   p->cap = p->k.lipschitz * (1 - PNSGD_CLIP_SHRINK);
   p->sigma = c->privacy_sigma;
-  return c->privacy_calibrate == DPGD_CALIBRATE_SIGMA ? calibrate(p, c) : DPGD_OK;
+  p->discrete = c->train_rng == DPGD_RNG_SECURE;
+  int rc = c->privacy_calibrate == DPGD_CALIBRATE_SIGMA ? calibrate(p, c) : DPGD_OK;
+  /* One row per release (n = 1), norm <= L, noise std sigma (LASTITERATE.md section 7). */
+  if (!rc && p->discrete) rc = dpgd_model_grid_bits(1, p->k.lipschitz, p->sigma, &p->grid_bits);
+  return rc;
 }
 
 int dpgd_pnsgd_plan_make(dpgd_pnsgd_plan *p, const dpgd_config *c, size_t n, size_t d,
@@ -137,7 +142,9 @@ int dpgd_pnsgd_guarantee(const dpgd_pnsgd_plan *p, size_t t, dpgd_pnsgd_eps *e)
   e->contraction = v.value;
   if (!rc) rc = dpgd_iter_composition_epsilon(&s, DPGD_ACCT_EXACT, p->delta, &v);
   e->composition = v.value;
-  e->eps = fmin(e->iteration, e->contraction);
+  /* A discrete step's Renyi curve is the continuous one (integer shifts, docs/MATH.md 18);
+   * its f-DP curve is not, so the contraction bound (built on it) is not used. */
+  e->eps = p->discrete ? e->iteration : fmin(e->iteration, e->contraction);
   return rc;
 }
 
@@ -165,6 +172,7 @@ void dpgd_pnsgd_free(dpgd_pnsgd *r)
   dpgd_model_free(r->model);
   free(r->order);
   free(r->g);
+  free(r->isum);
   dpgd_rng_free(r->rng_step);
   free(r);
 }
@@ -234,6 +242,13 @@ static int setup(dpgd_pnsgd *r)
   r->rng_step = dpgd_rng_alloc(r->cfg.train_rng, &r->cfg.train_seed, DPGD_STREAM_STEP);
   if (!r->ws || !r->order || !r->g || !r->rng_step)
     return DPGD_FAIL(DPGD_ENOMEM, "no memory for the training state");
+  if (r->plan.discrete) {
+    r->isum = malloc(r->P * sizeof *r->isum);
+    if (!r->isum) return DPGD_FAIL(DPGD_ENOMEM, "no memory for the integer gradient");
+    rc = dpgd_grad_ws_set_grid(r->ws, r->plan.grid_bits);
+    if (!rc) rc = dpgd_dgauss_from_std(&r->dg, r->plan.sigma, r->plan.grid_bits);
+    if (rc) return rc;
+  }
   rc = draw_order(r);
   if (!rc) rc = init_params(r);
   return rc;
@@ -303,8 +318,16 @@ int dpgd_pnsgd_step(dpgd_pnsgd *r)
   one.n = 1;
   one.pixels += i * d;
   one.labels += i;
-  int rc = dpgd_model_clipped_grad_sum(r->model, r->ws, &one, &r->plan.cap, r->g, NULL, NULL);
-  if (!rc) rc = dpgd_rng_gaussian_add(r->rng_step, r->plan.sigma, r->g, r->P);
+  int rc;
+  if (r->plan.discrete) { /* the clipped gradient on the grid, exactly, + N_Z noise */
+    double post;
+    rc = dpgd_model_clipped_grad_sum_int(r->model, r->ws, &one, &r->plan.cap, r->isum, &post);
+    if (!rc)
+      rc = dpgd_dgauss_release(&r->dg, r->rng_step, r->isum, r->g, r->P, r->plan.grid_bits);
+  } else {
+    rc = dpgd_model_clipped_grad_sum(r->model, r->ws, &one, &r->plan.cap, r->g, NULL, NULL);
+    if (!rc) rc = dpgd_rng_gaussian_add(r->rng_step, r->plan.sigma, r->g, r->P);
+  }
   if (rc) return rc;
   float *w = dpgd_model_params(r->model);
   for (size_t j = 0; j < r->P; j++) r->g[j] = (double)w[j] - r->plan.lr * r->g[j];

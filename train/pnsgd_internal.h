@@ -20,8 +20,10 @@ struct dpgd_pnsgd {
   size_t *order; /* (n) order[t - 1] = point used at step t */
   double *g;     /* (P) the step's clipped gradient, then the pre-projection iterate */
   dpgd_rng *rng_step;
-  size_t step; /* steps done */
-  int lock_fd; /* <dir>/lock, flock()ed while the run is open; -1 */
+  int64_t *isum;  /* (P) discrete: the step's gradient on the grid, then with noise */
+  dpgd_dgauss dg; /* discrete: N_Z(0, ceil((sigma 2^F)^2)) */
+  size_t step;    /* steps done */
+  int lock_fd;    /* <dir>/lock, flock()ed while the run is open; -1 */
   struct timespec t0;
   double wall_s;
 };

@@ -182,7 +182,13 @@ int dpgd_pnsgd_write_reports(const dpgd_pnsgd *r, double test_acc)
   fprintf(f, ", \"rng\": \"%s\",\n", dpgd_rng_mode_name(r->cfg.train_rng));
   if (r->cfg.train_rng != DPGD_RNG_SECURE)
     fprintf(f, " \"caveat\": \"%s\",\n", DPGD_RESEARCH_CAVEAT);
-  else fprintf(f, " \"noise_caveat\": \"%s\",\n", dpgd_rng_secure_caveat());
+  else if (!rc) { /* discrete: the continuous curve at t = n is the contraction bound's */
+    dpgd_pnsgd_eps e;
+    rc = dpgd_pnsgd_guarantee(p, p->n, &e);
+    dpgd_report_json_dgauss(f, DPGD_PNSGD_DISCRETE_THEOREM, p->grid_bits,
+                            (unsigned long long)r->dg.num, "\"eps_method\": \"rdp_optimal\"",
+                            e.contraction);
+  }
   fprintf(f, " \"nonprivate\": {\"wall_s\": %.3f}}\n", r->wall_s);
   int ok = fclose(f) == 0;
   if (rc) {

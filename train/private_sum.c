@@ -5,6 +5,7 @@
  * Derivation of the guarantee: train/PRIVATE_SUM.md. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "dpgd_model.h"
 #include "plan_internal.h"
@@ -16,6 +17,8 @@ struct dpgd_psum {
   dpgd_rng *rng;
   dpgd_accountant *acct;
   double *caps, *post; /* (n), (n) */
+  int64_t *isum;       /* (dim) secure: the exact sum on the grid 2^-plan.grid_bits */
+  dpgd_dgauss dg;      /* secure: its noise, N_Z(0, ceil((sigma C 2^F)^2)) */
   size_t steps;
 };
 
@@ -47,6 +50,19 @@ static void fill_plan(dpgd_plan *pl, const dpgd_psum_params *p)
   pl->clip = p->clip;
   pl->budget = p->budget;
   pl->full_steps = pl->filtered ? dpgd_plan_full_steps(p->budget, p->clip) : 0;
+  pl->discrete = p->rng == DPGD_RNG_SECURE; /* exact integer sums + discrete Gaussian */
+}
+
+/* Secure: the grid, its buffer and noise (model/SENSITIVITY.md 8: the trainer's). */
+static int setup_discrete(dpgd_psum *s)
+{
+  dpgd_plan *pl = &s->plan;
+  double std = dpgd_plan_noise_std_up(pl);
+  int rc = dpgd_model_grid_bits(s->p.n, pl->clip, std, &pl->grid_bits);
+  if (!rc) rc = dpgd_dgauss_from_std(&s->dg, std, pl->grid_bits);
+  if (rc) return rc;
+  s->isum = malloc(s->p.dim * sizeof *s->isum);
+  return s->isum ? DPGD_OK : DPGD_FAIL(DPGD_ENOMEM, "no memory for the integer sum");
 }
 
 int dpgd_psum_open(dpgd_psum **out, const dpgd_psum_params *p)
@@ -68,9 +84,10 @@ int dpgd_psum_open(dpgd_psum **out, const dpgd_psum_params *p)
     return DPGD_FAIL(DPGD_ENOMEM, "no memory for the private sum (n = %zu)", p->n);
   }
   /* The summation slack of the trainer (run.c): the sum's rounding moves it by up to
-   * 2 gamma n C more when one point changes (model/SENSITIVITY.md). */
+   * 2 gamma n C more when one point changes (model/SENSITIVITY.md); an exact integer
+   * sum has none. */
   double slack = 2 * dpgd_model_sum_error_bound(p->n) * (double)p->n * p->clip * (1 + 0x1p-40);
-  rc = dpgd_ledger_set_slack(s->ledger, slack);
+  rc = s->plan.discrete ? setup_discrete(s) : dpgd_ledger_set_slack(s->ledger, slack);
   if (rc) {
     dpgd_psum_free(s);
     return rc;
@@ -87,6 +104,7 @@ void dpgd_psum_free(dpgd_psum *s)
   dpgd_acct_free(s->acct);
   free(s->caps);
   free(s->post);
+  free(s->isum);
   free(s);
 }
 
@@ -94,13 +112,22 @@ int dpgd_psum_step(dpgd_psum *s, const float *grads, double *noisy_sum)
 {
   const size_t n = s->p.n, P = s->p.dim;
   dpgd_ledger_caps(s->ledger, s->caps);
-  for (size_t j = 0; j < P; j++) noisy_sum[j] = 0.0;
-  int rc = dpgd_model_clip_rows_sum(noisy_sum, s->post, grads, s->caps, n, P);
+  int rc;
+  if (s->plan.discrete) {
+    memset(s->isum, 0, P * sizeof *s->isum);
+    rc =
+        dpgd_model_clip_rows_sum_int(s->isum, s->post, grads, s->caps, n, P, s->plan.grid_bits);
+  } else {
+    for (size_t j = 0; j < P; j++) noisy_sum[j] = 0.0;
+    rc = dpgd_model_clip_rows_sum(noisy_sum, s->post, grads, s->caps, n, P);
+  }
   if (!rc) rc = dpgd_ledger_spend(s->ledger, s->caps, s->post);
   if (rc) return rc;
-  /* ONE Gaussian draw N(0, sigma^2 C^2 I) on the sum; from here on the step is released
-   * and accounted. */
-  rc = dpgd_rng_gaussian_add(s->rng, s->p.sigma * s->p.clip, noisy_sum, P);
+  /* ONE Gaussian draw N(0, sigma^2 C^2 I) on the sum (secure: N_Z(0, sigma_grid^2 I) on the
+   * integer sum); from here on the step is released and accounted. */
+  rc = s->plan.discrete
+           ? dpgd_dgauss_release(&s->dg, s->rng, s->isum, noisy_sum, P, s->plan.grid_bits)
+           : dpgd_rng_gaussian_add(s->rng, s->p.sigma * s->p.clip, noisy_sum, P);
   if (rc) return rc;
   s->steps++;
   return dpgd_plan_add_step(s->acct, &s->plan, s->steps);

@@ -260,8 +260,7 @@ static int write_summary(dpgd_run *r, double test_acc)
   dpgd_report_json_seed(f, &r->cfg.train_seed);
   fprintf(f, ", \"rng\": \"%s\",\n", dpgd_rng_mode_name(r->cfg.train_rng));
   if (!r->secure) fprintf(f, " \"caveat\": \"%s\",\n", DPGD_RESEARCH_CAVEAT);
-  else if (p->discrete) write_discrete(f, r);
-  else fprintf(f, " \"noise_caveat\": \"%s\",\n", dpgd_rng_secure_caveat());
+  else write_discrete(f, r); /* secure runs are discrete (plan.c) */
   /* Timing depends on how many points were still active or sampled (the others are
    * skipped unless train.constant_time): data-dependent, so not covered by eps. */
   fprintf(f, " \"nonprivate\": {\"wall_s\": %.3f, \"constant_time\": %s}}\n", r->m.wall_s,

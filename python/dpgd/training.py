@@ -121,7 +121,10 @@ class PrivateSum:
     ``seed``: research rng (reproducible noise; an integer below 2^256 or its decimal
     or 0x-hex text): the guarantee holds only if the seed has at least 128 bits of
     secret entropy and stays secret (e.g. ``secrets.randbits(128)``; small seeds are
-    public); None: the OS CSPRNG (secure mode), for anything you will release.
+    public); None: secure mode, for anything you will release: the clipped rows are
+    summed exactly in integers on a grid and an exact discrete Gaussian from the OS
+    CSPRNG is added (docs/MATH.md section 18), proven as it runs; its steps have no
+    exact curve, so ask ``epsilon(delta, "rdp_optimal")``.
 
     The guarantee (``epsilon``, ``account``) holds when row i depends only on point i
     and on public values (the noisy sums released so far, the model), and n is public

@@ -21,13 +21,39 @@ done
 expect_acc learns "$RUN/summary.json" 0.3
 checks=$((checks + 1))
 grep -q '"noise_caveat"' "$RUN/summary.json" && fail "research run with a secure noise caveat"
-# Secure noise is floating point: summary.json and the last lines say it is a mitigation.
+# Secure: the step's clipped gradient on the grid plus an exact discrete Gaussian; the
+# guarantee (t = n) is one discrete Gaussian step, rdp_optimal (train/LASTITERATE.md 7):
+# the accountant's own discrete Gaussian entry at noise multiplier sigma / L, count 1.
 expect_ok secure "$DPGD" train --config "$CFG" "${SET[@]}" --set train.rng=secure \
   --out "$TMP/secure" --quiet
-expect_out secure-caveat '^caveat      secure rng: .*floating point.*not a proof'
+expect_out secure-theorem '^guarantee   docs/MATH.md section 18 and train/LASTITERATE.md'
 checks=$((checks + 1))
-grep -q '"noise_caveat": "secure rng: .*not a proof' "$TMP/secure/summary.json" ||
-  fail "secure pnsgd summary.json has no noise_caveat"
+grep -q 'caveat' "$TMP/secure/summary.json" && fail "secure pnsgd summary.json has a caveat"
+read -r SL SS <<<"$(python3 -c 'import json,sys; s = json.load(open(sys.argv[1])); print(repr(s["lipschitz"]), repr(s["sigma"]))' "$TMP/secure/summary.json")"
+expect_ok account-discrete "$DPGD" account --discrete-gaussian \
+  "sigma=$(python3 -c "print(repr($SS / $SL))"),count=1" --delta 1e-5 --json
+checks=$((checks + 1))
+python3 - "$TMP/secure/summary.json" "$TMP/out" >"$TMP/py" 2>&1 <<'PYEOF' || fail "secure summary: $(tail -c 400 "$TMP/py")"
+import json, sys
+s = json.load(open(sys.argv[1]))
+w, nz = s["guarantee"]["worst"], s["noise"]
+a = json.load(open(sys.argv[2]))
+ref = a["methods"]["rdp_optimal"]["eps"] if "methods" in a else a["eps"]["rdp_optimal"]
+assert nz["mechanism"] == "discrete_gaussian" and "section 18" in nz["theorem"], nz
+assert w["eps"] == w["iteration"], w
+# the multiplier sigma / L rounds once: allow 1e-9 relative besides the 10-digit rounding up
+assert ref * (1 - 1e-9) <= w["eps"] <= ref * (1 + 2e-9), (w["eps"], ref)
+assert nz["eps_continuous"] <= w["eps"] and nz["eps_continuous"] == w["contraction"], nz
+# the grid's variance is ceil((sigma 2^F)^2): never below the accounted sigma
+assert nz["sigma2_grid"] >= (s["sigma"] * 2 ** nz["grid_bits"]) ** 2, nz
+PYEOF
+# Calibrated: the secure run's sigma meets privacy.epsilon under rdp_optimal.
+expect_ok secure-cal "$DPGD" train --config "$CFG" --set data.dir="$MNIST" \
+  --set data.n_train=300 --set data.n_test=100 --set train.radius=40 --set train.rng=secure \
+  --set privacy.calibrate=sigma --set privacy.epsilon=2 --out "$TMP/secure-cal" --quiet
+checks=$((checks + 1))
+python3 -c 'import json,sys; w = json.load(open(sys.argv[1]))["guarantee"]["worst"]; sys.exit(not (1.99 < w["eps"] <= 2))' \
+  "$TMP/secure-cal/summary.json" || fail "secure calibration: worst eps not just below 2"
 
 # The setting as summary.json states it, passed to the accountant's command.
 read -r L S E R D <<<"$(python3 -c '

@@ -73,6 +73,23 @@ def test_noise_scale_and_reproducibility():
     assert not np.array_equal(out, other)
     secure = dpgd.PrivateSum(n, 1000, C, sigma).step(np.zeros((n, 1000)))
     assert abs(secure.std() / (sigma * C) - 1) < 0.15
+    # Secure: an exact integer sum plus a discrete Gaussian on a grid 2^-F, F <= 40, so
+    # every coordinate is a multiple of 2^-40 (a float Gaussian draw almost never is).
+    assert np.array_equal(secure * 2.0**40, np.round(secure * 2.0**40))
+
+
+def test_secure_accounting_is_discrete():
+    # Secure steps are discrete Gaussians: no exact curve; their Renyi curve is the
+    # continuous Gaussian's (integer shifts), so rdp_optimal equals a Gaussian's.
+    ps = dpgd.PrivateSum(4, 3, 2.0, 3.7)
+    for _ in range(3):
+        ps.step(np.ones((4, 3)))
+    ref = dpgd.Accountant([dpgd.Gaussian(mu=1 / 3.7, count=3)])
+    with pytest.raises(dpgd.Error):
+        ps.epsilon(1e-5)  # exact
+    got = ps.epsilon(1e-5, "rdp_optimal")
+    assert got == ref.epsilon(1e-5, "rdp_optimal").value
+    assert got > ref.epsilon(1e-5, "exact").value
 
 
 def test_plain_accounting_is_k_gaussian_steps():

@@ -129,7 +129,7 @@ static void test_accounting(void **state)
   float G[N * D];
   double out[D];
   fill(G, N, D);
-  dpgd_psum *plain = open_psum(N, D, C, sigma, INFINITY, DPGD_RNG_SECURE, 0);
+  dpgd_psum *plain = open_psum(N, D, C, sigma, INFINITY, DPGD_RNG_RESEARCH, 0);
   dpgd_psum *filt = open_psum(N, D, C, sigma, 2.5 * C * C, DPGD_RNG_RESEARCH, 3);
   dpgd_accountant *ref = dpgd_acct_alloc();
   for (int t = 1; t <= 5; t++) {
@@ -154,6 +154,80 @@ static void test_accounting(void **state)
   dpgd_psum_free(filt);
 }
 
+/* The integer rows sum (secure mode): each row clipped by the rule, rounded toward zero
+ * onto the grid 2^-F, norm checked exactly: a row's contribution is exactly the sum's
+ * change when the row is removed, and its norm is at most its cap in grid units. */
+static void test_rows_sum_int(void **state)
+{
+  (void)state;
+  enum { N = 4, P = 3, F = 10 };
+  const float G[N * P] = {0.125f, -0.25f, 0.5f, 23.85f, -7.5f, 11.0f,
+                          0.0f,   1.5f,   2.0f, 1.0f,   NAN,   0.5f};
+  const double caps[N] = {2.5, 2.5, 2.5, 2.5};
+  int64_t all[P] = {0};
+  double post[N];
+  assert_int_equal(dpgd_model_clip_rows_sum_int(all, post, G, caps, N, P, F), DPGD_OK);
+  int64_t rest[P] = {0}, row[P];
+  for (size_t i = 0; i < N; i++) {
+    double caps_i[N];
+    memcpy(caps_i, caps, sizeof caps);
+    caps_i[i] = 0; /* the neighbour without point i */
+    memset(rest, 0, sizeof rest);
+    double pr[N];
+    assert_int_equal(dpgd_model_clip_rows_sum_int(rest, pr, G, caps_i, N, P, F), DPGD_OK);
+    double n2 = 0;
+    for (size_t j = 0; j < P; j++) {
+      row[j] = all[j] - rest[j];
+      n2 += (double)row[j] * (double)row[j]; /* < 2^53: exact */
+    }
+    assert_true(n2 <= ldexp(caps[i] * caps[i], 2 * F));
+    assert_true(ldexp(n2, -2 * F) <= post[i] && post[i] <= caps[i] * caps[i]);
+    if (i == 0) /* unclipped: each coordinate truncated toward zero */
+      for (size_t j = 0; j < P; j++) assert_true(row[j] == (int64_t)ldexp(G[j], F));
+    if (i == 3) assert_true(n2 == 0 && post[3] == 0); /* a NaN row adds nothing */
+  }
+  /* caps whose grid units add up past 2^62 are refused before anything is added */
+  const double big[2] = {0x1p60, 0x1p60};
+  int64_t z[P] = {0};
+  assert_int_equal(dpgd_model_clip_rows_sum_int(z, post, G, big, 2, P, 2), DPGD_ERANGE);
+  assert_true(z[0] == 0 && z[1] == 0 && z[2] == 0);
+}
+
+/* Secure psum: every released coordinate is on the grid (the exact integer sum plus an
+ * integer draw), the accountant holds discrete Gaussians (no exact curve; rdp_optimal as
+ * for discrete Gaussians of mu = 1/sigma), and the ledger holds. */
+static void test_secure_discrete(void **state)
+{
+  (void)state;
+  enum { N = 6, D = 4 };
+  const double C = 5, sigma = 1.75, delta = 1e-5;
+  float G[N * D];
+  fill(G, N, D);
+  dpgd_psum *s = open_psum(N, D, C, sigma, INFINITY, DPGD_RNG_SECURE, 0);
+  dpgd_accountant *ref = dpgd_acct_alloc();
+  int F = -1;
+  assert_int_equal(dpgd_model_grid_bits(N, C, sigma * C, &F), DPGD_OK);
+  for (int t = 1; t <= 3; t++) {
+    double out[D];
+    assert_int_equal(dpgd_psum_step(s, G, out), DPGD_OK);
+    for (size_t j = 0; j < D; j++) {
+      double u = ldexp(out[j], F);
+      assert_true(u == nearbyint(u));
+    }
+    assert_int_equal(dpgd_ledger_check(dpgd_psum_ledger(s)), DPGD_OK);
+    assert_int_equal(dpgd_acct_add_discrete_gaussian(ref, 1 / sigma, 1), DPGD_OK);
+  }
+  dpgd_acct_value got, want;
+  assert_int_not_equal(dpgd_acct_epsilon(dpgd_psum_accountant(s), DPGD_ACCT_EXACT, delta, &got),
+                       DPGD_OK);
+  assert_int_equal(
+      dpgd_acct_epsilon(dpgd_psum_accountant(s), DPGD_ACCT_RDP_OPTIMAL, delta, &got), DPGD_OK);
+  assert_int_equal(dpgd_acct_epsilon(ref, DPGD_ACCT_RDP_OPTIMAL, delta, &want), DPGD_OK);
+  assert_true(got.value == want.value);
+  dpgd_acct_free(ref);
+  dpgd_psum_free(s);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -161,6 +235,8 @@ int main(void)
       cmocka_unit_test(test_open_rejects),
       cmocka_unit_test(test_twin_cancels_noise_and_ledger_holds),
       cmocka_unit_test(test_accounting),
+      cmocka_unit_test(test_rows_sum_int),
+      cmocka_unit_test(test_secure_discrete),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -378,8 +378,6 @@ static int train_command(int argc, char **argv)
            dpgd_run_step_index(r), dpgd_round_digits(e, 6, 1),
            dpgd_acct_method_name((dpgd_acct_method)p->report_method), p->delta, c->output_dir);
   if (p->discrete) printf("guarantee   %s\n", dpgd_plan_theorem(p));
-  else if (c->train_rng == DPGD_RNG_SECURE)
-    printf("caveat      %s\n", dpgd_rng_secure_caveat());
   dpgd_run_free(r);
   return DPGD_EXIT_OK;
 }

@@ -92,7 +92,7 @@ int dpgd_cmd_train_pnsgd(const dpgd_config *c, const char *out, int dry, int pro
       "done        %zu steps; last iterate in %s/model.bin; test accuracy %.4f; summary.json, "
       "positions.csv\n",
       dpgd_pnsgd_step_index(r), dpgd_pnsgd_config(r)->output_dir, acc);
-  if (c->train_rng == DPGD_RNG_SECURE) printf("caveat      %s\n", dpgd_rng_secure_caveat());
+  if (c->train_rng == DPGD_RNG_SECURE) printf("guarantee   %s\n", DPGD_PNSGD_DISCRETE_THEOREM);
   dpgd_pnsgd_free(r);
   return DPGD_EXIT_OK;
 }
