@@ -141,9 +141,9 @@ static const key_spec schema[] = {
      "its bound at the last refresh, when below its cap (train/DPSGD_FILTER.md section 3); "
      "h >= 1; not set = charge the cap"},
 
-    {KEY(privacy, sigma), T_DOUBLE, "0", NULL, GT0 | ZERO_UNSET,
+    {KEY(privacy, sigma), T_DOUBLE, "0", NULL, GT0 | ZERO_UNSET | ZERO_OK,
      "noise multiplier (> 0): noise std sigma * clip on the clipped sum (pnsgd: the noise "
-     "std on the gradient)"},
+     "std on the gradient); 0 = not set (privacy.calibrate = sigma computes it)"},
     {KEY(privacy, clip), T_DOUBLE, "1", NULL, GT0, "clip norm C (> 0)"},
     {KEY(privacy, delta), T_DOUBLE, "1e-5", NULL, GT0 | LT1,
      "delta of the reported (eps, delta) guarantee, in (0, 1)"},

@@ -157,9 +157,11 @@ static int check_calibration_conflicts(const dpgd_config *c, const dpgd_plan *p)
   if (c->privacy_calibrate == DPGD_CALIBRATE_SIGMA && c->privacy_sigma > 0)
     return DPGD_FAIL(DPGD_EINVAL,
                      "%s = %g conflicts with %s = sigma, which "
-                     "computes sigma (set %s = none to use a given sigma)",
+                     "computes sigma (set %s = none to use the given sigma, or %s = 0 to "
+                     "calibrate)",
                      DPGD_CONFIG_KEY(privacy_sigma), c->privacy_sigma,
-                     DPGD_CONFIG_KEY(privacy_calibrate), DPGD_CONFIG_KEY(privacy_calibrate));
+                     DPGD_CONFIG_KEY(privacy_calibrate), DPGD_CONFIG_KEY(privacy_calibrate),
+                     DPGD_CONFIG_KEY(privacy_sigma));
   if (c->privacy_calibrate == DPGD_CALIBRATE_BUDGET && p->filtered &&
       (c->filter_budget > 0 || c->filter_k > 0))
     return DPGD_FAIL(DPGD_EINVAL,

@@ -109,6 +109,17 @@ static void test_length_override(void **state)
   dpgd_config_defaults(&c);
   assert_int_equal(dpgd_config_load(&c, p), DPGD_OK);
   assert_int_equal(dpgd_config_validate(&c), DPGD_EINVAL);
+  /* A file's sigma is cleared from the command line (0 = not set) so that a run of it
+   * can calibrate instead (with sigma given, the plan refuses calibration). */
+  p = write_file("sig.ini", "[model]\ntype = softmax\n[train]\nsteps = 9\n"
+                            "[privacy]\nsigma = 170\n");
+  dpgd_config_defaults(&c);
+  assert_int_equal(dpgd_config_load(&c, p), DPGD_OK);
+  assert_int_equal(dpgd_config_set(&c, "privacy.calibrate=sigma"), DPGD_OK);
+  assert_int_equal(dpgd_config_set(&c, "privacy.epsilon=1"), DPGD_OK);
+  assert_int_equal(dpgd_config_set(&c, "privacy.sigma=0"), DPGD_OK);
+  assert_true(c.privacy_sigma == 0);
+  assert_int_equal(dpgd_config_validate(&c), DPGD_OK);
 }
 
 /* Each bad value must be refused, and the message must name the key. */
@@ -118,7 +129,6 @@ static void test_bad_values(void **state)
   static const struct {
     const char *set, *key;
   } bad[] = {
-      {"privacy.sigma=0", "privacy.sigma"},
       {"privacy.sigma=-1", "privacy.sigma"},
       {"privacy.sigma=nan", "privacy.sigma"},
       {"privacy.sigma=inf", "privacy.sigma"},
