@@ -126,6 +126,28 @@ static int plan_cell(dpgd_selection *s, size_t c, const char *kv, double e)
   return DPGD_OK;
 }
 
+/* The cells whose compositions differ (the same bytes serialized: the same mechanisms,
+ * parameters and counts), into uniq; *n_uniq their number. Cells that differ only in
+ * keys that do not touch privacy (a learning rate) have equal accountants: the base's
+ * maximum over cells is the same over the distinct ones, computed once each. */
+static int distinct_cells(const dpgd_selection *s, const dpgd_accountant **uniq, size_t *n_uniq)
+{
+  void **buf = calloc(s->n_cells, sizeof *buf);
+  size_t *len = calloc(s->n_cells, sizeof *len), k = 0;
+  int st = buf && len ? DPGD_OK : DPGD_FAIL(DPGD_ENOMEM, "out of memory");
+  for (size_t c = 0; !st && c < s->n_cells; c++) {
+    st = dpgd_acct_serialize(s->acct[c], &buf[c], &len[c]);
+    int seen = 0;
+    for (size_t j = 0; !st && j < c && !seen; j++)
+      seen = len[j] == len[c] && !memcmp(buf[j], buf[c], len[c]);
+    if (!st && !seen) uniq[k++] = s->acct[c];
+  }
+  for (size_t c = 0; buf && c < s->n_cells; c++) dpgd_free(buf[c]);
+  free(buf), free(len);
+  *n_uniq = k;
+  return st;
+}
+
 int dpgd_select_account(dpgd_selection *s, double e)
 {
   char kv[128];
@@ -149,9 +171,13 @@ int dpgd_select_account(dpgd_selection *s, double e)
     ss = 1 / mu_max; /* the score's curve is then the largest cell's: it costs nothing */
   }
   s->score_mu = 1 / ss;
-  const dpgd_accountant *const *cells = (const dpgd_accountant *const *)s->acct;
-  dpgd_select_base b = {s->n_cells, cells, s->score_mu};
-  return dpgd_select_epsilon(&s->k, &b, s->method, s->delta, &s->total);
+  const dpgd_accountant **cells = malloc(s->n_cells * sizeof *cells);
+  size_t n = 0;
+  int st = cells ? distinct_cells(s, cells, &n) : DPGD_FAIL(DPGD_ENOMEM, "out of memory");
+  dpgd_select_base b = {n, cells, s->score_mu};
+  if (!st) st = dpgd_select_epsilon(&s->k, &b, s->method, s->delta, &s->total);
+  free(cells);
+  return st;
 }
 
 int dpgd_select_calibrate(dpgd_selection *s, double target)
