@@ -27,8 +27,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     return 0;
   }
   if (strcmp(s.algorithm, "filtered") && strcmp(s.algorithm, "plain")) __builtin_trap();
-  if (!(s.mu >= 0) || !(s.delta > 0 && s.delta < 1) || !(s.test_acc >= 0 && s.test_acc <= 1) ||
-      !(s.steps >= 0))
+  /* mu is null (NaN) only where no GDP statement exists: subsampled or secure runs. */
+  int no_gdp = !strcmp(s.sampling, "poisson") || !strcmp(s.sampling, "subset") ||
+               !strcmp(s.rng, "secure");
+  if (!(s.mu >= 0 || (no_gdp && isnan(s.mu))) || !(s.delta > 0 && s.delta < 1) ||
+      !(s.test_acc >= 0 && s.test_acc <= 1) || !(s.steps >= 0))
     __builtin_trap();
   int any = 0;
   for (int m = 0; m < DPGD_ACCT_N_METHODS; m++) any |= !isnan(s.eps[m]);
