@@ -155,14 +155,17 @@ static double tnb_hat_min(const dpgd_select_k *k, const dpgd_select_base *b)
   return best;
 }
 
-double dpgd_select_rdp(const dpgd_select_k *k, const dpgd_select_base *b, double lambda)
+/* eps'(lambda) given hat, Theorem 2's lambda_hat part (tnb_hat_min: it does not depend on
+ * lambda, so a curve evaluated at many orders computes it once). */
+static double sel_rdp(const dpgd_select_k *k, const dpgd_select_base *b, double lambda,
+                      double hat)
 {
   if (!(lambda > 1) || isnan(dpgd_select_k_mean(k))) return INFINITY;
   double e = dpgd_select_base_rdp(b, lambda);
   if (!isfinite(e)) return INFINITY;
   double v;
   if (k->dist == DPGD_SELECT_TNB) {
-    v = e + tnb_hat_min(k, b) + log(tnb_mean(k->eta, k->gamma)) / (lambda - 1);
+    v = e + hat + log(tnb_mean(k->eta, k->gamma)) / (lambda - 1);
   } else {
     /* the largest eps_hat with e^eps_hat <= 1 + 1/(lambda - 1), rounded down */
     double eh = dpgd_acct_round_down(log1p(1 / (lambda - 1)));
@@ -174,15 +177,27 @@ double dpgd_select_rdp(const dpgd_select_k *k, const dpgd_select_base *b, double
   return v + fabs(v) * SEL_PAD;
 }
 
+static double hat_part(const dpgd_select_k *k, const dpgd_select_base *b)
+{
+  return k->dist == DPGD_SELECT_TNB && !isnan(dpgd_select_k_mean(k)) ? tnb_hat_min(k, b) : 0;
+}
+
+double dpgd_select_rdp(const dpgd_select_k *k, const dpgd_select_base *b, double lambda)
+{
+  if (!(lambda > 1)) return INFINITY;
+  return sel_rdp(k, b, lambda, hat_part(k, b));
+}
+
 typedef struct {
   const dpgd_select_k *k;
   const dpgd_select_base *b;
+  double hat; /* Theorem 2's lambda_hat part, computed once */
 } sel_ctx;
 
 static double sel_curve(double alpha, const void *vp)
 {
   const sel_ctx *s = vp;
-  return dpgd_select_rdp(s->k, s->b, alpha);
+  return sel_rdp(s->k, s->b, alpha, s->hat);
 }
 
 int dpgd_select_epsilon(const dpgd_select_k *k, const dpgd_select_base *b, dpgd_acct_method m,
@@ -194,6 +209,6 @@ int dpgd_select_epsilon(const dpgd_select_k *k, const dpgd_select_base *b, dpgd_
   if (!(b->score_mu >= 0) || !isfinite(b->score_mu))
     return DPGD_FAIL(DPGD_EINVAL, "selection: the score's mu %g is not a number >= 0",
                      b->score_mu);
-  sel_ctx s = {k, b};
+  sel_ctx s = {k, b, hat_part(k, b)};
   return dpgd_acct_rdp_curve_epsilon(sel_curve, &s, 0, m, delta, out);
 }
