@@ -224,17 +224,15 @@ static void test_subsampled_cells_fast(void **state)
   double cpu = (double)(clock() - t0) / CLOCKS_PER_SEC;
   assert_true(cpu < 20);
   fixed_hat f = {&b, 0, log(dpgd_select_k_mean(&k))};
-  assert_int_equal(dpgd_acct_rdp_curve_epsilon(fixed_hat_curve, &f, 0, DPGD_ACCT_RDP_OPTIMAL,
-                                               1e-5, &lo),
-                   0);
+  assert_int_equal(
+      dpgd_acct_rdp_curve_epsilon(fixed_hat_curve, &f, 0, DPGD_ACCT_RDP_OPTIMAL, 1e-5, &lo), 0);
   f.add = INFINITY;
   for (double h = 2; h <= 64; h *= 2) {
     double e = (1 + k.eta) * ((1 - 1 / h) * dpgd_select_base_rdp(&b, h) - log(k.gamma) / h);
     if (e < f.add) f.add = e;
   }
-  assert_int_equal(dpgd_acct_rdp_curve_epsilon(fixed_hat_curve, &f, 0, DPGD_ACCT_RDP_OPTIMAL,
-                                               1e-5, &hi),
-                   0);
+  assert_int_equal(
+      dpgd_acct_rdp_curve_epsilon(fixed_hat_curve, &f, 0, DPGD_ACCT_RDP_OPTIMAL, 1e-5, &hi), 0);
   assert_true(v.value > lo.value);
   assert_true(v.value <= hi.value * (1 + 1e-9));
   for (int c = 0; c < 3; c++) dpgd_acct_free(a[c]);
