@@ -117,12 +117,21 @@ int dpgd_select_base_delta(const dpgd_select_base *b, double eps, double *delta)
   return DPGD_OK;
 }
 
-/* (1 + eta) [(1 - 1/h) eps(h) + log(1/gamma) / h], the lambda_hat part of Theorem 2. */
-static double tnb_hat_term(const dpgd_select_k *k, const dpgd_select_base *b, double h)
+/* (1 + eta) [(1 - 1/h) eps(h) + log(1/gamma) / h], the lambda_hat part of Theorem 2;
+ * *run = (1 + eta)(1 - 1/h) eps(h), its first part, nondecreasing in h (RDP curves are). */
+static double tnb_hat_term2(const dpgd_select_k *k, const dpgd_select_base *b, double h,
+                            double *run)
 {
   double e = dpgd_select_base_rdp(b, h);
+  *run = isfinite(e) ? (1 + k->eta) * (1 - 1 / h) * e : INFINITY;
   if (!isfinite(e)) return INFINITY;
-  return (1 + k->eta) * ((1 - 1 / h) * e - log(k->gamma) / h);
+  return *run - (1 + k->eta) * log(k->gamma) / h;
+}
+
+static double tnb_hat_term(const dpgd_select_k *k, const dpgd_select_base *b, double h)
+{
+  double run;
+  return tnb_hat_term2(k, b, h, &run);
 }
 
 static double hat_order(int i)
@@ -131,14 +140,18 @@ static double hat_order(int i)
 }
 
 /* min over lambda_hat of the term: grid, then golden section in the best cell's
- * neighbourhood (every value tried is a valid bound, so the least is kept). */
+ * neighbourhood (every value tried is a valid bound, so the least is kept). The grid
+ * stops where the term's first part alone reaches the best value: it is nondecreasing in
+ * lambda_hat, so no larger grid point is below it (and a subsampled curve costs O(order)
+ * per point, up to 1e6). */
 static double tnb_hat_min(const dpgd_select_k *k, const dpgd_select_base *b)
 {
-  double best = INFINITY;
+  double best = INFINITY, run;
   int pick = -1;
   for (int i = 0; i < SEL_HAT_N; i++) {
-    double v = tnb_hat_term(k, b, hat_order(i));
+    double v = tnb_hat_term2(k, b, hat_order(i), &run);
     if (v < best) best = v, pick = i;
+    if (run >= best) break;
   }
   if (pick < 0) return INFINITY;
   double lo = hat_order(pick > 0 ? pick - 1 : 0);
@@ -155,14 +168,17 @@ static double tnb_hat_min(const dpgd_select_k *k, const dpgd_select_base *b)
   return best;
 }
 
-double dpgd_select_rdp(const dpgd_select_k *k, const dpgd_select_base *b, double lambda)
+/* eps'(lambda) given hat, Theorem 2's lambda_hat part (tnb_hat_min: it does not depend on
+ * lambda, so a curve evaluated at many orders computes it once). */
+static double sel_rdp(const dpgd_select_k *k, const dpgd_select_base *b, double lambda,
+                      double hat)
 {
   if (!(lambda > 1) || isnan(dpgd_select_k_mean(k))) return INFINITY;
   double e = dpgd_select_base_rdp(b, lambda);
   if (!isfinite(e)) return INFINITY;
   double v;
   if (k->dist == DPGD_SELECT_TNB) {
-    v = e + tnb_hat_min(k, b) + log(tnb_mean(k->eta, k->gamma)) / (lambda - 1);
+    v = e + hat + log(tnb_mean(k->eta, k->gamma)) / (lambda - 1);
   } else {
     /* the largest eps_hat with e^eps_hat <= 1 + 1/(lambda - 1), rounded down */
     double eh = dpgd_acct_round_down(log1p(1 / (lambda - 1)));
@@ -174,15 +190,27 @@ double dpgd_select_rdp(const dpgd_select_k *k, const dpgd_select_base *b, double
   return v + fabs(v) * SEL_PAD;
 }
 
+static double hat_part(const dpgd_select_k *k, const dpgd_select_base *b)
+{
+  return k->dist == DPGD_SELECT_TNB && !isnan(dpgd_select_k_mean(k)) ? tnb_hat_min(k, b) : 0;
+}
+
+double dpgd_select_rdp(const dpgd_select_k *k, const dpgd_select_base *b, double lambda)
+{
+  if (!(lambda > 1)) return INFINITY;
+  return sel_rdp(k, b, lambda, hat_part(k, b));
+}
+
 typedef struct {
   const dpgd_select_k *k;
   const dpgd_select_base *b;
+  double hat; /* Theorem 2's lambda_hat part, computed once */
 } sel_ctx;
 
 static double sel_curve(double alpha, const void *vp)
 {
   const sel_ctx *s = vp;
-  return dpgd_select_rdp(s->k, s->b, alpha);
+  return sel_rdp(s->k, s->b, alpha, s->hat);
 }
 
 int dpgd_select_epsilon(const dpgd_select_k *k, const dpgd_select_base *b, dpgd_acct_method m,
@@ -194,6 +222,6 @@ int dpgd_select_epsilon(const dpgd_select_k *k, const dpgd_select_base *b, dpgd_
   if (!(b->score_mu >= 0) || !isfinite(b->score_mu))
     return DPGD_FAIL(DPGD_EINVAL, "selection: the score's mu %g is not a number >= 0",
                      b->score_mu);
-  sel_ctx s = {k, b};
+  sel_ctx s = {k, b, hat_part(k, b)};
   return dpgd_acct_rdp_curve_epsilon(sel_curve, &s, 0, m, delta, out);
 }
