@@ -227,24 +227,22 @@ static int stopping_query(dpgd_run *r, size_t t)
   r->last_query = NAN;
   if (!dpgd_plan_query_due(p, t)) return DPGD_OK;
   size_t correct = 0;
-  double noise;
+  double count = 0; /* the noisy count */
   int rc =
       dpgd_model_evaluate(r->model, r->train, 0, n, r->cfg.model_threads, NULL, &correct, NULL);
   if (!rc && p->discrete) { /* the count is an integer: exact discrete noise on it */
-    dpgd_bits b;
-    int64_t z;
-    dpgd_bits_init(&b, dpgd_rng_bits, r->rng_query);
-    rc = dpgd_dgauss_sample(&r->dg_query, &b, &z);
-    explicit_bzero(&b, sizeof b);
-    noise = (double)z;
+    int64_t x = (int64_t)correct;
+    rc = dpgd_dgauss_release(&r->dg_query, r->rng_query, &x, &count, 1, 0);
   } else if (!rc) {
+    double noise = 0;
     rc = dpgd_rng_gaussian(r->rng_query, p->tau, &noise);
+    count = (double)correct + noise;
   }
   if (!rc) rc = dpgd_plan_add_query(r->acct, p);
   if (rc) return rc;
   r->m.noise_draws++;
   r->m.queries_done++;
-  double noisy = ((double)correct + noise) / (double)n;
+  double noisy = count / (double)n;
   r->last_query = noisy;
   if (noisy > r->m.best_noisy) {
     r->m.best_noisy = noisy;
