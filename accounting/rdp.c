@@ -8,6 +8,7 @@
  * without-replacement replace-one bounds (wor.c). */
 #include <float.h>
 #include <math.h>
+#include <stdlib.h>
 
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_min.h>
@@ -248,6 +249,7 @@ static double conv_log_delta(dpgd_acct_method m, double a, double zeta, double e
 
 typedef struct {
   dpgd_acct_rdp_fn curve; /* eps_hat(alpha) */
+  dpgd_acct_rdp_fn lower; /* NULL, or a cheap lower bound on curve (the grid's pruning) */
   const void *ctx;
   int integer; /* the curve is evaluated at integer orders only */
   dpgd_acct_method m;
@@ -270,6 +272,51 @@ static double grid_order(int integer, int i, int n)
   return 1 + pow(10, ACCT_RDP_XMIN + (ACCT_RDP_XMAX - ACCT_RDP_XMIN) * i / (n - 1));
 }
 
+/* The objective at lower(a) instead of curve(a): no larger than the objective, as every
+ * conversion is nondecreasing in the RDP value; -inf where lower says nothing. */
+static double rdp_lower_objective(const rdp_obj *o, double a)
+{
+  double z = o->lower(a, o->ctx);
+  if (!(z > -INFINITY)) return -INFINITY;
+  double v = o->want_delta ? conv_log_delta(o->m, a, z, o->x) : conv_eps(o->m, a, z, o->x);
+  return isnan(v) ? -INFINITY : v;
+}
+
+/* The grid minimum over i0..i1 (the first index of the least value into *pick), by
+ * branch and bound when a lower bound is given: the orders in increasing order of their
+ * lower objective, stopping at the first whose lower objective is above the least value
+ * found, as no order after it can go below that value. The value and the pick are the
+ * full scan's (given lower <= curve); only the number of curve evaluations differs. */
+static double rdp_grid_min(const rdp_obj *o, int i0, int i1, int n, int *pick)
+{
+  double best = INFINITY;
+  *pick = -1;
+  int cnt = i1 - i0 + 1;
+  double *lb = o->lower && cnt > 1 ? malloc((size_t)cnt * sizeof *lb) : NULL;
+  int *ix = lb ? malloc((size_t)cnt * sizeof *ix) : NULL;
+  if (!ix) { /* no bound (or no memory): the full scan */
+    free(lb);
+    for (int i = i0; i <= i1; i++) {
+      double v = rdp_objective(grid_order(o->integer, i, n), (void *)o);
+      if (v < best) best = v, *pick = i;
+    }
+    return best;
+  }
+  for (int k = 0; k < cnt; k++) {
+    double l = rdp_lower_objective(o, grid_order(o->integer, i0 + k, n));
+    int j = k; /* insertion sort by (lower objective, index): cnt <= 256 */
+    while (j > 0 && lb[j - 1] > l) lb[j] = lb[j - 1], ix[j] = ix[j - 1], j--;
+    lb[j] = l, ix[j] = i0 + k;
+  }
+  for (int k = 0; k < cnt && !(lb[k] > best); k++) {
+    double v = rdp_objective(grid_order(o->integer, ix[k], n), (void *)o);
+    if (v < best || (v == best && ix[k] < *pick)) best = v, *pick = ix[k];
+  }
+  free(lb);
+  free(ix);
+  return best;
+}
+
 /* Minimises the objective over grid points i0..i1 and refines (continuous orders only)
  * with GSL's Brent minimiser between the neighbours of the best point. *pick gets the
  * best index. */
@@ -279,12 +326,7 @@ static double rdp_minimise_range(const rdp_obj *o, int i0, int i1, int *pick)
   int n = integer ? ACCT_RDP_INT_MAX - 1 : ACCT_RDP_NGRID;
   if (i0 < 0) i0 = 0;
   if (i1 > n - 1) i1 = n - 1;
-  double best = INFINITY;
-  *pick = -1;
-  for (int i = i0; i <= i1; i++) {
-    double v = rdp_objective(grid_order(integer, i, n), (void *)o);
-    if (v < best) best = v, *pick = i;
-  }
+  double best = rdp_grid_min(o, i0, i1, n, pick);
   if (integer || *pick <= 0 || *pick >= n - 1 || *pick == i0 || *pick == i1) return best;
   double ba = grid_order(0, *pick, n), left = grid_order(0, *pick - 1, n),
          right = grid_order(0, *pick + 1, n);
@@ -345,6 +387,13 @@ static int rdp_epsilon_of(const rdp_obj *o, dpgd_acct_value *out)
 int dpgd_acct_rdp_curve_epsilon(dpgd_acct_rdp_fn curve, const void *ctx, int integer,
                                 dpgd_acct_method m, double delta, dpgd_acct_value *out)
 {
+  return dpgd_acct_rdp_curve_epsilon_lb(curve, NULL, ctx, integer, m, delta, out);
+}
+
+int dpgd_acct_rdp_curve_epsilon_lb(dpgd_acct_rdp_fn curve, dpgd_acct_rdp_fn lower,
+                                   const void *ctx, int integer, dpgd_acct_method m,
+                                   double delta, dpgd_acct_value *out)
+{
   if (m != DPGD_ACCT_RDP_CLASSIC && m != DPGD_ACCT_RDP_BALLE && m != DPGD_ACCT_RDP_OPTIMAL)
     return DPGD_FAIL(
         DPGD_EINVAL,
@@ -352,14 +401,14 @@ int dpgd_acct_rdp_curve_epsilon(dpgd_acct_rdp_fn curve, const void *ctx, int int
         dpgd_acct_method_name(m));
   if (!(delta > 0 && delta < 1))
     return DPGD_FAIL(DPGD_EINVAL, "delta = %g is not in (0, 1)", delta);
-  rdp_obj o = {curve, ctx, integer, m, delta, 0};
+  rdp_obj o = {curve, lower, ctx, integer, m, delta, 0};
   return rdp_epsilon_of(&o, out);
 }
 
 int dpgd_acct_rdp_epsilon(const dpgd_accountant *a, dpgd_acct_method m, double delta,
                           dpgd_acct_value *out)
 {
-  rdp_obj o = {acc_curve, a, has_subsampled(a), m, delta, 0};
+  rdp_obj o = {acc_curve, NULL, a, has_subsampled(a), m, delta, 0};
   return rdp_epsilon_of(&o, out);
 }
 
@@ -367,7 +416,7 @@ int dpgd_acct_rdp_delta(const dpgd_accountant *a, dpgd_acct_method m, double eps
                         dpgd_acct_value *out)
 {
   dpgd_acct_gsl_quiet();
-  rdp_obj o = {acc_curve, a, has_subsampled(a), m, eps, 1};
+  rdp_obj o = {acc_curve, NULL, a, has_subsampled(a), m, eps, 1};
   double ld = rdp_minimise(&o);
   if (isnan(ld))
     return DPGD_FAIL(DPGD_ERANGE, "%s: delta(eps = %g) is not finite numerically",

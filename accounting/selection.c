@@ -213,6 +213,16 @@ static double sel_curve(double alpha, const void *vp)
   return sel_rdp(s->k, s->b, alpha, s->hat);
 }
 
+/* Theorem 6's value without its mu delta_hat term (delta_hat >= 0): a lower bound on
+ * sel_curve that costs no exact delta, so the order grid evaluates delta_hat only where
+ * it can matter (rdp.c's branch and bound; the same eps). */
+static double sel_curve_lower(double alpha, const void *vp)
+{
+  const sel_ctx *s = vp;
+  if (!(alpha > 1)) return INFINITY;
+  return dpgd_select_base_rdp(s->b, alpha) + log(s->k->mean) / (alpha - 1);
+}
+
 int dpgd_select_epsilon(const dpgd_select_k *k, const dpgd_select_base *b, dpgd_acct_method m,
                         double delta, dpgd_acct_value *out)
 {
@@ -223,5 +233,6 @@ int dpgd_select_epsilon(const dpgd_select_k *k, const dpgd_select_base *b, dpgd_
     return DPGD_FAIL(DPGD_EINVAL, "selection: the score's mu %g is not a number >= 0",
                      b->score_mu);
   sel_ctx s = {k, b, hat_part(k, b)};
-  return dpgd_acct_rdp_curve_epsilon(sel_curve, &s, 0, m, delta, out);
+  return dpgd_acct_rdp_curve_epsilon_lb(
+      sel_curve, k->dist == DPGD_SELECT_POISSON ? sel_curve_lower : NULL, &s, 0, m, delta, out);
 }

@@ -238,6 +238,96 @@ static void test_subsampled_cells_fast(void **state)
   for (int c = 0; c < 3; c++) dpgd_acct_free(a[c]);
 }
 
+/* rdp.c's branch and bound: with a lower bound on the curve the grid gives the eps of the
+ * full scan, bit for bit, from fewer evaluations of the curve; a lower bound that says
+ * nothing (NaN) gives the full scan. */
+typedef struct {
+  double mu2, c, gap;
+  int calls;
+} counted;
+
+static double counted_curve(double a, const void *vp)
+{
+  counted *t = (counted *)vp;
+  t->calls++;
+  return a * t->mu2 / 2 + t->c / (a - 1);
+}
+
+static double counted_lower(double a, const void *vp)
+{
+  const counted *t = vp;
+  return a * t->mu2 / 2 + t->c / (a - 1) - t->gap;
+}
+
+static double nan_lower(double a, const void *vp)
+{
+  (void)a, (void)vp;
+  return NAN;
+}
+
+static void test_pruned_grid_equals_full(void **state)
+{
+  (void)state;
+  const dpgd_acct_method ms[] = {DPGD_ACCT_RDP_CLASSIC, DPGD_ACCT_RDP_BALLE,
+                                 DPGD_ACCT_RDP_OPTIMAL};
+  const double gaps[] = {0, 0.01, 0.3};
+  for (size_t i = 0; i < 3; i++)
+    for (size_t g = 0; g < 3; g++) {
+      counted t = {0.04, 0.7, gaps[g], 0};
+      dpgd_acct_value full, cut, none;
+      assert_int_equal(dpgd_acct_rdp_curve_epsilon(counted_curve, &t, 0, ms[i], 1e-5, &full),
+                       0);
+      int n_full = t.calls;
+      t.calls = 0;
+      assert_int_equal(dpgd_acct_rdp_curve_epsilon_lb(counted_curve, counted_lower, &t, 0,
+                                                      ms[i], 1e-5, &cut),
+                       0);
+      assert_true(cut.value == full.value);
+      assert_true(t.calls < n_full);
+      if (gaps[g] == 0) assert_true(2 * t.calls < n_full);
+      t.calls = 0;
+      assert_int_equal(
+          dpgd_acct_rdp_curve_epsilon_lb(counted_curve, nan_lower, &t, 0, ms[i], 1e-5, &none),
+          0);
+      assert_true(none.value == full.value);
+      assert_int_equal(t.calls, n_full);
+    }
+}
+
+/* Poisson K: the selection's total (pruned by Theorem 6 without its delta_hat term) equals
+ * the full scan of the same curve (dpgd_select_rdp at every order). */
+static double select_curve(double a, const void *vp)
+{
+  const dpgd_select_base *const *kb = vp;
+  return dpgd_select_rdp((const dpgd_select_k *)kb[0], kb[1], a);
+}
+
+static void test_poisson_pruned_equals_full(void **state)
+{
+  (void)state;
+  dpgd_accountant *a[2] = {dpgd_acct_alloc(), dpgd_acct_alloc()};
+  assert_non_null(a[0]);
+  assert_non_null(a[1]);
+  assert_int_equal(dpgd_acct_add_gaussian(a[0], 0.05, 200), DPGD_OK);
+  assert_int_equal(dpgd_acct_add_gaussian(a[1], 0.08, 50), DPGD_OK);
+  const dpgd_accountant *cells[2] = {a[0], a[1]};
+  dpgd_select_base b = {2, cells, 0.2};
+  const double means[] = {0.5, 3, 10};
+  const dpgd_acct_method ms[] = {DPGD_ACCT_RDP_CLASSIC, DPGD_ACCT_RDP_BALLE,
+                                 DPGD_ACCT_RDP_OPTIMAL};
+  for (size_t i = 0; i < 3; i++)
+    for (size_t m = 0; m < 3; m++) {
+      dpgd_select_k k = {DPGD_SELECT_POISSON, 0, 0, means[i]};
+      const void *kb[2] = {&k, &b};
+      dpgd_acct_value cut, full;
+      assert_int_equal(dpgd_select_epsilon(&k, &b, ms[m], 1e-5, &cut), 0);
+      assert_int_equal(dpgd_acct_rdp_curve_epsilon(select_curve, kb, 0, ms[m], 1e-5, &full), 0);
+      assert_true(cut.value == full.value);
+    }
+  dpgd_acct_free(a[0]);
+  dpgd_acct_free(a[1]);
+}
+
 static void test_bad_input(void **state)
 {
   (void)state;
@@ -275,6 +365,8 @@ int main(void)
       cmocka_unit_test(test_bound_above_true_divergence),
       cmocka_unit_test(test_monotone_and_above_base),
       cmocka_unit_test(test_subsampled_cells_fast),
+      cmocka_unit_test(test_pruned_grid_equals_full),
+      cmocka_unit_test(test_poisson_pruned_equals_full),
       cmocka_unit_test(test_bad_input),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
