@@ -9,6 +9,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "dpgd_accounting.h"
 #include "plan_internal.h"
@@ -225,8 +226,75 @@ static dpgd_acct_method calib_method(const dpgd_plan *p, const dpgd_config *c)
  * kept twice in a row has its value halved), falling back to bisection; the upper end,
  * where eps was seen to hold, is the answer (docs/MATH.md "Calibration": round sigma up). */
 #define DPGD_PLAN_SIGMA_RTOL 1e-7
+
+/* A memo of this search within a thread: dpgd select plans its grid's cells one after
+ * another at every per-run eps it tries, and cells that differ only in what the
+ * accountant does not see (a learning rate) calibrate the same composition. The key is
+ * everything the search reads, compared byte for byte: the composition at sigma = 1
+ * serialized (sampling, rate, batch, steps and the queries in `extra`; at any sigma the
+ * composition is that one with the noise multiplier replaced), the method, the target
+ * and delta. Only successful searches are kept; a key over CALIB_MEMO_BYTES is not. */
+#define CALIB_MEMO_N 8
+#define CALIB_MEMO_BYTES 1024
+typedef struct {
+  size_t len; /* 0: empty */
+  unsigned char key[CALIB_MEMO_BYTES];
+  dpgd_acct_method m;
+  double target, delta, sigma;
+} calib_memo;
+static _Thread_local calib_memo memo[CALIB_MEMO_N];
+static _Thread_local unsigned memo_next;
+
+/* The memo key of the search into k (k->len = 0 where there is none). */
+static void memo_key(const dpgd_plan *p, dpgd_acct_method m, double target, uint64_t steps,
+                     const dpgd_accountant *extra, calib_memo *k)
+{
+  k->len = 0;
+  dpgd_accountant *a = extra ? dpgd_acct_clone(extra) : dpgd_acct_alloc();
+  void *buf = NULL;
+  size_t len = 0;
+  if (a && !dpgd_plan_add_sampled(a, p, 1.0, steps) && !dpgd_acct_serialize(a, &buf, &len) &&
+      len > 0 && len <= CALIB_MEMO_BYTES) {
+    memcpy(k->key, buf, len);
+    k->len = len, k->m = m, k->target = target, k->delta = p->delta;
+  }
+  dpgd_free(buf);
+  dpgd_acct_free(a);
+  dpgd_error_clear();
+}
+
+static const calib_memo *memo_find(const calib_memo *k)
+{
+  for (int i = 0; k->len && i < CALIB_MEMO_N; i++)
+    if (memo[i].len == k->len && memo[i].m == k->m && memo[i].target == k->target &&
+        memo[i].delta == k->delta && !memcmp(memo[i].key, k->key, k->len))
+      return &memo[i];
+  return NULL;
+}
+
+static int calibrate_subsampled_search(dpgd_plan *p, const dpgd_config *c, uint64_t steps,
+                                       const dpgd_accountant *extra);
+
 static int calibrate_subsampled(dpgd_plan *p, const dpgd_config *c, uint64_t steps,
                                 const dpgd_accountant *extra)
+{
+  calib_memo k;
+  memo_key(p, calib_method(p, c), c->privacy_epsilon, steps, extra, &k);
+  const calib_memo *hit = memo_find(&k);
+  if (hit) {
+    p->sigma = hit->sigma;
+    return DPGD_OK;
+  }
+  int rc = calibrate_subsampled_search(p, c, steps, extra);
+  if (!rc && k.len) {
+    k.sigma = p->sigma;
+    memo[memo_next++ % CALIB_MEMO_N] = k;
+  }
+  return rc;
+}
+
+static int calibrate_subsampled_search(dpgd_plan *p, const dpgd_config *c, uint64_t steps,
+                                       const dpgd_accountant *extra)
 {
   dpgd_acct_method m = calib_method(p, c);
   double target = c->privacy_epsilon, lo = 0, hi = 1, e, flo = 0, fhi = 0;

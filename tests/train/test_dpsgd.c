@@ -119,6 +119,37 @@ static void test_calibration_smallest(void **state)
   assert_true(direct_eps(DPGD_ACCT_EXACT, 256.0 / 60000, p.sigma * 0.99, 10, 0, 1, 1e-5) > 1.0);
 }
 
+/* The calibration memo (plan.c) never answers one composition with another's sigma:
+ * plans that alternate between rates, targets, deltas and methods each get the smallest
+ * sigma of their own composition, and a plan that differs only outside the accountant
+ * (the learning rate) gets the same sigma, bit for bit. */
+static void test_calibration_memo(void **state)
+{
+  (void)state;
+  const double qs[] = {0.0427, 0.05, 0.0427, 0.0427, 0.0427, 0.05};
+  const double targets[] = {1.0, 1.0, 0.8, 1.0, 1.0, 1.0};
+  const double deltas[] = {1e-5, 1e-5, 1e-5, 1e-6, 1e-5, 1e-5};
+  const dpgd_acct_method ms[] = {DPGD_ACCT_EXACT, DPGD_ACCT_EXACT, DPGD_ACCT_EXACT,
+                                 DPGD_ACCT_EXACT, DPGD_ACCT_EXACT, DPGD_ACCT_RDP_OPTIMAL};
+  double first = 0;
+  for (int round = 0; round < 2; round++)
+    for (int i = 0; i < 6; i++) {
+      dpgd_config c;
+      poisson_config(&c, "memo", qs[i], 40);
+      c.privacy_sigma = 0, c.privacy_calibrate = DPGD_CALIBRATE_SIGMA;
+      c.privacy_epsilon = targets[i], c.privacy_delta = deltas[i];
+      c.privacy_method = ms[i];
+      c.train_lr = 0.1 + round + i;
+      dpgd_plan p;
+      assert_int_equal(dpgd_plan_make(&p, &c, 60000), DPGD_OK);
+      double at = direct_eps(ms[i], qs[i], p.sigma, 40, 0, 1, deltas[i]);
+      double below = direct_eps(ms[i], qs[i], p.sigma * (1 - 2e-7), 40, 0, 1, deltas[i]);
+      assert_true(at <= targets[i] && below > targets[i]);
+      if (i == 0 && round == 0) first = p.sigma;
+      if (i == 0 || i == 4) assert_true(p.sigma == first);
+    }
+}
+
 /* Poisson at q = 1 samples everyone and divides by 1 * n: the model and metrics of
  * full-batch GD, bit for bit (the sample has its own stream, the noise is untouched). */
 static void test_rate_one_is_full_batch(void **state)
@@ -342,6 +373,7 @@ int main(void)
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_plan_equals_accountant),
       cmocka_unit_test(test_calibration_smallest),
+      cmocka_unit_test(test_calibration_memo),
       cmocka_unit_test(test_rate_one_is_full_batch),
       cmocka_unit_test(test_eps_cadence),
       cmocka_unit_test(test_validation_split),
