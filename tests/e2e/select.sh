@@ -48,6 +48,24 @@ awk -v t="$total" -v r="$run" 'BEGIN { exit !(t <= 1 && t > 0.9999 && r < t) }' 
   fail "total $total not in (0.9999, 1] or not above the run's eps $run"
 checks=$((checks + 1))
 grep -q '"best": {"cell": "softmax+train.lr=' "$J" || fail "no best cell in $J"
+# The released folder has what dpgd eval needs (config.ini: normalisation, model type)
+# and no seed; eval of the release equals eval of the chosen candidate's own run.
+checks=$((checks + 1))
+[ -s "$TMP/s1/config.ini" ] && ! grep -Eq '^[[:space:]]*seed[[:space:]]*=' "$TMP/s1/config.ini" ||
+  fail "the selection's config.ini is missing or names a seed"
+best=
+for c in "$TMP"/s1/private/candidate-*/; do
+  cmp -s "$c/model.bin" "$TMP/s1/model.bin" && best=$c
+done
+checks=$((checks + 1))
+[ -n "$best" ] || fail "no candidate's model.bin is the released one"
+expect_ok eval_release "$DPGD" eval --model "$TMP/s1" --data "$MNIST" --n 300
+expect_out eval_release "s1/config.ini"
+grep '^accuracy' "$TMP/out" >"$TMP/acc_release"
+expect_ok eval_best "$DPGD" eval --model "$best" --data "$MNIST" --n 300
+checks=$((checks + 1))
+grep '^accuracy' "$TMP/out" | cmp -s - "$TMP/acc_release" ||
+  fail "eval of the release differs from eval of its candidate"
 expect_ok again "$DPGD" select "$TMP/g.sweep" --epsilon 1 --mean-k 2 --seed 5 --out "$TMP/s2" \
   --quiet
 checks=$((checks + 1))

@@ -1,6 +1,7 @@
 /* cmd_select.c -- `dpgd select`: private hyperparameter selection over a sweep's grid
  * (Papernot & Steinke 2022; accounting/SELECTION.md): options, the per-run eps from a
- * target total, the released outputs (selection.json, model.bin) and what stays private. */
+ * target total, the released outputs (selection.json, model.bin, config.ini) and what stays
+ * private. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -229,6 +230,33 @@ static int copy_model(const char *out, const dpgd_select_cand *c)
   return st;
 }
 
+/* out/config.ini: the released model's public settings, the keys `dpgd eval` reads to
+ * feed it (input normalisation, model type, scattering groups, activation), from the
+ * chosen candidate's config. The candidate's whole config.ini stays in private/: it holds
+ * its secret training seed. */
+static int write_public_config(const char *out, const dpgd_select_cand *c)
+{
+  char src[1400], dst[1400];
+  snprintf(src, sizeof src, "%s/config.ini", c->dir);
+  snprintf(dst, sizeof dst, "%s/config.ini", out);
+  dpgd_config cfg;
+  dpgd_config_defaults(&cfg);
+  int st = dpgd_config_load(&cfg, src);
+  if (st) return st;
+  char text[1024];
+  int n =
+      snprintf(text, sizeof text,
+               "; dpgd select: the released model's public settings (what dpgd eval reads).\n"
+               "; The candidates' full configs, with their secret seeds, are in private/.\n"
+               "[data]\nmean = %.17g\nstd = %.17g\n\n[model]\ntype = %s\n"
+               "scatter_groups = %zu\nactivation = %s\n",
+               cfg.data_mean, cfg.data_std, cfg.model_type, cfg.model_scatter_groups,
+               cfg.model_activation == DPGD_ACT_TANH ? "tanh" : "relu");
+  if (n < 0 || (size_t)n >= sizeof text)
+    return DPGD_FAIL(DPGD_EINVAL, "the settings of %s do not fit", src);
+  return dpgd_write_atomic(dst, text, (size_t)n);
+}
+
 /* out/private/candidates.csv: what the guarantee does NOT cover (K, every candidate's
  * exact count): for the curator only. */
 static int write_private(const char *dir, const dpgd_selection *s, const dpgd_select_draws *d)
@@ -288,6 +316,7 @@ static int run_selection(const select_opts *o, dpgd_selection *s, dpgd_select_dr
   dpgd_rng_free(r);
   if (!st) st = write_private(priv, s, d);
   if (!st && d->best >= 0) st = copy_model(o->out, &d->cand[d->best]);
+  if (!st && d->best >= 0) st = write_public_config(o->out, &d->cand[d->best]);
   if (!st) st = write_json(o->out, s, d, o->rng);
   return st;
 }
