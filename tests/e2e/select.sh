@@ -59,10 +59,10 @@ for c in "$TMP"/s1/private/candidate-*/; do
 done
 checks=$((checks + 1))
 [ -n "$best" ] || fail "no candidate's model.bin is the released one"
-expect_ok eval_release "$DPGD" eval --model "$TMP/s1" --data "$MNIST" --n 300
+expect_ok eval_release "$DPGD" eval --model "$TMP/s1" --data "$MNIST" --n 100
 expect_out eval_release "s1/config.ini"
 grep '^accuracy' "$TMP/out" >"$TMP/acc_release"
-expect_ok eval_best "$DPGD" eval --model "$best" --data "$MNIST" --n 300
+expect_ok eval_best "$DPGD" eval --model "$best" --data "$MNIST" --n 100
 checks=$((checks + 1))
 grep '^accuracy' "$TMP/out" | cmp -s - "$TMP/acc_release" ||
   fail "eval of the release differs from eval of its candidate"
