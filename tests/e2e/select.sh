@@ -118,6 +118,19 @@ expect_fail none "one of --epsilon" "$DPGD" select "$TMP/g.sweep"
 expect_fail nan "epsilon" "$DPGD" select "$TMP/g.sweep" --epsilon nan
 expect_fail method "method 'exact'" "$DPGD" select "$TMP/g.sweep" --epsilon 1 --method exact
 expect_fail nofile "no grid" "$DPGD" select --epsilon 1
+# A total below what the score's noise costs alone is refused at once, with that cost:
+# Theorem 2's closed form above at the score's mu = 1/2 (classic conversion).
+expect_fail floor "score-sigma 2\) costs [0-9.]+ by itself" "$DPGD" select "$TMP/g.sweep" \
+  --epsilon 0.5 --score-sigma 2 --mean-k 3 --method rdp_classic --dry-run
+floor=$(sed -n 's/.* costs \([0-9.e-]*\) by itself.*/\1/p' "$TMP/err")
+checks=$((checks + 1))
+python3 - "$floor" <<'PY' || fail "the score's floor '$floor' is not Theorem 2's closed form at mu 1/2"
+import math, sys
+mu, tot = 0.5, float(sys.argv[1])
+a = mu * mu / 2; b = 2 * (mu * math.sqrt(2 * math.log(3)) - a); c = math.log(3) + math.log(1e5)
+ref = a + 2 * math.sqrt(a * c) + b
+sys.exit(0 if ref <= tot <= ref * (1 + 1e-7) else 1)
+PY
 expect_fail exists "exists" "$DPGD" select "$TMP/g.sweep" --epsilon 1 --mean-k 2 --out "$TMP/s1"
 cp "$TMP/g.sweep" "$TMP/p.sweep"
 echo "grid = privacy.epsilon=1,0.5" >>"$TMP/p.sweep"

@@ -180,8 +180,35 @@ int dpgd_select_account(dpgd_selection *s, double e)
   return st;
 }
 
+/* With --score-sigma the total has a floor: the base curve is the larger of the runs'
+ * and the score's, so no per-run eps gives a total below the selection of the score
+ * alone (the runs' curves at 0: a cell with an empty composition), which the total
+ * approaches as the per-run eps falls. A target at or below it is an error, not a
+ * search towards 0 (whose runs' calibrations grow ever costlier). */
+static int score_floor(const dpgd_selection *s, dpgd_acct_value *floor)
+{
+  dpgd_accountant *none = dpgd_acct_alloc();
+  if (!none) return DPGD_FAIL(DPGD_ENOMEM, "out of memory");
+  const dpgd_accountant *cells[1] = {none};
+  dpgd_select_base b = {1, cells, 1 / s->score_sigma};
+  int st = dpgd_select_epsilon(&s->k, &b, s->method, s->delta, floor);
+  dpgd_acct_free(none);
+  return st;
+}
+
 int dpgd_select_calibrate(dpgd_selection *s, double target)
 {
+  if (s->score_sigma > 0) {
+    dpgd_acct_value f;
+    int st = score_floor(s, &f);
+    if (st) return st;
+    if (!(f.value < target))
+      return DPGD_FAIL(DPGD_ERANGE,
+                       "no per-run eps gives a total of %g: the validation score's noise "
+                       "(--score-sigma %g) costs %.10g by itself; raise --score-sigma or the "
+                       "total",
+                       target, s->score_sigma, f.value);
+  }
   double hi = target, lo = target / 2;
   int st = dpgd_select_account(s, lo);
   for (int i = 0; !st && s->total.value > target && i < 40; i++) {
