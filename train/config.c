@@ -527,13 +527,16 @@ static int at_default(const dpgd_config *c, const key_spec *k)
   }
 }
 
-/* Writes every key; with hash_only, only the keys that change the computation and no
- * comments (the text that dpgd_config_hash digests). */
-static int write_config(const dpgd_config *c, FILE *f, int hash_only)
+/* Writes every key, or with `only` those at its n_only field offsets; with hash_only, only
+ * the keys that change the computation, no comments (the text dpgd_config_hash digests). */
+static int write_config(const dpgd_config *c, FILE *f, int hash_only, const size_t *only,
+                        size_t n_only)
 {
   const char *section = "";
-  for (size_t i = 0; i < N_KEYS; i++) {
+  for (size_t i = 0, j = 0; i < N_KEYS; i++, j = 0) {
     const key_spec *k = &schema[i];
+    while (only && j < n_only && only[j] != k->offset) j++;
+    if (only && j == n_only) continue;
     if (hash_only && (k->flags & NOHASH)) continue;
     if (hash_only && (k->flags & HASH_IF_SET) && at_default(c, k)) continue;
     if (strcmp(section, k->section)) {
@@ -557,7 +560,12 @@ static int write_config(const dpgd_config *c, FILE *f, int hash_only)
   return ferror(f) ? DPGD_FAIL(DPGD_EIO, "cannot write the configuration") : DPGD_OK;
 }
 
-int dpgd_config_write(const dpgd_config *c, FILE *f) { return write_config(c, f, 0); }
+int dpgd_config_write(const dpgd_config *c, FILE *f) { return write_config(c, f, 0, NULL, 0); }
+
+int dpgd_config_write_keys(const dpgd_config *c, FILE *f, const size_t *offsets, size_t n)
+{
+  return write_config(c, f, 0, offsets, n);
+}
 
 uint64_t dpgd_config_hash(const dpgd_config *c)
 {
@@ -566,7 +574,7 @@ uint64_t dpgd_config_hash(const dpgd_config *c)
   FILE *f = open_memstream(&buf, &len);
   uint64_t h = 14695981039346656037ULL; /* FNV-1a 64 */
   if (!f) return 0;
-  write_config(c, f, 1);
+  write_config(c, f, 1, NULL, 0);
   fclose(f);
   for (size_t i = 0; i < len; i++) {
     h ^= (unsigned char)buf[i];

@@ -148,6 +148,9 @@ int dpgd_pnsgd_config_check(const dpgd_config *c);
 
 /* Writes the resolved configuration as INI (every key, with its help as a comment). */
 int dpgd_config_write(const dpgd_config *c, FILE *f);
+/* The same for the keys whose fields are at the given offsets only (offsetof(dpgd_config,
+ * ...)), in the schema's order, with their sections and help. */
+int dpgd_config_write_keys(const dpgd_config *c, FILE *f, const size_t *offsets, size_t n);
 
 /* FNV-1a hash of the resolved configuration text (checkpoints refuse a mismatch). */
 uint64_t dpgd_config_hash(const dpgd_config *c);

@@ -227,6 +227,40 @@ static dpgd_acct_method calib_method(const dpgd_plan *p, const dpgd_config *c)
  * where eps was seen to hold, is the answer (docs/MATH.md "Calibration": round sigma up). */
 #define DPGD_PLAN_SIGMA_RTOL 1e-7
 
+static int calibrate_subsampled_search(dpgd_plan *p, const dpgd_config *c, uint64_t steps,
+                                       const dpgd_accountant *extra)
+{
+  dpgd_acct_method m = calib_method(p, c);
+  double target = c->privacy_epsilon, lo = 0, hi = 1, e, flo = 0, fhi = 0;
+  int rc = subsampled_eps(p, m, hi, steps, extra, &e);
+  for (int i = 0; !rc && e > target; i++) {
+    if (i == 64)
+      return DPGD_FAIL(DPGD_ERANGE, "calibration: no sigma up to %g reaches %s = %g", hi,
+                       DPGD_CONFIG_KEY(privacy_epsilon), target);
+    lo = hi, hi *= 2, flo = log(e / target);
+    rc = subsampled_eps(p, m, hi, steps, extra, &e);
+  }
+  fhi = rc ? 0 : log(e / target);
+  for (int i = 0; !rc && lo == 0; i++) {
+    if (i == 64) return DPGD_FAIL(DPGD_ERANGE, "calibration: sigma below %g", hi);
+    rc = subsampled_eps(p, m, hi / 2, steps, extra, &e);
+    if (!rc && e > target) lo = hi / 2, flo = log(e / target);
+    else if (!rc) hi /= 2, fhi = log(e / target);
+  }
+  for (int side = 0, bisect = 0; !rc && hi - lo > hi * DPGD_PLAN_SIGMA_RTOL;) {
+    double mid = bisect ? sqrt(lo * hi) : next_sigma(lo, hi, flo, fhi), w = hi - lo;
+    if (!(mid > lo && mid < hi)) break;
+    rc = subsampled_eps(p, m, mid, steps, extra, &e);
+    if (rc) break;
+    double f = log(e / target);
+    if (e > target) lo = mid, flo = f, fhi *= side == 1 ? 0.5 : 1, side = 1;
+    else hi = mid, fhi = f, flo *= side == -1 ? 0.5 : 1, side = -1;
+    bisect = !bisect && hi - lo > 0.5 * w; /* a poor step: bisect once */
+  }
+  if (!rc) p->sigma = hi;
+  return rc;
+}
+
 /* A memo of this search within a thread: dpgd select plans its grid's cells one after
  * another at every per-run eps it tries, and cells that differ only in what the
  * accountant does not see (a learning rate) calibrate the same composition. The key is
@@ -272,9 +306,6 @@ static const calib_memo *memo_find(const calib_memo *k)
   return NULL;
 }
 
-static int calibrate_subsampled_search(dpgd_plan *p, const dpgd_config *c, uint64_t steps,
-                                       const dpgd_accountant *extra);
-
 static int calibrate_subsampled(dpgd_plan *p, const dpgd_config *c, uint64_t steps,
                                 const dpgd_accountant *extra)
 {
@@ -290,40 +321,6 @@ static int calibrate_subsampled(dpgd_plan *p, const dpgd_config *c, uint64_t ste
     k.sigma = p->sigma;
     memo[memo_next++ % CALIB_MEMO_N] = k;
   }
-  return rc;
-}
-
-static int calibrate_subsampled_search(dpgd_plan *p, const dpgd_config *c, uint64_t steps,
-                                       const dpgd_accountant *extra)
-{
-  dpgd_acct_method m = calib_method(p, c);
-  double target = c->privacy_epsilon, lo = 0, hi = 1, e, flo = 0, fhi = 0;
-  int rc = subsampled_eps(p, m, hi, steps, extra, &e);
-  for (int i = 0; !rc && e > target; i++) {
-    if (i == 64)
-      return DPGD_FAIL(DPGD_ERANGE, "calibration: no sigma up to %g reaches %s = %g", hi,
-                       DPGD_CONFIG_KEY(privacy_epsilon), target);
-    lo = hi, hi *= 2, flo = log(e / target);
-    rc = subsampled_eps(p, m, hi, steps, extra, &e);
-  }
-  fhi = rc ? 0 : log(e / target);
-  for (int i = 0; !rc && lo == 0; i++) {
-    if (i == 64) return DPGD_FAIL(DPGD_ERANGE, "calibration: sigma below %g", hi);
-    rc = subsampled_eps(p, m, hi / 2, steps, extra, &e);
-    if (!rc && e > target) lo = hi / 2, flo = log(e / target);
-    else if (!rc) hi /= 2, fhi = log(e / target);
-  }
-  for (int side = 0, bisect = 0; !rc && hi - lo > hi * DPGD_PLAN_SIGMA_RTOL;) {
-    double mid = bisect ? sqrt(lo * hi) : next_sigma(lo, hi, flo, fhi), w = hi - lo;
-    if (!(mid > lo && mid < hi)) break;
-    rc = subsampled_eps(p, m, mid, steps, extra, &e);
-    if (rc) break;
-    double f = log(e / target);
-    if (e > target) lo = mid, flo = f, fhi *= side == 1 ? 0.5 : 1, side = 1;
-    else hi = mid, fhi = f, flo *= side == -1 ? 0.5 : 1, side = -1;
-    bisect = !bisect && hi - lo > 0.5 * w; /* a poor step: bisect once */
-  }
-  if (!rc) p->sigma = hi;
   return rc;
 }
 

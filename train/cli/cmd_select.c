@@ -3,6 +3,7 @@
  * target total, the released outputs (selection.json, model.bin, config.ini) and what stays
  * private. */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -236,6 +237,10 @@ static int copy_model(const char *out, const dpgd_select_cand *c)
  * its secret training seed. */
 static int write_public_config(const char *out, const dpgd_select_cand *c)
 {
+  static const size_t keys[] = {
+      offsetof(dpgd_config, data_mean), offsetof(dpgd_config, data_std),
+      offsetof(dpgd_config, model_type), offsetof(dpgd_config, model_scatter_groups),
+      offsetof(dpgd_config, model_activation)};
   char src[1400], dst[1400];
   snprintf(src, sizeof src, "%s/config.ini", c->dir);
   snprintf(dst, sizeof dst, "%s/config.ini", out);
@@ -243,18 +248,18 @@ static int write_public_config(const char *out, const dpgd_select_cand *c)
   dpgd_config_defaults(&cfg);
   int st = dpgd_config_load(&cfg, src);
   if (st) return st;
-  char text[1024];
-  int n =
-      snprintf(text, sizeof text,
-               "; dpgd select: the released model's public settings (what dpgd eval reads).\n"
-               "; The candidates' full configs, with their secret seeds, are in private/.\n"
-               "[data]\nmean = %.17g\nstd = %.17g\n\n[model]\ntype = %s\n"
-               "scatter_groups = %zu\nactivation = %s\n",
-               cfg.data_mean, cfg.data_std, cfg.model_type, cfg.model_scatter_groups,
-               cfg.model_activation == DPGD_ACT_TANH ? "tanh" : "relu");
-  if (n < 0 || (size_t)n >= sizeof text)
-    return DPGD_FAIL(DPGD_EINVAL, "the settings of %s do not fit", src);
-  return dpgd_write_atomic(dst, text, (size_t)n);
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  if (!f) return DPGD_FAIL(DPGD_ENOMEM, "out of memory (config.ini)");
+  fputs("; dpgd select: the released model's public settings (what dpgd eval reads).\n"
+        "; The candidates' full configs, with their secret seeds, are in private/.\n",
+        f);
+  st = dpgd_config_write_keys(&cfg, f, keys, sizeof keys / sizeof keys[0]);
+  if (fclose(f) && !st) st = DPGD_FAIL(DPGD_EIO, "cannot write the configuration");
+  if (!st) st = dpgd_write_atomic(dst, text, len);
+  free(text);
+  return st;
 }
 
 /* out/private/candidates.csv: what the guarantee does NOT cover (K, every candidate's
