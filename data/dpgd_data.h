@@ -36,9 +36,12 @@ typedef struct dpgd_dataset {
    * when fixed_coord is set, rows i >= fixed_from carry no image (their pixels are
    * ignored): their per-example gradient is fixed_value times the unit vector on
    * coordinate fixed_coord[i - fixed_from], clipped, capped and summed by the engine
-   * as every row is (model/engine.c). */
+   * as every row is (model/engine.c); when fixed_sign is also set, row i's gradient is
+   * fixed_sign[i - fixed_from] (+1 or -1) times that (coded gradient canaries: the
+   * auditor sets the signs of each step before it, train/AUDIT.md "Coded canaries"). */
   size_t fixed_from;
   const uint32_t *fixed_coord;
+  const signed char *fixed_sign;
   float fixed_value;
 } dpgd_dataset;
 

@@ -375,9 +375,10 @@ size_t dpgd_engine_gather(chunk_ws *w, const dpgd_dataset *ds, const double *cap
   return B;
 }
 
-/* Gradient points [lo, hi) (dpgd_dataset's fixed rows): g_i = v e_{k_i}, ||g_i||^2 = v^2
- * exactly (a float squared is exact in double); the clipping rule and the accumulation
- * in index order are those of every row. */
+/* Gradient points [lo, hi) (dpgd_dataset's fixed rows): g_i = s_i v e_{k_i} (s_i the
+ * row's sign, +1 without fixed_sign), ||g_i||^2 = v^2 exactly (a float squared is exact
+ * in double); the clipping rule and the accumulation in index order are those of every
+ * row. */
 static void fixed_rows(const dpgd_model *m, double *acc, const dpgd_dataset *ds,
                        const double *caps, size_t lo, size_t hi, double *pre, double *post,
                        int constant_time)
@@ -393,7 +394,8 @@ static void fixed_rows(const dpgd_model *m, double *acc, const dpgd_dataset *ds,
     float f = dpgd_clip_scale(v * v, caps[i], m->n_params, &pr, &po);
     if (pre) pre[i] = pr;
     if (post) post[i] = po;
-    if (f != 0.0f) acc[ds->fixed_coord[i - ds->fixed_from]] += (double)f * v;
+    const double sv = ds->fixed_sign && ds->fixed_sign[i - ds->fixed_from] < 0 ? -v : v;
+    if (f != 0.0f) acc[ds->fixed_coord[i - ds->fixed_from]] += (double)f * sv;
   }
 }
 

@@ -47,6 +47,9 @@ void dpgd_audit_free(dpgd_audit *a)
   free(a->gram);
   free(a->theta);
   free(a->coords);
+  free(a->code);
+  free(a->sign);
+  free(a->csq);
   free(a->sb);
   free(a->syb);
   free(a->sbb);
@@ -300,20 +303,26 @@ static dpgd_dataset canary_rows(const dpgd_audit *a)
   return v;
 }
 
-/* Gradient canaries, at theta_t: canary j's clipped value at its shadow cap, computed
- * by the engine over the canaries' gradient rows alone (each lands on its own
- * coordinate of gd), and resid = -(base part) - (1/2) of it on k_j. */
+/* Gradient canaries, at theta_t: the coming step's code signs h(r_j, t) (the run's
+ * fixed_sign); canary j's clipped value c_t(j) at its shadow cap, signed, computed by
+ * the engine over the canaries' gradient rows alone (gd[k]: the sum over coordinate k's
+ * canaries of h c), and resid = -(base part) - (1/2) gd; csq[k]: the sum of c^2 over
+ * coordinate k's canaries (the Poisson score's interference, after_step_grad). */
 static int before_step_grad(dpgd_audit *a)
 {
   dpgd_run *r = a->run;
+  size_t t = dpgd_run_step_index(r), M = a->M;
+  for (size_t j = 0; j < M; j++) a->sign[j] = dpgd_audit_code_sign(a->code[j], t, a->codes);
   dpgd_ledger_caps(a->shadow, a->ccaps);
   dpgd_dataset gds = canary_rows(a); /* M gradient rows, their pixels or features unused */
   gds.fixed_from = 0;
   gds.fixed_coord = a->coords;
+  gds.fixed_sign = a->sign;
   gds.fixed_value = r->train->fixed_value;
   int rc = dpgd_model_clipped_grad_sum(r->model, r->ws, &gds, a->ccaps, a->gd, NULL, a->cpost);
   if (rc) return rc;
-  for (size_t j = 0; j < a->M; j++) a->resid[a->coords[j]] -= 0.5 * a->gd[a->coords[j]];
+  for (size_t k = 0; k < a->P; k++) a->resid[k] -= 0.5 * a->gd[k], a->csq[k] = 0;
+  for (size_t j = 0; j < M; j++) a->csq[a->coords[j]] += a->cpost[j];
   return dpgd_ledger_spend(a->shadow, a->ccaps, a->cpost);
 }
 
@@ -370,12 +379,16 @@ static int subtract_sampled_base(dpgd_audit *a)
   return rc;
 }
 
-/* Gradient canaries after the step: y = canary j's coordinate k_j of the residual
- * (released sum - base part - c/2, c its clipped value). Full batch: the score adds y
- * (with the base part's sums for audit_report.c's scale fit). Poisson: y + c/2 = B c +
- * N(0, s^2), B ~ Bernoulli(q) when included, 0 when not (q and s = sigma C as claimed),
- * and the score adds the step's log-likelihood ratio log(1 - q + q e^{(x c - c^2/2) /
- * s^2}), the Neyman-Pearson statistic of the step. */
+/* Gradient canaries after the step, canary j on coordinate k with sign h = h(r_j, t):
+ * y = h times k's residual (released sum - base part - gd/2). Full batch: the score adds
+ * y (with the base part's sums for audit_report.c's scale fit); the other canaries on k
+ * cancel over the steps (Walsh rows are orthogonal over every K consecutive steps). Poisson:
+ * x = h (released - base) - (q/2) (the others' h c, gd - h c) = B c + noise + the
+ * others' deviation from their mean, B ~ Bernoulli(q) when included, 0 when not; the
+ * score adds the step's log-likelihood ratio log(1 - q + q e^{(x c - c^2/2) / s^2}),
+ * s^2 = (sigma C)^2 (claimed) plus the others' variance (q/2 - q^2/4) sum c^2: the
+ * Neyman-Pearson statistic of the step for one canary per coordinate (c^2 is the
+ * post-clip norm the ledger charged, the cap: c within 2^-20 of it). */
 static void after_step_grad(dpgd_audit *a)
 {
   double s2 = a->sigma * a->run->plan.clip, q = a->q_claimed;
@@ -383,9 +396,12 @@ static void after_step_grad(dpgd_audit *a)
   const double l0 = q < 1 ? log1p(-q) : 0, lq = q < 1 ? log(q) : 0; /* the same every canary */
   for (size_t j = 0; j < a->M; j++) {
     size_t k = a->coords[j];
-    double y = a->run->sum[k] + a->resid[k], b = a->base_sum[k], c = a->gd[k];
+    double h = a->sign[j], y = h * (a->run->sum[k] + a->resid[k]), b = h * a->base_sum[k];
     if (q < 1) {
-      double t = ((y + 0.5 * c) * c - 0.5 * c * c) / s2, l1 = lq + t;
+      double c = sqrt(a->cpost[j]), others = a->gd[k] - h * c;
+      double x = y + 0.5 * h * a->gd[k] - 0.5 * q * h * others;
+      double v = s2 + (0.5 * q - 0.25 * q * q) * (a->csq[k] - a->cpost[j]);
+      double t = (x * c - 0.5 * c * c) / v, l1 = lq + t;
       a->score[j] += l0 > l1 ? l0 + log1p(exp(l1 - l0)) : l1 + log1p(exp(l0 - l1));
       continue;
     }

@@ -190,25 +190,46 @@ int dpgd_audit_write_data(dpgd_audit *a, const char *dir)
   return DPGD_OK;
 }
 
-/* Gradient canaries: M distinct coordinates of the P parameters from the audit stream
- * (dpgd_audit_draw_coords: every M-subset equally likely, no modulo bias), and the
- * run's training rows n_base .. n_base + M - 1 made gradient points: canary j's gradient
- * is 4 C e_{k_j}, so that every cap the run applies (at most C) clips it. */
+signed char dpgd_audit_code_sign(uint32_t r, size_t t, size_t K)
+{
+  return (signed char)(__builtin_popcountll((unsigned long long)(r & (t % K))) & 1 ? -1 : 1);
+}
+
+/* Gradient canaries (train/AUDIT.md "Gradient canaries", "Coded canaries"): K, the
+ * least power of 2 with K P >= M; M distinct slots of the K P (coordinate, code) pairs
+ * from the audit stream (dpgd_audit_draw_coords: every M-subset equally likely, no
+ * modulo bias; slot s is coordinate s / K with Walsh row s mod K, so K = 1 is one
+ * canary per coordinate); and the run's training rows n_base .. n_base + M - 1 made
+ * gradient points: canary j's gradient is h(r_j, t) 4 C e_{k_j}, so that every cap the
+ * run applies (at most C) clips it. */
 int dpgd_audit_grad_attach(dpgd_audit *a)
 {
-  size_t M = a->M, P = a->P;
+  size_t M = a->M, P = a->P, T = a->run->plan.steps, K = 1, kmax = 1;
   if (a->ap.kind != DPGD_AUDIT_GRADIENT) return DPGD_OK;
-  if (M > P)
+  while (kmax * 2 <= T && kmax * 2 * P <= UINT32_MAX) kmax *= 2;
+  while (K * P < M && K < kmax) K *= 2;
+  if (K * P < M)
     return DPGD_FAIL(DPGD_EINVAL,
-                     "%zu gradient canaries need distinct coordinates: this model has %zu "
-                     "parameters",
-                     M, P);
+                     "%zu gradient canaries is more than this model's %zu parameters times "
+                     "the %zu orthogonal codes its %zu steps allow: use at most %zu",
+                     M, P, kmax, T, kmax * P);
+  a->codes = K;
   if (!a->coords) a->coords = malloc(M * sizeof *a->coords); /* scatter: made already */
-  if (!a->coords) return DPGD_FAIL(DPGD_ENOMEM, "no memory for %zu gradient canaries", M);
-  int rc = dpgd_audit_draw_coords(a->g, M, P, a->coords);
+  a->code = malloc(M * sizeof *a->code);
+  a->sign = malloc(M);
+  a->csq = calloc(P, sizeof *a->csq);
+  if (!a->coords || !a->code || !a->sign || !a->csq)
+    return DPGD_FAIL(DPGD_ENOMEM, "no memory for %zu gradient canaries", M);
+  int rc = dpgd_audit_draw_coords(a->g, M, K * P, a->coords);
+  for (size_t j = 0; j < M; j++) {
+    a->code[j] = (uint32_t)(a->coords[j] % K);
+    a->coords[j] = (uint32_t)(a->coords[j] / K);
+    a->sign[j] = 1;
+  }
   dpgd_dataset *tr = a->run->train;
   tr->fixed_from = a->n_base;
   tr->fixed_coord = a->coords;
+  tr->fixed_sign = a->sign;
   tr->fixed_value = (float)(4 * a->run->plan.clip);
   return rc;
 }

@@ -40,6 +40,10 @@ struct dpgd_audit {
   double *gram;          /* (M, M) sum over steps of G G^T (upper triangle) */
   float *theta;          /* (P) theta_t, the iterate of the step's gradients */
   uint32_t *coords;      /* (M) gradient canaries: canary j's coordinate k_j */
+  uint32_t *code;        /* (M) gradient canaries: canary j's code row r_j < codes */
+  signed char *sign;     /* (M) h(r_j, t) of the coming step (the run's fixed_sign) */
+  double *csq;           /* (P) gradient canaries: sum of c_t(i)^2 over coordinate k's */
+  size_t codes;          /* K, canaries per coordinate at most (a power of 2; 1: Dirac) */
   dpgd_rng *g;           /* the audit stream, until the coordinates are drawn */
   double *pcaps;         /* (n_base + M) a planted clip bug's caps (tests only) */
   /* (M) gradient canaries, over the steps: sum of b = the base part on k_j, of y b (y the

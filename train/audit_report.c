@@ -127,8 +127,8 @@ static int write_json(const dpgd_audit *a, const dpgd_audit_result *res)
           a->q_claimed < 1 ? "poisson subsampled gaussian" : "gaussian");
   fprintf(f, "  \"eps_ideal_fdp\": ");
   dpgd_report_json_num(f, dpgd_round_digits(res->eps_ideal_fdp, 10, -1));
-  fprintf(f, ",\n  \"canaries_kind\": \"%s\",\n",
-          a->ap.kind == DPGD_AUDIT_GRADIENT ? "gradient" : "input");
+  fprintf(f, ",\n  \"canaries_kind\": \"%s\",\n  \"codes\": %zu,\n",
+          a->ap.kind == DPGD_AUDIT_GRADIENT ? "gradient" : "input", res->codes);
   fprintf(f, "  \"steps\": %zu,\n  \"algorithm\": \"%s\",\n", res->steps,
           p->filtered ? "filtered" : "plain");
   fprintf(f, "  \"seed\": %llu,\n  \"planted_bug\": %s,\n", (unsigned long long)a->ap.seed,
@@ -216,6 +216,7 @@ int dpgd_audit_finish(dpgd_audit *a, dpgd_audit_result *res)
     res->delta = a->delta;
     res->eps_claimed = a->eps_claimed;
     res->steps = dpgd_run_step_index(a->run);
+    res->codes = a->ap.kind == DPGD_AUDIT_GRADIENT ? a->codes : 0;
     res->run_seed = a->run->cfg.train_seed;
     res->run_seed_derived = !a->ap.keep_train_seed;
     res->secure_rng = a->run->secure;

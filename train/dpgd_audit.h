@@ -38,7 +38,10 @@ typedef struct dpgd_audit_params {
   double planted_clip_scale, planted_rate_scale;
   /* DPGD_AUDIT_INPUT: canary images. DPGD_AUDIT_GRADIENT: Dirac gradient points, canary j
    * a training point whose gradient is 4 C e_{k_j} (distinct k_j from the seed), clipped
-   * to its cap by the run (train/AUDIT.md "Gradient canaries"); M <= parameters. */
+   * to its cap by the run (train/AUDIT.md "Gradient canaries"). M above the parameter
+   * count P: coded canaries, up to K per coordinate with K the least power of 2 with
+   * K P >= M (K <= the run's steps), canary j's gradient at step t h(r_j, t) 4 C e_{k_j},
+   * h a Walsh code (train/AUDIT.md "Coded canaries"). */
   int kind;
   /* The audited run's master seed (its noise, initial parameters and Poisson samples):
    * 0 (the default) replaces the config's train.seed by the seed derived from `seed`,
@@ -65,6 +68,7 @@ typedef struct dpgd_audit_result {
    * expected counts of the guess rule (for input canaries: how much weaker they are). */
   double eps_ideal_fdp;
   double wall_s;
+  size_t codes; /* gradient canaries: K, the most sharing a coordinate (1: Dirac); else 0 */
   /* The seed the audited run drew its noise from, and whence: 1 derived from the audit
    * seed, 0 the config's train.seed (keep_train_seed). Under train.rng = secure the
    * noise comes from the OS CSPRNG and no seed draws it (secure_rng 1). */
@@ -99,5 +103,10 @@ void dpgd_audit_free(dpgd_audit *a);
  * canaries' coins are drawn apart from this, so the order leaves every coin independent
  * of its coordinate. DPGD_EINVAL for m > p. */
 int dpgd_audit_draw_coords(dpgd_rng *g, size_t m, size_t p, uint32_t *coords /* (m) */);
+
+/* Coded gradient canaries' signs: h(r, t) = (-1)^popcount(r & (t mod K)), row r < K of
+ * the Sylvester-Hadamard (Walsh) matrix of order K (a power of 2) at step t, repeated
+ * with period K: over any K consecutive steps, sum_t h(r, t) h(r', t) = K [r = r']. */
+signed char dpgd_audit_code_sign(uint32_t r, size_t t, size_t K);
 
 #endif /* DPGD_AUDIT_H */

@@ -90,7 +90,14 @@ audit_ok scatter "$TMP/scatter" BELOW
 expect_ok scatter-noise env AUDIT_PLANTED_SCALE=0.5 "$PLANTED" audit "${ARGS[@]}" --set model.type=scatter-softmax --canaries 39700 --canaries-kind gradient --out "$TMP/scatter-noise"
 expect_out scatter-noise-verdict '^verdict     CLAIM REFUTED'
 expect_fail bad-kind 'canaries-kind must be input or gradient' "$DPGD" audit "${ARGS[@]}" --canaries-kind image --out "$TMP/v"
-expect_fail too-many 'this model has 7850 parameters' "$DPGD" audit "${ARGS[@]}" --canaries 7851 --canaries-kind gradient --out "$TMP/u"
+# More than the parameters: coded canaries, K per coordinate (31400 = 4 x 7850: K = 4);
+# above 16 x 7850 (the Walsh codes 30 steps keep orthogonal) a one-line refusal.
+expect_ok coded "$DPGD" audit "${ARGS[@]}" --canaries 31400 --canaries-kind gradient --out "$TMP/coded"
+audit_ok coded "$TMP/coded" BELOW
+expect_out coded-codes '^codes       4 per coordinate at most \(Walsh codes'
+checks=$((checks + 1))
+grep -q '"codes": 4,' "$TMP/coded/audit.json" || fail "coded: codes not recorded"
+expect_fail too-many "this model's 7850 parameters times the 16 orthogonal codes its 30 steps allow: use at most 125600" "$DPGD" audit "${ARGS[@]}" --canaries 125601 --canaries-kind gradient --out "$TMP/u"
 
 # Same seeds, same scores; the figure is drawn when gnuplot is there.
 expect_ok again "$DPGD" audit "${ARGS[@]}" --out "$TMP/again"

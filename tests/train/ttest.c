@@ -209,15 +209,20 @@ void tt_audit_through(dpgd_audit *a, dpgd_audit_result *res)
 
 void tt_audit_too_many(const dpgd_config *c, const char *dir, size_t P)
 {
+  size_t kmax = 1; /* the Walsh codes the config's steps keep orthogonal */
+  while (kmax * 2 <= c->train_steps) kmax *= 2;
   dpgd_audit_params p;
   dpgd_audit_defaults(&p);
-  p.canaries = P + 1;
+  p.canaries = P * kmax + 1;
   p.kind = DPGD_AUDIT_GRADIENT;
-  char out[1024], says[64];
+  char out[1024], says[64], most[64];
   snprintf(out, sizeof out, "%s/too-many", dir);
   snprintf(says, sizeof says, "%zu parameters", P);
+  snprintf(most, sizeof most, "use at most %zu", P * kmax);
   dpgd_audit *a = NULL;
   assert_int_equal(dpgd_audit_open(&a, c, out, &p), DPGD_EINVAL);
   assert_non_null(strstr(dpgd_error_last(), says));
+  assert_non_null(strstr(dpgd_error_last(), most));
+  assert_null(strchr(dpgd_error_last(), '\n'));
   assert_null(a);
 }

@@ -70,8 +70,10 @@ double tt_acct_eps(dpgd_accountant *a, size_t queries, double tau, dpgd_acct_met
 void tt_assert_same_eps(double got, double want);
 /* An opened audit stepped to the end and finished (asserts success). */
 void tt_audit_through(dpgd_audit *a, dpgd_audit_result *res);
-/* P + 1 gradient canaries on c (a model of P parameters) are refused in dir/too-many,
- * with a message naming the P parameters, and nothing is opened. */
+/* K P + 1 gradient canaries on c (a model of P parameters; K the largest power of 2
+ * within c's train.steps, the Walsh codes they keep orthogonal) are refused in
+ * dir/too-many with a one-line message naming the P parameters and the most allowed,
+ * K P, and nothing is opened. */
 void tt_audit_too_many(const dpgd_config *c, const char *dir, size_t P);
 
 #endif

@@ -35,9 +35,12 @@ static void usage(FILE *f)
              "Mahloujifar, Melis & Chaudhuri (ICML 2025), which tests the claimed\n"
              "mechanism's whole trade-off curve; the verdict is the f-DP bound's.\n"
              "Gradient canaries (--canaries-kind gradient) are training points whose\n"
-             "gradient is 4C on one coordinate of their own (at most one canary per\n"
-             "parameter), clipped, charged, sampled and noised as every point; a canary's\n"
-             "score is its coordinate of the released sums less the base points' part.\n"
+             "gradient is 4C on one coordinate, clipped, charged, sampled and noised as\n"
+             "every point; a canary's score is its coordinate of the released sums less\n"
+             "the base points' part. Up to one canary per parameter, or with M above the\n"
+             "parameter count P, K per coordinate (K the least power of 2 with K P >= M,\n"
+             "at most the steps), each signed by its own Walsh code over the steps so\n"
+             "that the canaries sharing a coordinate cancel in each other's scores.\n"
              "Every model type: softmax, cnn, and scatter-softmax and scatter-cnn on the\n"
              "base data's scattering features (made or cached as 'dpgd train' does).\n\n"
              "  --config FILE    INI configuration (configs/*.ini)\n"
@@ -195,6 +198,10 @@ static void print_result(const dpgd_audit_result *res, const char *dir, int grad
 {
   printf("canaries    %zu (%zu included), %zu guesses, %zu correct\n", res->canaries,
          res->included, res->guesses, res->correct);
+  if (gradient)
+    printf("codes       %zu per coordinate at most (%s)\n", res->codes,
+           res->codes > 1 ? "Walsh codes over the steps, train/AUDIT.md \"Coded canaries\""
+                          : "one canary per coordinate");
   printf("eps_lower   %.4f at confidence %g (delta %g; Steinke et al.)\n",
          dpgd_round_digits(res->eps_lower, 4, -1), res->confidence, res->delta);
   printf("f-DP bound  %.4f at confidence %g (%zu guesses, %zu correct; the largest eps of a "
