@@ -280,6 +280,21 @@ static void test_largest_sum(void **state)
   }
   assert_true(want > (u128)1 << 61 && want <= (u128)1 << 62);
   assert_true((u128)S[0] == want);
+  /* Coded rows (fixed_sign): a row of sign -1 is the negated row on the grid, exactly;
+   * the charged norms are the same. */
+  signed char sign[64];
+  __int128 want_signed = 0;
+  assert_true(want % n == 0); /* equal caps: equal rows */
+  double post_signed[64];
+  for (size_t i = 0; i < n; i++) {
+    sign[i] = i % 4 == 1 ? -1 : 1;
+    want_signed += sign[i] * (__int128)(want / n);
+  }
+  ds->fixed_sign = sign;
+  assert_int_equal(dpgd_model_clipped_grad_sum_int(m, ws, ds, caps, S, post_signed), DPGD_OK);
+  assert_true((__int128)S[0] == want_signed);
+  assert_memory_equal(post_signed, post, sizeof post);
+  ds->fixed_sign = NULL;
   caps[7] = nextafter(caps[7], INFINITY) * (1 + 0x1p-40); /* one unit more */
   assert_int_equal(dpgd_model_clipped_grad_sum_int(m, ws, ds, caps, S, post), DPGD_ERANGE);
   caps[7] = INFINITY;
