@@ -84,8 +84,8 @@ static int check_dir_free(const char *dir)
     char p[PATHLEN];
     snprintf(p, sizeof p, "%s/%s", dir, names[k]);
     if (dpgd_run_file_exists(p))
-      return DPGD_FAIL(DPGD_EINVAL, "%s holds a %s run; choose another --out", dir,
-                       k ? "unfinished" : "finished");
+      return DPGD_FAIL(DPGD_EINVAL, "%s holds %s run; choose another --out", dir,
+                       k ? "an unfinished" : "a finished");
   }
   return DPGD_OK;
 }
