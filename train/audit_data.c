@@ -210,7 +210,7 @@ int dpgd_audit_grad_attach(dpgd_audit *a)
   while (K * P < M && K < kmax) K *= 2;
   if (K * P < M)
     return DPGD_FAIL(DPGD_EINVAL,
-                     "%zu gradient canaries is more than this model's %zu parameters times "
+                     "%zu gradient canaries are more than this model's %zu parameters times "
                      "the %zu orthogonal codes its %zu steps allow: use at most %zu",
                      M, P, kmax, T, kmax * P);
   a->codes = K;
