@@ -45,6 +45,15 @@ typedef struct dpgd_dataset {
   float fixed_value;
 } dpgd_dataset;
 
+/* Gradient row i's (i >= fixed_from) value on its coordinate: fixed_value, negated where
+ * fixed_sign says -1 (exact: a float negated). The one definition the engine's float sums
+ * and the secure integer sums (model/engine.c, model/intsum.c) both use. */
+static inline float dpgd_data_fixed_value(const dpgd_dataset *ds, size_t i)
+{
+  return ds->fixed_sign && ds->fixed_sign[i - ds->fixed_from] < 0 ? -ds->fixed_value
+                                                                  : ds->fixed_value;
+}
+
 /* An empty dataset of n examples of rows x cols pixels (contents uninitialised), with
  * the default normalisation; NULL if a size is zero, n_classes is outside 1..256, or
  * memory runs out. For synthetic data in tests and tools. */

@@ -394,8 +394,9 @@ static void fixed_rows(const dpgd_model *m, double *acc, const dpgd_dataset *ds,
     float f = dpgd_clip_scale(v * v, caps[i], m->n_params, &pr, &po);
     if (pre) pre[i] = pr;
     if (post) post[i] = po;
-    const double sv = ds->fixed_sign && ds->fixed_sign[i - ds->fixed_from] < 0 ? -v : v;
-    if (f != 0.0f) acc[ds->fixed_coord[i - ds->fixed_from]] += (double)f * sv;
+    if (f != 0.0f)
+      acc[ds->fixed_coord[i - ds->fixed_from]] +=
+          (double)f * (double)dpgd_data_fixed_value(ds, i);
   }
 }
 

@@ -244,9 +244,7 @@ static void leaf_int(const dpgd_model *m, chunk_ws *w, int64_t *irow, const dpgd
       double po = 0.0, v = ds->fixed_value;
       if (caps[i] > 0.0 || constant_time) {
         int64_t t;
-        const float g = ds->fixed_sign && ds->fixed_sign[i - ds->fixed_from] < 0
-                            ? -ds->fixed_value
-                            : ds->fixed_value;
+        const float g = dpgd_data_fixed_value(ds, i);
         dpgd_grid_row(&t, &g, 1, v * v, caps[i], P, F, &pre, &po);
         w->iacc[ds->fixed_coord[i - ds->fixed_from]] += t;
       }

@@ -307,7 +307,7 @@ static dpgd_dataset canary_rows(const dpgd_audit *a)
  * fixed_sign); canary j's clipped value c_t(j) at its shadow cap, signed, computed by
  * the engine over the canaries' gradient rows alone (gd[k]: the sum over coordinate k's
  * canaries of h c), and resid = -(base part) - (1/2) gd; csq[k]: the sum of c^2 over
- * coordinate k's canaries (the Poisson score's interference, after_step_grad). */
+ * coordinate k's canaries (Poisson sampling only: its score's interference, after_step_grad). */
 static int before_step_grad(dpgd_audit *a)
 {
   dpgd_run *r = a->run;
@@ -321,8 +321,11 @@ static int before_step_grad(dpgd_audit *a)
   gds.fixed_value = r->train->fixed_value;
   int rc = dpgd_model_clipped_grad_sum(r->model, r->ws, &gds, a->ccaps, a->gd, NULL, a->cpost);
   if (rc) return rc;
-  for (size_t k = 0; k < a->P; k++) a->resid[k] -= 0.5 * a->gd[k], a->csq[k] = 0;
-  for (size_t j = 0; j < M; j++) a->csq[a->coords[j]] += a->cpost[j];
+  for (size_t k = 0; k < a->P; k++) a->resid[k] -= 0.5 * a->gd[k];
+  if (a->q_claimed < 1) { /* only the Poisson score uses csq */
+    memset(a->csq, 0, a->P * sizeof *a->csq);
+    for (size_t j = 0; j < M; j++) a->csq[a->coords[j]] += a->cpost[j];
+  }
   return dpgd_ledger_spend(a->shadow, a->ccaps, a->cpost);
 }
 
