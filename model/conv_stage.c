@@ -61,6 +61,38 @@ fwd_tile(const int R, float *y, const float *a, size_t st, size_t wp, const floa
 #define FWD_CASE(r)                                                                            \
   case r + 1: fwd_tile(r + 1, y, a, st, wp, wt, bias, cout, mask); break;
 
+/* The same row at stride 2, each pixel loaded once per kernel row: pixel (ky, col) is
+ * x(pos r, t = 8 ky + kx) for every r with col = 2 r + kx, so one broadcast of it feeds
+ * up to four accumulators, with the kernel row's eight weight vectors held in registers.
+ * For each accumulator the multiply-adds still come in t order (kx = col - 2 r rises
+ * with col), so every element is the chain above, bit for bit. */
+static inline __attribute__((always_inline)) T512 void
+fwd_tile_s2(const int R, float *y, const float *a, size_t wp, const float *wt,
+            const float *bias, size_t cout, __mmask16 mask)
+{
+  __m512 c[16], w[8];
+  const __m512 i0 = bias ? _mm512_maskz_loadu_ps(mask, bias) : _mm512_setzero_ps();
+#pragma GCC unroll 16
+  for (int r = 0; r < R; r++) c[r] = i0;
+  for (size_t ky = 0; ky < 8; ky++, a += wp) {
+#pragma GCC unroll 8
+    for (int kx = 0; kx < 8; kx++)
+      w[kx] = _mm512_maskz_loadu_ps(mask, wt + (ky * 8 + kx) * cout);
+#pragma GCC unroll 40
+    for (int col = 0; col < 2 * R + 6; col++) {
+      const __m512 v = _mm512_set1_ps(a[col]);
+#pragma GCC unroll 16
+      for (int r = 0; r < R; r++)
+        if (col - 2 * r >= 0 && col - 2 * r < 8)
+          c[r] = _mm512_fmadd_ps(v, w[col - 2 * r], c[r]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < R; r++) _mm512_mask_storeu_ps(y + r * cout, mask, c[r]);
+}
+#define FWD_CASE_S2(r)                                                                         \
+  case r + 1: fwd_tile_s2(r + 1, y, a, wp, wt, bias, cout, mask); break;
+
 static T512 void forward512(float *y, const float *stage, const float *wt, const float *bias,
                             const conv_shape *s, size_t B)
 {
@@ -70,6 +102,13 @@ static T512 void forward512(float *y, const float *stage, const float *wt, const
   for (size_t b = 0; b < B; b++)
     for (size_t oy = 0; oy < s->oh; oy++, y += s->ow * cout) {
       const float *a = stage + b * n + oy * st * wp;
+      if (st == 2) {
+        switch (s->ow) {
+          FWD_ROWS(FWD_CASE_S2)
+        default: break;
+        }
+        continue;
+      }
       switch (s->ow) {
         FWD_ROWS(FWD_CASE)
       default: break;
@@ -81,6 +120,7 @@ static T512 void forward512(float *y, const float *stage, const float *wt, const
 #undef FWD_STORE
 #undef FWD_ROWS
 #undef FWD_CASE
+#undef FWD_CASE_S2
 
 /* Weight gradient of one example, four rows of dW (output channels o0 .. o0 + 3) by its
  * 64 columns: column vector v is kernel rows 2v and 2v + 1 of the patch, two runs of

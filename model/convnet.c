@@ -26,8 +26,8 @@ void dpgd_unflatten_chw(float *p, const float *f, size_t B, size_t hw, size_t c)
 void dpgd_conv_forward(float *y, const float *cols, const float *W, const float *bias,
                        float *wt, size_t rows, size_t K, size_t cout)
 {
-  for (size_t o = 0; o < cout; o++)
-    for (size_t k = 0; k < K; k++) wt[k * cout + o] = W[o * K + k];
+  for (size_t k = 0; k < K; k++) /* written in order: strided stores cost more */
+    for (size_t o = 0; o < cout; o++) wt[k * cout + o] = W[o * K + k];
   dpgd_gemm(DPGD_TILE_6X2, y, cout, cols, K, 1, wt, cout, bias, rows, cout, K);
 }
 

@@ -389,8 +389,9 @@ static void test_gemm(void **state)
 /* conv_stage.c: conv1-like convolutions (one channel, 8 x 8 kernel) straight from the
  * padded images, forward and per-example weight gradient, against im2col_ref and the
  * fmaf chains (dpgd_gemm_fma_ref) bit for bit: the CNN's conv1, other strides and
- * paddings, output rows of 1 to 16 columns, 4 to 16 output channels (masked lanes),
- * pixels with -0 and NaN. Where the CPU lacks AVX-512 the kernels must refuse (return 0
+ * paddings, output rows of 1 to 16 columns (the stride-2 kernel's every row length
+ * from 1 to 16 is its own unrolled case: 1, 10, 14 and 16 here), 4 to 16 output
+ * channels (masked lanes), pixels with -0 and NaN. Where the CPU lacks AVX-512 the kernels must refuse (return 0
  * and leave their outputs alone); forcing dpgd_gemm off its AVX-512 tiles refuses too. */
 static void test_conv_stage_bits(void **state)
 {
@@ -398,8 +399,8 @@ static void test_conv_stage_bits(void **state)
   static const struct {
     size_t h, w, cout, stride, pad, B;
   } shapes[] = {
-      {28, 28, 16, 2, 3, 3}, {8, 8, 4, 1, 0, 2},   {20, 12, 8, 1, 2, 2},
-      {39, 37, 12, 2, 1, 1}, {9, 23, 16, 1, 0, 2},
+      {28, 28, 16, 2, 3, 3}, {8, 8, 4, 1, 0, 2}, {20, 12, 8, 1, 2, 2}, {39, 37, 12, 2, 1, 1},
+      {9, 23, 16, 1, 0, 2},  {8, 9, 8, 2, 0, 2}, {14, 20, 4, 2, 3, 2},
   };
   for (size_t q = 0; q < sizeof shapes / sizeof shapes[0]; q++) {
     const conv_shape s = dpgd_conv_shape_make(shapes[q].h, shapes[q].w, 1, shapes[q].cout, 8,
