@@ -143,23 +143,37 @@ static inline __attribute__((always_inline)) T512 __m512 two_runs(const float *p
   const __m512d lo = _mm512_castpd256_pd512(_mm256_castps_pd(_mm256_loadu_ps(p)));
   return _mm512_castpd_ps(_mm512_insertf64x4(lo, _mm256_castps_pd(_mm256_loadu_ps(p + wp)), 1));
 }
-static T512 void wgrad4(float *dW, const float *dy, const float *stage, const conv_shape *s,
-                        size_t o0)
+/* With `bias`, also db (cout) = the column sums of dy, position after position from +0:
+ * convnet.c's bias_grad, lane by lane, the same additions in the same order. */
+static inline __attribute__((always_inline)) T512 void wgrad4(const int bias, float *dW,
+                                                              float *db, const float *dy,
+                                                              const float *stage,
+                                                              const conv_shape *s, size_t o0)
 {
   const size_t wp = s->w + 2 * s->pad, st = s->stride, cout = s->cout;
+  const __mmask16 mask = (__mmask16)((1u << cout) - 1u);
   const __m512 z = _mm512_setzero_ps();
   __m512 c00 = z, c01 = z, c02 = z, c03 = z, c10 = z, c11 = z, c12 = z, c13 = z, c20 = z,
-         c21 = z, c22 = z, c23 = z, c30 = z, c31 = z, c32 = z, c33 = z;
+         c21 = z, c22 = z, c23 = z, c30 = z, c31 = z, c32 = z, c33 = z, sb = z;
   const float *g = dy + o0;
   for (size_t oy = 0; oy < s->oh; oy++)
     for (size_t ox = 0; ox < s->ow; ox++, g += cout) {
       const float *p = stage + oy * st * wp + ox * st;
       const __m512 x0 = two_runs(p, wp), x1 = two_runs(p + 2 * wp, wp),
                    x2 = two_runs(p + 4 * wp, wp), x3 = two_runs(p + 6 * wp, wp);
+      if (bias) sb = _mm512_add_ps(sb, _mm512_maskz_loadu_ps(mask, g - o0));
       WG_ROW(0) WG_ROW(1) WG_ROW(2) WG_ROW(3)
     }
   dW += o0 * 64;
+  if (bias) _mm512_mask_storeu_ps(db, mask, sb);
   WG_STORE(0) WG_STORE(1) WG_STORE(2) WG_STORE(3)
+}
+static T512 void wgrad_all(float *dW, float *db, const float *dy, const float *stage,
+                           const conv_shape *s)
+{
+  if (db) wgrad4(1, dW, db, dy, stage, s, 0);
+  else wgrad4(0, dW, db, dy, stage, s, 0);
+  for (size_t o0 = 4; o0 < s->cout; o0 += 4) wgrad4(0, dW, db, dy, stage, s, o0);
 }
 #undef WG_ROW
 #undef WG_STORE
@@ -181,14 +195,15 @@ int dpgd_conv_stage_forward(float *y, const float *stage, const float *W, const 
 #endif
 }
 
-int dpgd_conv_stage_wgrad(float *dW, const float *dy, const float *stage, const conv_shape *s)
+int dpgd_conv_stage_wgrad(float *dW, float *db, const float *dy, const float *stage,
+                          const conv_shape *s)
 {
   if (!dpgd_conv_stage_ok(s)) return 0;
 #if defined(__x86_64__) && defined(__GNUC__)
-  for (size_t o0 = 0; o0 < s->cout; o0 += 4) wgrad4(dW, dy, stage, s, o0);
+  wgrad_all(dW, db, dy, stage, s);
   return 1;
 #else
-  (void)dW, (void)dy, (void)stage;
+  (void)dW, (void)db, (void)dy, (void)stage;
   return 0;
 #endif
 }

@@ -77,9 +77,8 @@ static void conv_grads_row(const dpgd_dense2 *d, float *g, size_t i)
       dpgd_conv_grad_example(g + v->w, g + v->b, dy, v->cols + i * v->n * v->K, v->n, v->K,
                              v->cout);
     } else {
-      dpgd_conv_stage_wgrad(g + v->w, dy, v->stage + i * dpgd_conv_stage_floats(v->shape),
-                            v->shape);
-      bias_grad(g + v->b, dy, v->n, v->cout);
+      dpgd_conv_stage_wgrad(g + v->w, g + v->b, dy,
+                            v->stage + i * dpgd_conv_stage_floats(v->shape), v->shape);
     }
   }
 }

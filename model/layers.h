@@ -108,15 +108,17 @@ int dpgd_gemm_wide(void);
  * the AVX-512 products' loads: where dpgd_conv_stage_ok, forward y (B * oh * ow, cout)
  * = b + im2col(x) W^T (W transposed into wt, cout * 64 floats) and one example's
  * weight gradient dW (cout, 64) = dy^T (cout, oh * ow) im2col(x) (overwrites), bit for
- * bit dpgd_conv_forward and dpgd_conv_wgrad on im2col's output; they return 0 and write
- * nothing where not dpgd_conv_stage_ok. */
+ * bit dpgd_conv_forward and dpgd_conv_wgrad on im2col's output, with its bias gradient
+ * db (cout) = dy's column sums in position order from +0 where db is not NULL; they
+ * return 0 and write nothing where not dpgd_conv_stage_ok. */
 int dpgd_conv_stage_ok(const conv_shape *s);
 size_t dpgd_conv_stage_floats(const conv_shape *s);
 void dpgd_conv_stage_images(float *stage, const float *x /* (B, h, w) */, const conv_shape *s,
                             size_t B);
 int dpgd_conv_stage_forward(float *y, const float *stage, const float *W, const float *bias,
                             float *wt, const conv_shape *s, size_t B);
-int dpgd_conv_stage_wgrad(float *dW, const float *dy /* (oh * ow, cout) */,
+int dpgd_conv_stage_wgrad(float *dW, float *db /* NULL: no bias gradient */,
+                          const float *dy /* (oh * ow, cout) */,
                           const float *stage /* one image */, const conv_shape *s);
 
 /* The dot form, C (m, n; row stride ldc) = init + A B^T with A (m, T) and B (n, T) rows

@@ -412,6 +412,9 @@ static void test_conv_stage_bits(void **state)
     float *dW = vec(cout * K, 0), *dWr = vec(cout * K, 0);
     assert_true(dpgd_conv_stage_floats(&s) <= 9999);
     for (size_t i = 0; i < B * s.h * s.w; i++) x[i] = isnan(x[i]) || i % 5 ? x[i] : -0.0f;
+    /* dy finite after the first example: a NaN or infinity in a column of dy makes its
+     * whole row of dW (and its bias gradient) NaN, and NaN matches NaN. */
+    for (size_t i = n * cout; i < B * n * cout; i++) dy[i] = isfinite(dy[i]) ? dy[i] : 0.5f;
     dpgd_im2col_ref(cols, x, &s, B);
     for (size_t o = 0; o < cout; o++)
       for (size_t k = 0; k < K; k++) wt[k * cout + o] = W[o * K + k];
@@ -428,17 +431,24 @@ static void test_conv_stage_bits(void **state)
     for (size_t b = 0; b < B; b++) {
       dpgd_gemm_fma_ref(dWr, K, dy + b * n * cout, 1, cout, cols + b * n * K, K, NULL, cout, K,
                         n);
-      dW[0] = 2.385f;
-      assert_int_equal(
-          dpgd_conv_stage_wgrad(dW, dy + b * n * cout, st + b * dpgd_conv_stage_floats(&s), &s),
-          wide);
-      if (!wide) assert_true(dW[0] == 2.385f);
+      /* The bias gradient (odd examples: none asked for): column sums from +0 in order. */
+      float db[16], dbr[16] = {0};
+      for (size_t p = 0; p < n; p++)
+        for (size_t o = 0; o < cout; o++) dbr[o] += dy[(b * n + p) * cout + o];
+      dW[0] = db[0] = 2.385f;
+      float *dbp = b % 2 ? NULL : db;
+      assert_int_equal(dpgd_conv_stage_wgrad(dW, dbp, dy + b * n * cout,
+                                             st + b * dpgd_conv_stage_floats(&s), &s),
+                       wide);
+      if (!wide) assert_true(dW[0] == 2.385f && db[0] == 2.385f);
       else if (!same_bits(dW, dWr, cout * K))
         fail_msg("conv_stage weight gradient bits, shape %zu, example %zu", q, b);
+      else if (dbp ? !same_bits(db, dbr, cout) : db[0] != 2.385f)
+        fail_msg("conv_stage bias gradient bits, shape %zu, example %zu", q, b);
     }
     dpgd_gemm_force_avx2(1);
     assert_int_equal(dpgd_conv_stage_ok(&s), 0);
-    assert_int_equal(dpgd_conv_stage_wgrad(dW, dy, st, &s), 0);
+    assert_int_equal(dpgd_conv_stage_wgrad(dW, NULL, dy, st, &s), 0);
     dpgd_gemm_force_avx2(0);
     free(x), free(W), free(bias), free(cols), free(wt), free(st);
     free(y), free(yr), free(dy), free(dW), free(dWr);
