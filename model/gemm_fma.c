@@ -354,6 +354,106 @@ static FMA_TARGET void dot_sweep(float *c, size_t ldc, const float *a, size_t ld
 }
 #undef DOT_ROWS
 
+/* The dot form in sixteen lanes, where the CPU has AVX-512F: lanes 0-7 of an accumulator
+ * are row i's eight partial sums, lanes 8-15 row i + 1's, against a row of B loaded into
+ * both halves: the same fused chains, each half added across by hsum. A tile is P pairs
+ * of rows of A (1 to 3; with `odd`, the last pair has one row and zeros above it, which
+ * are never stored) by J rows of B (1 to 4). */
+#define T512 __attribute__((target("avx512f,avx2,fma")))
+static inline __attribute__((always_inline)) T512 __m512 pair_of(__m256 lo, __m256 hi)
+{
+  return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(lo)),
+                                             _mm256_castps_pd(hi), 1));
+}
+static inline __attribute__((always_inline)) T512 __m256 load8(int M, const float *p,
+                                                               __m256i tm)
+{
+  return M ? _mm256_maskload_ps(p, tm) : _mm256_loadu_ps(p);
+}
+#define NT_ROWS(p)                                                                             \
+  const __m512 x##p =                                                                          \
+      P > p ? pair_of(load8(M, a + 2 * (p)*lda + t, tm),                                       \
+                      odd && P == (p) + 1 ? _mm256_setzero_ps()                                \
+                                          : load8(M, a + (2 * (p) + 1) * lda + t, tm))         \
+            : z;
+#define NT_COL(j)                                                                              \
+  const __m512 w##j =                                                                          \
+      J > j ? pair_of(load8(M, b + (j)*ldb + t, tm), load8(M, b + (j)*ldb + t, tm)) : z;
+#define NT_FMA(p, j)                                                                           \
+  if (P > p && J > j) s##p##j = _mm512_fmadd_ps(x##p, w##j, s##p##j);
+#define NT_STEP(M_)                                                                            \
+  {                                                                                            \
+    const int M = M_;                                                                          \
+    NT_ROWS(0)                                                                                 \
+    NT_ROWS(1)                                                                                 \
+    NT_ROWS(2) NT_COL(0) NT_COL(1) NT_COL(2) NT_COL(3) NT_FMA(0, 0) NT_FMA(0, 1) NT_FMA(0, 2)  \
+        NT_FMA(0, 3) NT_FMA(1, 0) NT_FMA(1, 1) NT_FMA(1, 2) NT_FMA(1, 3) NT_FMA(2, 0)          \
+            NT_FMA(2, 1) NT_FMA(2, 2) NT_FMA(2, 3)                                             \
+  }
+#define NT_STORE(p, j)                                                                         \
+  if (P > p && J > j) {                                                                        \
+    const float *ij = init ? init + (j) : NULL;                                                \
+    c[2 * (p)*ldc + (j)] = hsum(_mm512_castps512_ps256(s##p##j), ij);                          \
+    if (!(odd && P == (p) + 1))                                                                \
+      c[(2 * (p) + 1) * ldc + (j)] =                                                           \
+          hsum(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s##p##j), 1)), ij);    \
+  }
+static inline __attribute__((always_inline)) T512 void
+dot_tile512(const int P, const int odd, const int J, float *c, size_t ldc, const float *a,
+            size_t lda, const float *b, size_t ldb, const float *init, size_t T, __m256i tm)
+{
+  const __m512 z = _mm512_setzero_ps();
+  __m512 s00 = z, s01 = z, s02 = z, s03 = z, s10 = z, s11 = z, s12 = z, s13 = z, s20 = z,
+         s21 = z, s22 = z, s23 = z;
+  size_t t = 0;
+  for (; t + 8 <= T; t += 8) NT_STEP(0)
+  if (t < T) NT_STEP(1)
+  NT_STORE(0, 0)
+  NT_STORE(0, 1)
+  NT_STORE(0, 2) NT_STORE(0, 3) NT_STORE(1, 0) NT_STORE(1, 1) NT_STORE(1, 2) NT_STORE(1, 3)
+      NT_STORE(2, 0) NT_STORE(2, 1) NT_STORE(2, 2) NT_STORE(2, 3)
+}
+#undef NT_ROWS
+#undef NT_COL
+#undef NT_FMA
+#undef NT_STEP
+#undef NT_STORE
+
+/* Rows of B four at a time, then the rest, for one block of rows of A (P pairs, odd). */
+#define NT_BLOCK(P, odd)                                                                       \
+  do {                                                                                         \
+    size_t j = 0;                                                                              \
+    for (; j + 4 <= n; j += 4)                                                                 \
+      dot_tile512(P, odd, 4, c + j, ldc, a, lda, b + j * ldb, ldb, init ? init + j : 0, T,     \
+                  tm);                                                                         \
+    const float *ij = init ? init + j : 0;                                                     \
+    switch (n - j) {                                                                           \
+    case 3: dot_tile512(P, odd, 3, c + j, ldc, a, lda, b + j * ldb, ldb, ij, T, tm); break;    \
+    case 2: dot_tile512(P, odd, 2, c + j, ldc, a, lda, b + j * ldb, ldb, ij, T, tm); break;    \
+    case 1: dot_tile512(P, odd, 1, c + j, ldc, a, lda, b + j * ldb, ldb, ij, T, tm); break;    \
+    default: break;                                                                            \
+    }                                                                                          \
+  } while (0)
+
+/* Rows of A six at a time, the last block of one to five rows as one shorter tile. */
+static T512 void dot_sweep512(float *c, size_t ldc, const float *a, size_t lda, const float *b,
+                              size_t ldb, const float *init, size_t m, size_t n, size_t T)
+{
+  const __m256i tm = tail_mask(T);
+  for (size_t i = 0; i < m; i += 6, a += 6 * lda, c += 6 * ldc) {
+    switch (m - i >= 6 ? 6 : m - i) {
+    case 6: NT_BLOCK(3, 0); break;
+    case 5: NT_BLOCK(3, 1); break;
+    case 4: NT_BLOCK(2, 0); break;
+    case 3: NT_BLOCK(2, 1); break;
+    case 2: NT_BLOCK(1, 0); break;
+    default: NT_BLOCK(1, 1); break;
+    }
+  }
+}
+#undef NT_BLOCK
+#undef T512
+
 static int have_fma(void)
 {
   __builtin_cpu_init(); /* idempotent; needed only before constructors have run */
@@ -422,7 +522,8 @@ int dpgd_gemm_nt_fma(float *c, size_t ldc, const float *a, size_t lda, const flo
 {
 #ifdef GEMM_X86
   if (have_fma()) {
-    dot_sweep(c, ldc, a, lda, b, ldb, init, m, n, T);
+    if (dpgd_gemm_wide()) dot_sweep512(c, ldc, a, lda, b, ldb, init, m, n, T);
+    else dot_sweep(c, ldc, a, lda, b, ldb, init, m, n, T);
     return 1;
   }
 #endif
