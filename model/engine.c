@@ -255,8 +255,9 @@ static __attribute__((target("avx"))) void sqnorm_d4(double *out, const float *g
 }
 #undef SQ_STEP
 #undef SQ_END
-/* The same with each row's eight partial sums in one eight-lane AVX-512 vector: the
- * squares are exact in double, so a fused multiply-add rounds as the addition does. */
+/* Eight rows at once with each row's eight partial sums in one eight-lane AVX-512
+ * vector: the squares are exact in double, so a fused multiply-add rounds as the
+ * addition does. */
 #define SQ_STEP(r)                                                                             \
   do {                                                                                         \
     const __m512d x = _mm512_cvtps_pd(_mm256_loadu_ps(g + (r)*ld + j));                        \
@@ -265,21 +266,30 @@ static __attribute__((target("avx"))) void sqnorm_d4(double *out, const float *g
 #define SQ_END(r)                                                                              \
   sq_finish(out + (r), _mm512_castpd512_pd256(s##r), _mm512_extractf64x4_pd(s##r, 1),          \
             g + (r)*ld, j, n)
-static __attribute__((target("avx512f"))) void sqnorm_d4_512(double *out, const float *g,
+static __attribute__((target("avx512f"))) void sqnorm_d8_512(double *out, const float *g,
                                                              size_t ld, size_t n)
 {
-  __m512d s0 = _mm512_setzero_pd(), s1 = s0, s2 = s0, s3 = s0;
+  __m512d s0 = _mm512_setzero_pd(), s1 = s0, s2 = s0, s3 = s0, s4 = s0, s5 = s0, s6 = s0,
+          s7 = s0;
   size_t j = 0;
-  for (; j + 8 <= n; j += 8) {
+  for (; j + 8 <= n; j += 8) { /* eight rows: eight chains in flight */
     SQ_STEP(0);
     SQ_STEP(1);
     SQ_STEP(2);
     SQ_STEP(3);
+    SQ_STEP(4);
+    SQ_STEP(5);
+    SQ_STEP(6);
+    SQ_STEP(7);
   }
   SQ_END(0);
   SQ_END(1);
   SQ_END(2);
   SQ_END(3);
+  SQ_END(4);
+  SQ_END(5);
+  SQ_END(6);
+  SQ_END(7);
 }
 #undef SQ_STEP
 #undef SQ_END
@@ -295,7 +305,7 @@ void dpgd_sqnorm_d_rows(double *out, const float *G, size_t ld, size_t B, size_t
   size_t i = 0;
 #if defined(__x86_64__) && defined(__GNUC__)
   if (dpgd_gemm_avx512_cpu())
-    for (; i + 4 <= B; i += 4) sqnorm_d4_512(out + i, G + i * ld, ld, n);
+    for (; i + 8 <= B; i += 8) sqnorm_d8_512(out + i, G + i * ld, ld, n);
   if (have_avx())
     for (; i + 4 <= B; i += 4) sqnorm_d4(out + i, G + i * ld, ld, n);
 #endif

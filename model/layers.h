@@ -205,7 +205,7 @@ void dpgd_conv_grad_example(float *dW, float *db, const float *dy /* (n, cout) *
  * rows' clipped sums added to acc (accumulate_rows: per element the same additions in
  * example order as one call over the chunk); then the dense layers' clipped sums
  * (accumulate_linear), all in double. */
-#define DPGD_CONVNET_GROUP 4
+#define DPGD_CONVNET_GROUP 8
 typedef struct dpgd_conv_grads {
   const float *dy;         /* (B, n, cout) the convolution's output gradient */
   const float *cols;       /* (B, n, K) its im2col input, or NULL: */

@@ -155,7 +155,8 @@ void dpgd_accumulate_linear_ref(double *accW /* (K, d) */, double *accb /* (K) *
  * instead of one dependent chain). */
 double dpgd_sqnorm_d(const float *v /* (n) */, size_t n);
 
-/* out[i] = dpgd_sqnorm_d(G + i ld, n) for i < B, bit for bit: four rows at a time. */
+/* out[i] = dpgd_sqnorm_d(G + i ld, n) for i < B, bit for bit: eight rows at a time
+ * (AVX-512F), four (AVX), then one. */
 void dpgd_sqnorm_d_rows(double *out /* (B) */, const float *G /* (B, ld) */, size_t ld,
                         size_t B, size_t n);
 

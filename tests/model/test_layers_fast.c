@@ -224,11 +224,11 @@ static void test_accumulate_rows_bits(void **state)
   }
 }
 
-/* dpgd_sqnorm_d and dpgd_sqnorm_d_rows (four rows at a time) against the definition,
- * bit for bit: eight partial sums s_q over the indices j = q mod 8 below the last multiple
- * of 8, in order, the rest into s_0, then ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 +
- * s7)); entries spread over 2^-40 .. 2^40 so that another order of additions gives other
- * bits; every remainder of n mod 8 and of B mod 4, rows of stride ld > n. */
+/* dpgd_sqnorm_d and dpgd_sqnorm_d_rows (eight or four rows at a time) against the
+ * definition, bit for bit: eight partial sums s_q over the indices j = q mod 8 below the
+ * last multiple of 8, in order, the rest into s_0, then ((s0 + s1) + (s2 + s3)) + ((s4 +
+ * s5) + (s6 + s7)); entries spread over 2^-40 .. 2^40 so that another order of additions
+ * gives other bits; every remainder of n mod 8 and of B mod 8, rows of stride ld > n. */
 static double sqnorm_def(const float *v, size_t n)
 {
   double s[8] = {0};
@@ -241,7 +241,7 @@ static double sqnorm_def(const float *v, size_t n)
 static void test_sqnorm_rows_bits(void **state)
 {
   (void)state;
-  enum { BMAX = 9, NMAX = 75, LD = 80 };
+  enum { BMAX = 13, NMAX = 75, LD = 80 };
   float G[BMAX * LD];
   for (size_t i = 0; i < BMAX * LD; i++) G[i] = ldexpf(draw(0), (int)(next() % 81) - 40);
   for (size_t n = 1; n <= NMAX; n += 1 + n / 8)
