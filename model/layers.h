@@ -45,6 +45,13 @@ int dpgd_patch_staged(const conv_shape *s);
 void dpgd_im2col_staged(float *cols, const float *x, const conv_shape *s, size_t B);
 void dpgd_col2im_staged(float *dx, const float *dcols, const conv_shape *s, size_t B);
 
+/* patch512.c: im2col (PyTorch-order rows) straight from channels-last images for cin a
+ * multiple of 16 and k = 4, where the CPU has AVX-512F: per position and 16-channel
+ * group, the 16 (ky, kx) pixels' 16 channels transposed in registers into the 16
+ * (c, ky, kx) runs of 16 floats; exact moves, so bit for bit dpgd_im2col_ref. Returns 0
+ * and writes nothing for other shapes or CPUs (dpgd_im2col then stages). */
+int dpgd_im2col_k4c16(float *cols, const float *x, const conv_shape *s, size_t B);
+
 /* y (rows, cout) = x (rows, K) W^T + b, W (cout, K): a linear layer (rows = B), by
  * dpgd_gemm_nt: each row of y depends on that row of x and the parameters only. */
 void dpgd_linear_forward(float *y, const float *x, const float *W, const float *b, size_t rows,

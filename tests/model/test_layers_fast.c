@@ -81,6 +81,9 @@ static const struct geom {
     {15, 15, 3, 3, 2, 1, 2},  /* stage rows of 17 floats */
     {100, 90, 1, 8, 2, 3, 1}, /* too large for the stage: the direct loops */
     {30, 30, 10, 4, 2, 1, 2}, /* too large for the stage, several channels */
+    {9, 7, 32, 4, 1, 2, 2},   /* k 4, two 16-channel groups, padding (patch512.c) */
+    {6, 6, 16, 4, 3, 1, 3},   /* k 4, stride 3, padding on every side */
+    {30, 30, 16, 4, 2, 1, 1}, /* k 4, 16 channels, too large for the stage */
 };
 
 static void test_patch_bits(void **state)
@@ -113,6 +116,13 @@ static void test_patch_bits(void **state)
       if (!same_bits(dxs, dxr, nx)) fail_msg("geometry %zu: staged bits", g);
       free(dxs);
     }
+    /* patch512.c's rows where it runs (k 4, cin a multiple of 16, AVX-512F). */
+    float *ck = vec(nc, 0);
+    if (dpgd_im2col_k4c16(ck, x, &s, q->B)) {
+      assert_true(q->k == 4 && q->cin % 16 == 0);
+      assert_memory_equal(ck, cr, nc * sizeof *ck);
+    }
+    free(ck);
     free(x);
     free(c);
     free(cr);
