@@ -5,7 +5,8 @@
  * pixels' channels as they lie in the image (four runs of four pixels). So a row is 16
  * vector loads, a 16 x 16 transpose in registers (four rounds of 16 shuffles) and 16
  * vector stores. Loads, shuffles and stores only move bits: the rows are dpgd_im2col_ref's
- * bit for bit (tests/model/test_layers_fast.c). */
+ * bit for bit (tests/model/test_layers_fast.c). The same transposes permute a weight
+ * (cout, cin, 4, 4) into (cout, 4, 4, cin) for dpgd_weight_hwc. */
 #include "layers.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -76,6 +77,27 @@ static T512 void im2col_k4c16(float *cols, const float *x, const conv_shape *s, 
   }
 }
 
+/* Each output channel's weight (cin, 4, 4) as cin / 16 blocks of 16 (c) x 16 (ky, kx),
+ * each transposed into 16 (ky, kx) runs of its 16 channels: dpgd_weight_hwc. */
+static T512 void weight_k4c16(float *wp, const float *W, size_t cout, size_t cin)
+{
+  const size_t K = 16 * cin;
+  for (size_t o = 0; o < cout; o++, W += K, wp += K)
+    for (size_t cg = 0; cg < cin; cg += 16) {
+      __m512 r[16];
+      for (size_t c = 0; c < 16; c++) r[c] = _mm512_loadu_ps(W + (cg + c) * 16);
+      transpose16(r);
+      for (size_t q = 0; q < 16; q++) _mm512_storeu_ps(wp + q * cin + cg, r[q]);
+    }
+}
+
+int dpgd_weight_hwc_k4c16(float *wp, const float *W, size_t cout, size_t cin, size_t k)
+{
+  if (k != 4 || cin == 0 || cin % 16 != 0 || !__builtin_cpu_supports("avx512f")) return 0;
+  weight_k4c16(wp, W, cout, cin);
+  return 1;
+}
+
 int dpgd_im2col_k4c16(float *cols, const float *x, const conv_shape *s, size_t B)
 {
   if (s->k != 4 || s->cin == 0 || s->cin % 16 != 0 || !__builtin_cpu_supports("avx512f"))
@@ -85,6 +107,16 @@ int dpgd_im2col_k4c16(float *cols, const float *x, const conv_shape *s, size_t B
 }
 
 #else
+
+int dpgd_weight_hwc_k4c16(float *wp, const float *W, size_t cout, size_t cin, size_t k)
+{
+  (void)wp;
+  (void)W;
+  (void)cout;
+  (void)cin;
+  (void)k;
+  return 0;
+}
 
 int dpgd_im2col_k4c16(float *cols, const float *x, const conv_shape *s, size_t B)
 {
