@@ -64,6 +64,7 @@ typedef struct cnn_bufs {
   float *stage1, *cols1, *a1, *p1, *cols2, *a2, *p2, *f, *a3, *z;
   float *dz, *da3, *da2, *df, *dp2, *dcols2, *dp1, *da1, *G, *scale;
   float *wt;        /* a convolution's weight, transposed (conv_forward) */
+  float *w2p;       /* conv2's weight in (C2, K2, K2, C1) order (dpgd_weight_hwc) */
   double *rsd, *xd; /* accumulate_linear's scratch: (B, max(HID, K)), (B, FLAT) */
   int32_t *arg1, *arg2;
 } cnn_bufs;
@@ -116,6 +117,7 @@ static size_t carve(cnn_bufs *b, float *base, size_t B, size_t K)
   TAKE(G, DPGD_CONVNET_GROUP * PCONV);
   TAKE(scale, B);
   TAKE(wt, C1 * K2 * K2 * C2 > C1 * K1 * K1 ? C1 * K2 * K2 * C2 : C1 * K1 * K1);
+  TAKE(w2p, C2 * C1 * K2 * K2);
   TAKE_DOUBLES(rsd, B * (K > HID ? K : HID));
   TAKE_DOUBLES(xd, B * FLAT);
 #undef TAKE
@@ -213,8 +215,11 @@ static dpgd_dense2 backward(const dpgd_model *m, const cnn_bufs *bp, float *x, c
   dpgd_unflatten_chw(b.dp2, b.df, B, b.q2, C2);
   /* conv2's output gradient */
   dpgd_maxpool2s1_backward_act(b.da2, b.dp2, b.arg2, b.a2, B, h2, h2, C2, m->act);
-  dpgd_linear_backward_input(b.dcols2, b.da2, th + OW2, B * b.n2, kc2, C2);
-  dpgd_col2im_set(b.dp1, b.dcols2, &b.s2, B);
+  /* dcols2's rows in (ky, kx, c) order, each element the same chain over C2 as with
+   * PyTorch's order: a row's runs are dp1's pixels, added without transposes. */
+  dpgd_weight_hwc(b.w2p, th + OW2, C2, C1, K2);
+  dpgd_linear_backward_input(b.dcols2, b.da2, b.w2p, B * b.n2, kc2, C2);
+  dpgd_col2im_hwc(b.dp1, b.dcols2, &b.s2, B);
   /* conv1's output gradient */
   dpgd_maxpool2s1_backward_act(b.da1, b.dp1, b.arg1, b.a1, B, h1, h1, C1, m->act);
 

@@ -18,11 +18,13 @@ conv_shape dpgd_conv_shape_make(size_t h, size_t w, size_t cin, size_t cout, siz
   return s;
 }
 
-/* Images that fit patch.c's stage go there. Larger ones, row-oriented: per output
+/* k = 4 and cin a multiple of 16 with AVX-512F: patch512.c's transposes. Other images
+ * that fit patch.c's stage go there. Larger ones, row-oriented: per output
  * position, per kernel offset, one bounds test, then the channels of that input pixel
  * (contiguous in channels-last input). */
 void dpgd_im2col(float *cols, const float *x, const conv_shape *s, size_t B)
 {
+  if (dpgd_im2col_k4c16(cols, x, s, B)) return;
   if (dpgd_patch_staged(s)) {
     dpgd_im2col_staged(cols, x, s, B);
     return;

@@ -45,6 +45,28 @@ int dpgd_patch_staged(const conv_shape *s);
 void dpgd_im2col_staged(float *cols, const float *x, const conv_shape *s, size_t B);
 void dpgd_col2im_staged(float *dx, const float *dcols, const conv_shape *s, size_t B);
 
+/* Patch rows in channels-last order, (ky, kx, c) instead of PyTorch's (c, ky, kx): a
+ * row is k runs (ky) of k cin floats, each the channels-last pixels (iy, ix..ix + k - 1),
+ * the layout of the image itself. dpgd_weight_hwc permutes a weight W (cout, cin, k, k)
+ * into wp (cout, k, k, cin), wp[o][(ky k + kx) cin + c] = W[o][(c k + ky) k + kx], so
+ * that dpgd_linear_backward_input with wp forms the same elements (the same chain over
+ * cout each) as with W, at permuted columns: rows in this order. dpgd_col2im_hwc
+ * scatters such rows: dx (B, h, w, cin) = the adjoint (overwrites dx), bit for bit
+ * dpgd_col2im_set on the PyTorch-order rows (every pixel starts at +0 and receives its
+ * contributions in (oy, ox) order); each run is added as a whole, clipped at padding. */
+void dpgd_weight_hwc(float *wp, const float *W, size_t cout, size_t cin, size_t k);
+void dpgd_col2im_hwc(float *dx, const float *dcols_hwc, const conv_shape *s, size_t B);
+
+/* patch512.c: im2col (PyTorch-order rows) straight from channels-last images for cin a
+ * multiple of 16 and k = 4, where the CPU has AVX-512F: per position and 16-channel
+ * group, the 16 (ky, kx) pixels' 16 channels transposed in registers into the 16
+ * (c, ky, kx) runs of 16 floats; exact moves, so bit for bit dpgd_im2col_ref. Returns 0
+ * and writes nothing for other shapes or CPUs (dpgd_im2col then stages). */
+int dpgd_im2col_k4c16(float *cols, const float *x, const conv_shape *s, size_t B);
+/* dpgd_weight_hwc for k = 4 and cin a multiple of 16 by the same transposes (0: not
+ * done, as above). */
+int dpgd_weight_hwc_k4c16(float *wp, const float *W, size_t cout, size_t cin, size_t k);
+
 /* y (rows, cout) = x (rows, K) W^T + b, W (cout, K): a linear layer (rows = B), by
  * dpgd_gemm_nt: each row of y depends on that row of x and the parameters only. */
 void dpgd_linear_forward(float *y, const float *x, const float *W, const float *b, size_t rows,

@@ -148,3 +148,49 @@ void dpgd_col2im_set(float *dx, const float *dcols, const conv_shape *s, size_t 
   memset(dx, 0, B * s->h * s->w * s->cin * sizeof(float));
   dpgd_col2im(dx, dcols, s, B);
 }
+
+void dpgd_weight_hwc(float *wp, const float *W, size_t cout, size_t cin, size_t k)
+{
+  if (dpgd_weight_hwc_k4c16(wp, W, cout, cin, k)) return;
+  const size_t kk = k * k, K = cin * kk;
+  for (size_t o = 0; o < cout; o++)
+    for (size_t c = 0; c < cin; c++)
+      for (size_t q = 0; q < kk; q++) wp[o * K + q * cin + c] = W[o * K + c * kk + q];
+}
+
+/* d[0..n) += r[0..n), element by element; n a constant where inlined with one. */
+static inline void add_run(float *restrict d, const float *restrict r, size_t n)
+{
+  for (size_t i = 0; i < n; i++) d[i] += r[i];
+}
+
+/* Rows in (ky, kx, c) order: the run of ky covers the pixels (iy, ix0..ix1) of dx,
+ * contiguous in channels-last dx, so it is added as one block (the CNN's conv2: 64
+ * floats, four AVX-512 or eight AVX2 vectors). Per pixel, one (ky, kx) per position, so
+ * each pixel receives its contributions in (oy, ox) order after the +0 of the memset,
+ * as in dpgd_col2im_set. */
+DPGD_CLONES void dpgd_col2im_hwc(float *dx, const float *dcols, const conv_shape *s, size_t B)
+{
+  const size_t k = s->k, c = s->cin, run = k * c, K = k * run, p = s->pad;
+  memset(dx, 0, B * s->h * s->w * c * sizeof(float));
+  for (size_t b = 0; b < B; b++) {
+    float *db = dx + b * s->h * s->w * c;
+    const float *row = dcols + b * s->oh * s->ow * K;
+    for (size_t oy = 0; oy < s->oh; oy++)
+      for (size_t ox = 0; ox < s->ow; ox++, row += K) {
+        /* kernel columns [kx0, kx1) inside the image: ix = ox stride + kx - pad */
+        const size_t x0 = ox * s->stride, kx0 = x0 < p ? p - x0 : 0;
+        const size_t kx1 = x0 >= s->w + p ? 0 : x0 + k > s->w + p ? s->w + p - x0 : k;
+        if (kx1 <= kx0) continue;
+        const size_t n = (kx1 - kx0) * c;
+        for (size_t ky = 0; ky < k; ky++) {
+          const size_t iy = oy * s->stride + ky;
+          if (iy < p || iy >= s->h + p) continue;
+          float *d = db + ((iy - p) * s->w + x0 + kx0 - p) * c;
+          const float *r = row + ky * run + kx0 * c;
+          if (n == 64) add_run(d, r, 64);
+          else add_run(d, r, n);
+        }
+      }
+  }
+}

@@ -78,6 +78,7 @@ typedef struct sc_bufs {
   size_t kc1, kc2; /* im2col widths: 9 cin, 144 */
   float *xt, *cols1, *a1, *cols2, *a2, *f, *a3, *z;
   float *dz, *da3, *df, *da2, *dcols2, *da1, *G, *scale, *wt;
+  float *w2p; /* conv2's weight in (C2, KS, KS, C1) order (dpgd_weight_hwc) */
   double *rsd, *xd;
 } sc_bufs;
 
@@ -91,7 +92,7 @@ static size_t carve(sc_bufs *b, float *base, size_t B, size_t cin, size_t K)
   size_t off = 0;
   float **fl[] = {&b->xt,     &b->cols1, &b->a1, &b->cols2, &b->a2, &b->f,
                   &b->a3,     &b->z,     &b->dz, &b->da3,   &b->df, &b->da2,
-                  &b->dcols2, &b->da1,   &b->G,  &b->scale, &b->wt};
+                  &b->dcols2, &b->da1,   &b->G,  &b->scale, &b->wt, &b->w2p};
   const size_t wt = b->kc1 * C1 > b->kc2 * C2 ? b->kc1 * C1 : b->kc2 * C2;
   const size_t n[] = {B * S49 * cin,
                       B * NQ * b->kc1,
@@ -109,7 +110,8 @@ static size_t carve(sc_bufs *b, float *base, size_t B, size_t cin, size_t K)
                       B * NQ * C1,
                       DPGD_CONVNET_GROUP * b->o.pconv,
                       B,
-                      wt};
+                      wt,
+                      C2 * b->kc2};
   for (size_t k = 0; k < sizeof n / sizeof n[0]; k++) {
     if (base) *fl[k] = base + off;
     off += (n[k] + 15) / 16 * 16;
@@ -193,8 +195,10 @@ static dpgd_dense2 backward(const dpgd_model *m, const sc_bufs *bp, float *x, co
   dpgd_linear_backward_input(b.df, b.da3, th + o->w3, B, FLAT, HID);
   dpgd_unflatten_chw(b.da2, b.df, B, NQ, C2);
   dpgd_act_backward(b.da2, b.a2, B * NQ * C2, m->act); /* conv2's output gradient */
-  dpgd_linear_backward_input(b.dcols2, b.da2, th + o->w2, B * NQ, b.kc2, C2);
-  dpgd_col2im_set(b.da1, b.dcols2, &b.s2, B);
+  /* dcols2's rows in (ky, kx, c) order (as in cnn.c): runs of da1's pixels. */
+  dpgd_weight_hwc(b.w2p, th + o->w2, C2, C1, KS);
+  dpgd_linear_backward_input(b.dcols2, b.da2, b.w2p, B * NQ, b.kc2, C2);
+  dpgd_col2im_hwc(b.da1, b.dcols2, &b.s2, B);
   dpgd_act_backward(b.da1, b.a1, B * NQ * C1, m->act); /* conv1's output gradient */
 
   /* The convolutions' per-example gradients are formed later, a group at a time. */

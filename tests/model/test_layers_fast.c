@@ -81,7 +81,22 @@ static const struct geom {
     {15, 15, 3, 3, 2, 1, 2},  /* stage rows of 17 floats */
     {100, 90, 1, 8, 2, 3, 1}, /* too large for the stage: the direct loops */
     {30, 30, 10, 4, 2, 1, 2}, /* too large for the stage, several channels */
+    {9, 7, 32, 4, 1, 2, 2},   /* k 4, two 16-channel groups, padding (patch512.c) */
+    {6, 6, 16, 4, 3, 1, 3},   /* k 4, stride 3, padding on every side */
+    {30, 30, 16, 4, 2, 1, 1}, /* k 4, 16 channels, too large for the stage */
+    {5, 4, 2, 1, 1, 3, 2},    /* padding above the kernel: positions reading no pixel */
 };
+
+/* (rows, cin k k) PyTorch-order patch rows, (c, ky, kx), to (ky, kx, c) order. */
+static void rows_hwc(float *out, const float *in, size_t rows, size_t cin, size_t k)
+{
+  const size_t K = cin * k * k;
+  for (size_t i = 0; i < rows; i++)
+    for (size_t c = 0; c < cin; c++)
+      for (size_t ky = 0; ky < k; ky++)
+        for (size_t kx = 0; kx < k; kx++)
+          out[i * K + (ky * k + kx) * cin + c] = in[i * K + (c * k + ky) * k + kx];
+}
 
 static void test_patch_bits(void **state)
 {
@@ -113,6 +128,25 @@ static void test_patch_bits(void **state)
       if (!same_bits(dxs, dxr, nx)) fail_msg("geometry %zu: staged bits", g);
       free(dxs);
     }
+    /* patch512.c's rows where it runs (k 4, cin a multiple of 16, AVX-512F). */
+    float *ck = vec(nc, 0);
+    if (dpgd_im2col_k4c16(ck, x, &s, q->B)) {
+      assert_true(q->k == 4 && q->cin % 16 == 0);
+      assert_memory_equal(ck, cr, nc * sizeof *ck);
+    }
+    /* col2im_hwc on the same rows in (ky, kx, c) order; dpgd_weight_hwc is the same
+     * permutation of rows of cin k k. */
+    const size_t rows = q->B * s.oh * s.ow;
+    float *dch = vec(nc, 0), *dcw = vec(nc, 0), *dxh = vec(nx, 1);
+    rows_hwc(dch, dc, rows, q->cin, q->k);
+    dpgd_weight_hwc(dcw, dc, rows, q->cin, q->k);
+    assert_memory_equal(dcw, dch, nc * sizeof *dch);
+    dpgd_col2im_hwc(dxh, dch, &s, q->B);
+    if (!same_bits(dxh, dxr, nx)) fail_msg("geometry %zu: col2im_hwc bits", g);
+    free(ck);
+    free(dch);
+    free(dcw);
+    free(dxh);
     free(x);
     free(c);
     free(cr);

@@ -1,0 +1,130 @@
+/* patch512.c -- im2col of a convolution with a 4 x 4 kernel on channels-last images of
+ * cin channels, cin a multiple of 16 (the CNN's conv2: 16 channels), without patch.c's
+ * channels-first stage. A patch row's PyTorch order is (c, ky, kx): for 16 channels,
+ * a 16 (c) x 16 (ky, kx) block, whose transpose, 16 (ky, kx) x 16 (c), is the 16
+ * pixels' channels as they lie in the image (four runs of four pixels). So a row is 16
+ * vector loads, a 16 x 16 transpose in registers (four rounds of 16 shuffles) and 16
+ * vector stores. Loads, shuffles and stores only move bits: the rows are dpgd_im2col_ref's
+ * bit for bit (tests/model/test_layers_fast.c). The same transposes permute a weight
+ * (cout, cin, 4, 4) into (cout, 4, 4, cin) for dpgd_weight_hwc. */
+#include "layers.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define T512 __attribute__((target("avx512f")))
+#define INLINE512 static inline __attribute__((always_inline)) T512
+
+/* r[i] (row i of a 16 x 16 block) becomes column i: unpacks pair rows, shuffle_ps
+ * gathers four rows' element e of each 128-bit lane into r[4 g + e], then two rounds of
+ * 128-bit lane shuffles transpose the 4 x 4 lanes of r[e], r[4 + e], r[8 + e], r[12 + e]
+ * into columns e, 4 + e, 8 + e, 12 + e. */
+INLINE512 void transpose16(__m512 r[16])
+{
+  __m512 t[16];
+  for (int i = 0; i < 8; i++) {
+    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 4; i++) {
+    r[4 * i] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+    r[4 * i + 1] = _mm512_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
+    r[4 * i + 2] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+    r[4 * i + 3] = _mm512_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+  }
+  for (int e = 0; e < 4; e++) {
+    const __m512 p = _mm512_shuffle_f32x4(r[e], r[4 + e], 0x88);
+    const __m512 q = _mm512_shuffle_f32x4(r[e], r[4 + e], 0xDD);
+    const __m512 u = _mm512_shuffle_f32x4(r[8 + e], r[12 + e], 0x88);
+    const __m512 v = _mm512_shuffle_f32x4(r[8 + e], r[12 + e], 0xDD);
+    t[e] = _mm512_shuffle_f32x4(p, u, 0x88);
+    t[4 + e] = _mm512_shuffle_f32x4(q, v, 0x88);
+    t[8 + e] = _mm512_shuffle_f32x4(p, u, 0xDD);
+    t[12 + e] = _mm512_shuffle_f32x4(q, v, 0xDD);
+  }
+  for (int i = 0; i < 16; i++) r[i] = t[i];
+}
+
+/* One image's rows; `padded` a constant at each call: without padding every pixel a
+ * patch reads is inside the image, so the bounds tests fold away. */
+INLINE512 void image_rows(float *row, const float *x, const conv_shape *s, const int padded)
+{
+  const size_t cin = s->cin, K = 16 * cin;
+  const long p = (long)s->pad, h = (long)s->h, w = (long)s->w;
+  for (size_t oy = 0; oy < s->oh; oy++)
+    for (size_t ox = 0; ox < s->ow; ox++, row += K) {
+      const long y0 = (long)(oy * s->stride) - p, x0 = (long)(ox * s->stride) - p;
+      for (size_t cg = 0; cg < cin; cg += 16) {
+        __m512 r[16];
+        for (long ky = 0; ky < 4; ky++)
+          for (long kx = 0; kx < 4; kx++) {
+            const long iy = y0 + ky, ix = x0 + kx;
+            r[ky * 4 + kx] = !padded || (iy >= 0 && ix >= 0 && iy < h && ix < w)
+                                 ? _mm512_loadu_ps(x + ((size_t)(iy * w + ix)) * cin + cg)
+                                 : _mm512_setzero_ps();
+          }
+        transpose16(r);
+        for (size_t c = 0; c < 16; c++) _mm512_storeu_ps(row + (cg + c) * 16, r[c]);
+      }
+    }
+}
+
+static T512 void im2col_k4c16(float *cols, const float *x, const conv_shape *s, size_t B)
+{
+  const size_t nx = s->h * s->w * s->cin, nc = s->oh * s->ow * 16 * s->cin;
+  for (size_t b = 0; b < B; b++) {
+    if (s->pad) image_rows(cols + b * nc, x + b * nx, s, 1);
+    else image_rows(cols + b * nc, x + b * nx, s, 0);
+  }
+}
+
+/* Each output channel's weight (cin, 4, 4) as cin / 16 blocks of 16 (c) x 16 (ky, kx),
+ * each transposed into 16 (ky, kx) runs of its 16 channels: dpgd_weight_hwc. */
+static T512 void weight_k4c16(float *wp, const float *W, size_t cout, size_t cin)
+{
+  const size_t K = 16 * cin;
+  for (size_t o = 0; o < cout; o++, W += K, wp += K)
+    for (size_t cg = 0; cg < cin; cg += 16) {
+      __m512 r[16];
+      for (size_t c = 0; c < 16; c++) r[c] = _mm512_loadu_ps(W + (cg + c) * 16);
+      transpose16(r);
+      for (size_t q = 0; q < 16; q++) _mm512_storeu_ps(wp + q * cin + cg, r[q]);
+    }
+}
+
+int dpgd_weight_hwc_k4c16(float *wp, const float *W, size_t cout, size_t cin, size_t k)
+{
+  if (k != 4 || cin == 0 || cin % 16 != 0 || !__builtin_cpu_supports("avx512f")) return 0;
+  weight_k4c16(wp, W, cout, cin);
+  return 1;
+}
+
+int dpgd_im2col_k4c16(float *cols, const float *x, const conv_shape *s, size_t B)
+{
+  if (s->k != 4 || s->cin == 0 || s->cin % 16 != 0 || !__builtin_cpu_supports("avx512f"))
+    return 0;
+  im2col_k4c16(cols, x, s, B);
+  return 1;
+}
+
+#else
+
+int dpgd_weight_hwc_k4c16(float *wp, const float *W, size_t cout, size_t cin, size_t k)
+{
+  (void)wp;
+  (void)W;
+  (void)cout;
+  (void)cin;
+  (void)k;
+  return 0;
+}
+
+int dpgd_im2col_k4c16(float *cols, const float *x, const conv_shape *s, size_t B)
+{
+  (void)cols;
+  (void)x;
+  (void)s;
+  (void)B;
+  return 0;
+}
+
+#endif
