@@ -66,6 +66,11 @@ int dpgd_im2col_k4c16(float *cols, const float *x, const conv_shape *s, size_t B
 /* dpgd_weight_hwc for k = 4 and cin a multiple of 16 by the same transposes (0: not
  * done, as above). */
 int dpgd_weight_hwc_k4c16(float *wp, const float *W, size_t cout, size_t cin, size_t k);
+/* dst (cols, rows; row stride ds) = the transpose of src (rows, cols; row stride ss) by
+ * the same 16 x 16 transposes, where both sides are multiples of 16 and the CPU has
+ * AVX-512F; otherwise returns 0 and writes nothing. */
+int dpgd_transpose16(float *dst, size_t ds, const float *src, size_t ss, size_t rows,
+                     size_t cols);
 
 /* y (rows, cout) = x (rows, K) W^T + b, W (cout, K): a linear layer (rows = B), by
  * dpgd_gemm_nt: each row of y depends on that row of x and the parameters only. */

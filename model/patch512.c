@@ -6,7 +6,8 @@
  * vector loads, a 16 x 16 transpose in registers (four rounds of 16 shuffles) and 16
  * vector stores. Loads, shuffles and stores only move bits: the rows are dpgd_im2col_ref's
  * bit for bit (tests/model/test_layers_fast.c). The same transposes permute a weight
- * (cout, cin, 4, 4) into (cout, 4, 4, cin) for dpgd_weight_hwc. */
+ * (cout, cin, 4, 4) into (cout, 4, 4, cin) for dpgd_weight_hwc, and transpose matrices
+ * whose sides are multiples of 16 (dpgd_transpose16: flatten, weights for the products). */
 #include "layers.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -91,6 +92,27 @@ static T512 void weight_k4c16(float *wp, const float *W, size_t cout, size_t cin
     }
 }
 
+/* dst (cols, rows) = src (rows, cols) transposed, both multiples of 16: block by block. */
+static T512 void blocks16(float *dst, size_t ds, const float *src, size_t ss, size_t rows,
+                          size_t cols)
+{
+  for (size_t i = 0; i < rows; i += 16)
+    for (size_t j = 0; j < cols; j += 16) {
+      __m512 r[16];
+      for (size_t q = 0; q < 16; q++) r[q] = _mm512_loadu_ps(src + (i + q) * ss + j);
+      transpose16(r);
+      for (size_t q = 0; q < 16; q++) _mm512_storeu_ps(dst + (j + q) * ds + i, r[q]);
+    }
+}
+
+int dpgd_transpose16(float *dst, size_t ds, const float *src, size_t ss, size_t rows,
+                     size_t cols)
+{
+  if (rows % 16 || cols % 16 || !__builtin_cpu_supports("avx512f")) return 0;
+  blocks16(dst, ds, src, ss, rows, cols);
+  return 1;
+}
+
 int dpgd_weight_hwc_k4c16(float *wp, const float *W, size_t cout, size_t cin, size_t k)
 {
   if (k != 4 || cin == 0 || cin % 16 != 0 || !__builtin_cpu_supports("avx512f")) return 0;
@@ -107,6 +129,13 @@ int dpgd_im2col_k4c16(float *cols, const float *x, const conv_shape *s, size_t B
 }
 
 #else
+
+int dpgd_transpose16(float *dst, size_t ds, const float *src, size_t ss, size_t rows,
+                     size_t cols)
+{
+  (void)dst, (void)ds, (void)src, (void)ss, (void)rows, (void)cols;
+  return 0;
+}
 
 int dpgd_weight_hwc_k4c16(float *wp, const float *W, size_t cout, size_t cin, size_t k)
 {

@@ -258,6 +258,38 @@ static void test_accumulate_rows_bits(void **state)
   }
 }
 
+/* flatten and unflatten (channels-last blocks to PyTorch's (C, H, W) and back) and
+ * dpgd_transpose16 against the index definition, bit for bit: the CNN's (16, 32) blocks
+ * (AVX-512 16 x 16 transposes where the CPU has them), odd blocks (the loop), and a
+ * weight-sized matrix with row strides wider than its rows. */
+static void test_transpose_bits(void **state)
+{
+  (void)state;
+  static const size_t blocks[][3] = {{3, 16, 32}, {2, 5, 7}, {1, 32, 16}, {2, 16, 48}};
+  for (size_t t = 0; t < sizeof blocks / sizeof blocks[0]; t++) {
+    const size_t B = blocks[t][0], hw = blocks[t][1], c = blocks[t][2], n = B * hw * c;
+    float *p = vec(n, 1), *f = vec(n, 0), *fr = vec(n, 0), *back = vec(n, 0);
+    for (size_t i = 0; i < B; i++)
+      for (size_t q = 0; q < hw; q++)
+        for (size_t ch = 0; ch < c; ch++) fr[(i * c + ch) * hw + q] = p[(i * hw + q) * c + ch];
+    dpgd_flatten_chw(f, p, B, hw, c);
+    if (!same_bits(f, fr, n)) fail_msg("flatten bits, block %zu", t);
+    dpgd_unflatten_chw(back, f, B, hw, c);
+    if (!same_bits(back, p, n)) fail_msg("unflatten bits, block %zu", t);
+    free(p), free(f), free(fr), free(back);
+  }
+  enum { R = 32, C = 64, SS = 80, DS = 40 };
+  float *src = vec(R * SS, 1), *dst = vec(C * DS, 0), *ref = vec(C * DS, 0);
+  memcpy(ref, dst, C * DS * sizeof *dst);
+  for (size_t i = 0; i < R; i++)
+    for (size_t j = 0; j < C; j++) ref[j * DS + i] = src[i * SS + j];
+  const int done = dpgd_transpose16(dst, DS, src, SS, R, C);
+  assert_int_equal(done, dpgd_gemm_avx512_cpu() != 0);
+  if (done && !same_bits(dst, ref, C * DS)) fail_msg("transpose16 bits");
+  assert_int_equal(dpgd_transpose16(dst, DS, src, SS, R, C - 1), 0);
+  free(src), free(dst), free(ref);
+}
+
 /* dpgd_sqnorm_d and dpgd_sqnorm_d_rows (eight or four rows at a time) against the
  * definition, bit for bit: eight partial sums s_q over the indices j = q mod 8 below the
  * last multiple of 8, in order, the rest into s_0, then ((s0 + s1) + (s2 + s3)) + ((s4 +
@@ -544,6 +576,7 @@ int main(void)
       cmocka_unit_test(test_pool_bits),
       cmocka_unit_test(test_accumulate_rows_bits),
       cmocka_unit_test(test_sqnorm_rows_bits),
+      cmocka_unit_test(test_transpose_bits),
       cmocka_unit_test(test_gemm),
       cmocka_unit_test(test_gemm_nt),
       cmocka_unit_test(test_conv_stage_bits),
