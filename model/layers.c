@@ -231,15 +231,19 @@ static inline __attribute__((always_inline)) void pool_forward(float *y, int32_t
       }
 }
 
+/* Where the CPU has AVX-512F and c % 16 == 0, pool512.c's kernels run instead: the same
+ * rules in sixteen lanes, the same bits. */
 DPGD_CLONES void dpgd_maxpool2s1_forward(float *y, int32_t *arg, const float *x, size_t B,
                                          size_t h, size_t w, size_t c)
 {
+  if (dpgd_maxpool512_forward(y, arg, x, B, h, w, c, 0)) return;
   pool_forward(y, arg, x, B, h, w, c, 0);
 }
 
 DPGD_CLONES void dpgd_maxpool2s1_relu_forward(float *y, int32_t *arg, const float *x, size_t B,
                                               size_t h, size_t w, size_t c)
 {
+  if (dpgd_maxpool512_forward(y, arg, x, B, h, w, c, 1)) return;
   pool_forward(y, arg, x, B, h, w, c, 1);
 }
 
@@ -347,6 +351,7 @@ static inline __attribute__((always_inline)) void pool_backward(float *dx, const
 DPGD_CLONES void dpgd_maxpool2s1_backward(float *dx, const float *dy, const int32_t *arg,
                                           size_t B, size_t h, size_t w, size_t c)
 {
+  if (dpgd_maxpool512_backward(dx, dy, arg, NULL, B, h, w, c, DPGD_ACT_RELU)) return;
   pool_backward(dx, dy, arg, B, h, w, c, NULL, ACT_NONE);
 }
 
@@ -354,6 +359,7 @@ DPGD_CLONES void dpgd_maxpool2s1_backward_act(float *dx, const float *dy, const 
                                               const float *a, size_t B, size_t h, size_t w,
                                               size_t c, dpgd_activation act)
 {
+  if (dpgd_maxpool512_backward(dx, dy, arg, a, B, h, w, c, act)) return;
   if (act == DPGD_ACT_TANH) pool_backward(dx, dy, arg, B, h, w, c, a, ACT_TANH);
   else pool_backward(dx, dy, arg, B, h, w, c, a, ACT_RELU);
 }

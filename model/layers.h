@@ -197,6 +197,16 @@ void dpgd_maxpool2s1_backward_ref(float *dx, const float *dy, const int32_t *arg
 void dpgd_maxpool2s1_backward_act(float *dx, const float *dy, const int32_t *arg,
                                   const float *a, size_t B, size_t h, size_t w, size_t c,
                                   dpgd_activation act);
+/* pool512.c: the four above in 16-lane AVX-512 vectors, the same bits, which they run
+ * where c % 16 == 0 and the CPU has AVX-512F: these return 1 there, else 0 having written
+ * nothing. Backward applies act's derivative from a, or none where a is NULL.
+ * dpgd_pool512_force_off(1) makes them return 0 everywhere (for tests and benchmarks;
+ * not thread-safe). */
+int dpgd_maxpool512_forward(float *y, int32_t *arg, const float *x, size_t B, size_t h,
+                            size_t w, size_t c, int relu);
+int dpgd_maxpool512_backward(float *dx, const float *dy, const int32_t *arg, const float *a,
+                             size_t B, size_t h, size_t w, size_t c, dpgd_activation act);
+void dpgd_pool512_force_off(int on);
 
 /* Softmax over K logits per row, then minus the one-hot label: r = p - y (in place). */
 void dpgd_softmax_residual(float *r /* (B, K) */, const uint8_t *y /* (B) */, size_t B, int K);

@@ -219,20 +219,38 @@ static void test_pool_bits(void **state)
       {1, 2, 7, 5},    /* one output row, channels not a multiple of 4 */
       {3, 6, 2, 7},    /* one output column */
       {2, 5, 4, 3},    {1, 3, 3, 17},
+      {1, 2, 2, 48}, /* pool512.c: three vectors, one output pixel */
+      {2, 3, 6, 64}, /* pool512.c: four vectors, two output rows, odd width */
   };
-  for (size_t t = 0; t < sizeof shapes / sizeof shapes[0]; t++)
-    for (int special = 0; special < 2; special++)
-      check_pool(shapes[t][0], shapes[t][1], shapes[t][2], shapes[t][3], special);
-  /* All equal (ties everywhere, the first candidate wins), and all -0 against +0. */
-  const size_t B = 2, h = 4, w = 5, c = 6, n = B * h * w * c, no = B * (h - 1) * (w - 1) * c;
-  float *x = malloc(n * sizeof *x), *y = malloc(no * sizeof *y);
-  int32_t *a = malloc(no * sizeof *a);
-  for (size_t i = 0; i < n; i++) x[i] = (i / c) % 2 ? -0.0f : 0.0f;
-  dpgd_maxpool2s1_forward(y, a, x, B, h, w, c);
-  for (size_t i = 0; i < no; i++) assert_int_equal(a[i], 0);
-  free(x);
-  free(y);
-  free(a);
+  /* pool512.c's kernels (c % 16 == 0 on a CPU with AVX-512F), then layers.c's. */
+  {
+    float x[4 * 16] = {0}, y[16];
+    int32_t a[16];
+    assert_int_equal(dpgd_maxpool512_forward(y, a, x, 1, 2, 2, 16, 0),
+                     dpgd_gemm_avx512_cpu() != 0);
+    assert_int_equal(dpgd_maxpool512_forward(y, a, x, 1, 2, 2, 8, 0), 0);
+  }
+  for (int off = 0; off < 2; off++) {
+    dpgd_pool512_force_off(off);
+    for (size_t t = 0; t < sizeof shapes / sizeof shapes[0]; t++)
+      for (int special = 0; special < 2; special++)
+        check_pool(shapes[t][0], shapes[t][1], shapes[t][2], shapes[t][3], special);
+    /* All equal (ties everywhere, the first candidate wins), and all -0 against +0. */
+    for (size_t c = 6; c <= 16; c += 10) {
+      const size_t B = 2, h = 4, w = 5, n = B * h * w * c, no = B * (h - 1) * (w - 1) * c;
+      float *x = malloc(n * sizeof *x), *y = malloc(no * sizeof *y);
+      int32_t *a = malloc(no * sizeof *a);
+      for (size_t i = 0; i < n; i++) x[i] = (i / c) % 2 ? -0.0f : 0.0f;
+      dpgd_maxpool2s1_forward(y, a, x, B, h, w, c);
+      for (size_t i = 0; i < no; i++) assert_int_equal(a[i], 0);
+      dpgd_maxpool2s1_relu_forward(y, a, x, B, h, w, c);
+      for (size_t i = 0; i < no; i++) assert_int_equal(a[i], 0);
+      free(x);
+      free(y);
+      free(a);
+    }
+  }
+  dpgd_pool512_force_off(0);
 }
 
 /* accumulate_rows against adding one row after the other, bit for bit: B from 1 to 11
