@@ -68,8 +68,8 @@ INL void forward16(float *y, int32_t *arg, const float *x, size_t h, size_t w, s
   }
 }
 
-INL void forward(float *y, int32_t *arg, const float *x, size_t B, size_t h, size_t w,
-                 size_t c, int relu)
+INL void forward(float *y, int32_t *arg, const float *x, size_t B, size_t h, size_t w, size_t c,
+                 int relu)
 {
   const size_t ni = h * w * c, no = (h - 1) * (w - 1) * c;
   for (size_t b = 0; b < B; b++)
@@ -138,8 +138,8 @@ INL void backward_row(float *d, const float *dy, const int32_t *arg, size_t o, s
 }
 
 /* layers.c's pool_backward: gathered per input pixel, row by row. */
-INL void backward(float *dx, const float *dy, const int32_t *arg, size_t B, size_t h,
-                  size_t w, size_t c, const float *z, int act)
+INL void backward(float *dx, const float *dy, const int32_t *arg, size_t B, size_t h, size_t w,
+                  size_t c, const float *z, int act)
 {
   const size_t oh = h - 1, ow = w - 1;
   for (size_t b = 0; b < B; b++)
