@@ -83,6 +83,12 @@ int dpgd_data_check_norm(double mean, double std, const char *what)
   return DPGD_OK;
 }
 
+/* Built for AVX-512F, AVX2 and the baseline (x86-64, GCC), picked by the CPU: each pixel
+ * is converted (exactly), multiplied and shifted, each operation rounded on its own
+ * (data/ is built with -ffp-contract=off), so every version gives the same floats. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(DPGD_NO_CLONES)
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
 void dpgd_data_unpack(float *out, const dpgd_dataset *ds, size_t first, size_t count)
 {
   if (ds->feat) {

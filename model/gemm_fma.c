@@ -391,8 +391,9 @@ static inline __attribute__((always_inline)) T512 __m256 load8(int M, const floa
     NT_COL(1)                                                                                  \
     NT_COL(2)                                                                                  \
     NT_COL(3)                                                                                  \
-    NT_FMA(0, 0) NT_FMA(0, 1) NT_FMA(0, 2) NT_FMA(0, 3) NT_FMA(1, 0) NT_FMA(1, 1) NT_FMA(1, 2) \
-        NT_FMA(1, 3) NT_FMA(2, 0) NT_FMA(2, 1) NT_FMA(2, 2) NT_FMA(2, 3)                       \
+    NT_FMA(0, 0)                                                                               \
+    NT_FMA(0, 1) NT_FMA(0, 2) NT_FMA(0, 3) NT_FMA(1, 0) NT_FMA(1, 1) NT_FMA(1, 2) NT_FMA(1, 3) \
+        NT_FMA(2, 0) NT_FMA(2, 1) NT_FMA(2, 2) NT_FMA(2, 3)                                    \
   }
 #define NT_STORE(p, j)                                                                         \
   if (P > p && J > j) {                                                                        \

@@ -8,13 +8,14 @@
 #include <stdint.h>
 #include <string.h>
 
-/* The data-movement and summing kernels are built twice on x86-64 with GCC, for AVX2
- * and for the baseline, and the loader picks one by the CPU (target_clones). AVX2
- * without FMA: the loops only copy, compare and add lane by lane, and no product can be
- * fused into an addition (tanh.c multiplies and divides too, each rounded alone), so both
- * versions give the same bits. */
+/* The data-movement and summing kernels are built three times on x86-64 with GCC, for
+ * AVX-512F, AVX2 and the baseline, and the loader picks one by the CPU (target_clones).
+ * The loops only copy, compare and add lane by lane, and no product is fused into an
+ * addition (tanh.c multiplies and divides too, each rounded alone; model/ is built with
+ * -ffp-contract=off, so the AVX-512F build, whose CPUs have FMA, fuses nothing either),
+ * so every version gives the same bits. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(DPGD_NO_CLONES)
-#define DPGD_CLONES __attribute__((target_clones("avx2", "default")))
+#define DPGD_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define DPGD_CLONES
 #endif
