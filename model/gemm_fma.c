@@ -375,34 +375,47 @@ static inline __attribute__((always_inline)) T512 __m256 load8(int M, const floa
       P > p ? pair_of(load8(M, a + 2 * (p)*lda + t, tm),                                       \
                       odd && P == (p) + 1 ? _mm256_setzero_ps()                                \
                                           : load8(M, a + (2 * (p) + 1) * lda + t, tm))         \
-            : z;
+            : z
 #define NT_COL(j)                                                                              \
   const __m512 w##j =                                                                          \
-      J > j ? pair_of(load8(M, b + (j)*ldb + t, tm), load8(M, b + (j)*ldb + t, tm)) : z;
+      J > j ? pair_of(load8(M, b + (j)*ldb + t, tm), load8(M, b + (j)*ldb + t, tm)) : z
 #define NT_FMA(p, j)                                                                           \
-  if (P > p && J > j) s##p##j = _mm512_fmadd_ps(x##p, w##j, s##p##j);
+  do {                                                                                         \
+    if (P > p && J > j) s##p##j = _mm512_fmadd_ps(x##p, w##j, s##p##j);                        \
+  } while (0)
 #define NT_STEP(M_)                                                                            \
   {                                                                                            \
     const int M = M_;                                                                          \
-    NT_ROWS(0)                                                                                 \
-    NT_ROWS(1)                                                                                 \
-    NT_ROWS(2)                                                                                 \
-    NT_COL(0)                                                                                  \
-    NT_COL(1)                                                                                  \
-    NT_COL(2)                                                                                  \
-    NT_COL(3)                                                                                  \
-    NT_FMA(0, 0)                                                                               \
-    NT_FMA(0, 1) NT_FMA(0, 2) NT_FMA(0, 3) NT_FMA(1, 0) NT_FMA(1, 1) NT_FMA(1, 2) NT_FMA(1, 3) \
-        NT_FMA(2, 0) NT_FMA(2, 1) NT_FMA(2, 2) NT_FMA(2, 3)                                    \
+    NT_ROWS(0);                                                                                \
+    NT_ROWS(1);                                                                                \
+    NT_ROWS(2);                                                                                \
+    NT_COL(0);                                                                                 \
+    NT_COL(1);                                                                                 \
+    NT_COL(2);                                                                                 \
+    NT_COL(3);                                                                                 \
+    NT_FMA(0, 0);                                                                              \
+    NT_FMA(0, 1);                                                                              \
+    NT_FMA(0, 2);                                                                              \
+    NT_FMA(0, 3);                                                                              \
+    NT_FMA(1, 0);                                                                              \
+    NT_FMA(1, 1);                                                                              \
+    NT_FMA(1, 2);                                                                              \
+    NT_FMA(1, 3);                                                                              \
+    NT_FMA(2, 0);                                                                              \
+    NT_FMA(2, 1);                                                                              \
+    NT_FMA(2, 2);                                                                              \
+    NT_FMA(2, 3);                                                                              \
   }
 #define NT_STORE(p, j)                                                                         \
-  if (P > p && J > j) {                                                                        \
-    const float *ij = init ? init + (j) : NULL;                                                \
-    c[2 * (p)*ldc + (j)] = hsum(_mm512_castps512_ps256(s##p##j), ij);                          \
-    if (!(odd && P == (p) + 1))                                                                \
-      c[(2 * (p) + 1) * ldc + (j)] =                                                           \
-          hsum(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s##p##j), 1)), ij);    \
-  }
+  do {                                                                                         \
+    if (P > p && J > j) {                                                                      \
+      const float *ij = init ? init + (j) : NULL;                                              \
+      c[2 * (p)*ldc + (j)] = hsum(_mm512_castps512_ps256(s##p##j), ij);                        \
+      if (!(odd && P == (p) + 1))                                                              \
+        c[(2 * (p) + 1) * ldc + (j)] =                                                         \
+            hsum(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s##p##j), 1)), ij);  \
+    }                                                                                          \
+  } while (0)
 static inline __attribute__((always_inline)) T512 void
 dot_tile512(const int P, const int odd, const int J, float *c, size_t ldc, const float *a,
             size_t lda, const float *b, size_t ldb, const float *init, size_t T, __m256i tm)
@@ -413,13 +426,18 @@ dot_tile512(const int P, const int odd, const int J, float *c, size_t ldc, const
   size_t t = 0;
   for (; t + 8 <= T; t += 8) NT_STEP(0)
   if (t < T) NT_STEP(1)
-  NT_STORE(0, 0)
-  NT_STORE(0, 1)
-  NT_STORE(0, 2)
-  NT_STORE(0, 3)
-  NT_STORE(1, 0)
-  NT_STORE(1, 1)
-  NT_STORE(1, 2) NT_STORE(1, 3) NT_STORE(2, 0) NT_STORE(2, 1) NT_STORE(2, 2) NT_STORE(2, 3)
+  NT_STORE(0, 0);
+  NT_STORE(0, 1);
+  NT_STORE(0, 2);
+  NT_STORE(0, 3);
+  NT_STORE(1, 0);
+  NT_STORE(1, 1);
+  NT_STORE(1, 2);
+  NT_STORE(1, 3);
+  NT_STORE(2, 0);
+  NT_STORE(2, 1);
+  NT_STORE(2, 2);
+  NT_STORE(2, 3);
 }
 #undef NT_ROWS
 #undef NT_COL
