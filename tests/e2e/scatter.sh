@@ -1,6 +1,7 @@
 # scatter.sh -- softmax on scattering features end to end (configs/scatter): a small run
 # computes and caches the features, a second run reads the cache and trains to the same
-# bytes; a cache that cannot be written is reported in one line; Algorithm 7 filtering and DP-SGD run on the features; a group count that does
+# bytes; the cache folder is made if missing (mkdir -p); a cache that cannot be written is
+# reported in one line; Algorithm 7 filtering and DP-SGD run on the features; a group count that does
 # not divide the 81 channels is refused with one line; the audit runs; the last-iterate mode
 # runs on group-normalised features with the public norm bound X^2 = 3969; dpgd eval
 # scores a scatter model on images.
@@ -9,14 +10,14 @@ SRC=${DPGD_SOURCE_DIR:-$(dirname "$0")/../..}
 CFG=$SRC/configs/scatter/softmax-eps1.ini
 export OMP_NUM_THREADS=2
 SET=(--set data.dir="$MNIST" --set data.n_train=1000 --set data.n_test=300
-     --set data.feature_cache="$TMP/cache" --set train.steps=20 --set train.eval_every=10
+     --set data.feature_cache="$TMP/cache/mnist" --set train.steps=20 --set train.eval_every=10
      --set output.checkpoint_every=0)
-mkdir -p "$TMP/cache"
 
 expect_ok first "$DPGD" train --config "$CFG" "${SET[@]}" --out "$TMP/a" --quiet
 checks=$((checks + 1))
-[ -s "$TMP/cache/scatter-J2-L8-train-1000.feat" ] && [ -s "$TMP/cache/scatter-J2-L8-test-300.feat" ] ||
-  fail "no feature cache: $(ls "$TMP/cache")"
+[ -s "$TMP/cache/mnist/scatter-J2-L8-train-1000.feat" ] &&
+  [ -s "$TMP/cache/mnist/scatter-J2-L8-test-300.feat" ] ||
+  fail "no feature cache in the folder the run made: $(ls -R "$TMP/cache" 2>&1)"
 expect_acc first "$TMP/a/summary.json" 0.5
 echo "scatter-softmax, n 1000, 20 steps, eps 1: test accuracy $acc"
 # dpgd eval computes the features itself: the run's own test accuracy; a model file
