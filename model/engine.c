@@ -121,7 +121,7 @@ static void add_rows_fast(double *acc, const float *const *g, const double *f, s
                           size_t P)
 {
 #if defined(__x86_64__) && defined(__GNUC__)
-  if (n == 4 && dpgd_gemm_avx512_cpu()) {
+  if (n == 4 && dpgd_gemm_wide()) { /* AVX-512F, and not forced off by a test */
     add_rows4_512(acc, g, f, P);
     return;
   }
@@ -304,7 +304,7 @@ void dpgd_sqnorm_d_rows(double *out, const float *G, size_t ld, size_t B, size_t
 {
   size_t i = 0;
 #if defined(__x86_64__) && defined(__GNUC__)
-  if (dpgd_gemm_avx512_cpu())
+  if (dpgd_gemm_wide()) /* AVX-512F, and not forced off by a test */
     for (; i + 8 <= B; i += 8) sqnorm_d8_512(out + i, G + i * ld, ld, n);
   if (have_avx())
     for (; i + 4 <= B; i += 4) sqnorm_d4(out + i, G + i * ld, ld, n);

@@ -217,7 +217,9 @@ static void test_accumulate_rows_bits(void **state)
   (void)state;
   enum { P = 37, BMAX = 11 };
   float G[BMAX * P], scale[BMAX];
-  for (size_t B = 1; B <= BMAX; B++) {
+  for (size_t t = 0; t < 2 * BMAX; t++) { /* AVX-512's rows, then AVX2's (forced) */
+    const size_t B = t % BMAX + 1;
+    dpgd_gemm_force_avx2(t >= BMAX);
     for (size_t i = 0; i < B; i++) {
       scale[i] =
           (next() % 3 == 0) ? 0.0f : (float)(0.1 + 0.9 * (double)(next() >> 11) / 0x1p53);
@@ -229,7 +231,9 @@ static void test_accumulate_rows_bits(void **state)
     for (size_t i = 0; i < B; i++)
       if (scale[i] != 0.0f)
         for (size_t p = 0; p < P; p++) ref[p] += (double)scale[i] * (double)G[i * P + p];
-    if (memcmp(acc, ref, sizeof acc) != 0) fail_msg("accumulate_rows bits, B %zu", B);
+    dpgd_gemm_force_avx2(0);
+    if (memcmp(acc, ref, sizeof acc) != 0)
+      fail_msg("accumulate_rows bits, B %zu%s", B, t >= BMAX ? " (AVX2)" : "");
   }
 }
 
@@ -286,9 +290,12 @@ static void test_sqnorm_rows_bits(void **state)
   float G[BMAX * LD];
   for (size_t i = 0; i < BMAX * LD; i++) G[i] = ldexpf(draw(0), (int)(next() % 81) - 40);
   for (size_t n = 1; n <= NMAX; n += 1 + n / 8)
-    for (size_t B = 1; B <= BMAX; B++) {
+    for (size_t t = 0; t < 2 * BMAX; t++) { /* eight rows (AVX-512), then four (forced) */
+      const size_t B = t % BMAX + 1;
       double out[BMAX];
+      dpgd_gemm_force_avx2(t >= BMAX);
       dpgd_sqnorm_d_rows(out, G, LD, B, n);
+      dpgd_gemm_force_avx2(0);
       for (size_t i = 0; i < B; i++) {
         const double def = sqnorm_def(G + i * LD, n), one = dpgd_sqnorm_d(G + i * LD, n);
         if (memcmp(&out[i], &def, sizeof def) || memcmp(&one, &def, sizeof def))
