@@ -185,9 +185,7 @@ int dpgd_conv_stage_forward(float *y, const float *stage, const float *W, const 
   if (!dpgd_conv_stage_ok(s)) return 0;
 #if defined(__x86_64__) && defined(__GNUC__)
   const size_t K = 64;
-  if (!dpgd_transpose16(wt, s->cout, W, K, s->cout, K))
-    for (size_t o = 0; o < s->cout; o++)
-      for (size_t k = 0; k < K; k++) wt[k * s->cout + o] = W[o * K + k];
+  dpgd_transpose(wt, s->cout, W, K, s->cout, K);
   forward512(y, stage, wt, bias, s, B);
   return 1;
 #else

@@ -7,35 +7,21 @@
 #include "model_internal.h"
 #include "vec4.h"
 
-/* Each example's (hw, c) block transposed: by 16 x 16 blocks where they fit. */
+/* Each example's (hw, c) block transposed (dpgd_transpose). */
 void dpgd_flatten_chw(float *f, const float *p, size_t B, size_t hw, size_t c)
 {
-  for (size_t i = 0; i < B; i++) {
-    float *fi = f + i * hw * c;
-    const float *pi = p + i * hw * c;
-    if (dpgd_transpose16(fi, hw, pi, c, hw, c)) continue;
-    for (size_t q = 0; q < hw; q++)
-      for (size_t ch = 0; ch < c; ch++) fi[ch * hw + q] = pi[q * c + ch];
-  }
+  for (size_t i = 0; i < B; i++) dpgd_transpose(f + i * hw * c, hw, p + i * hw * c, c, hw, c);
 }
 
 void dpgd_unflatten_chw(float *p, const float *f, size_t B, size_t hw, size_t c)
 {
-  for (size_t i = 0; i < B; i++) {
-    float *pi = p + i * hw * c;
-    const float *fi = f + i * hw * c;
-    if (dpgd_transpose16(pi, c, fi, hw, c, hw)) continue;
-    for (size_t q = 0; q < hw; q++)
-      for (size_t ch = 0; ch < c; ch++) pi[q * c + ch] = fi[ch * hw + q];
-  }
+  for (size_t i = 0; i < B; i++) dpgd_transpose(p + i * hw * c, c, f + i * hw * c, hw, c, hw);
 }
 
 void dpgd_conv_forward(float *y, const float *cols, const float *W, const float *bias,
                        float *wt, size_t rows, size_t K, size_t cout)
 {
-  if (!dpgd_transpose16(wt, cout, W, K, cout, K))
-    for (size_t k = 0; k < K; k++) /* written in order: strided stores cost more */
-      for (size_t o = 0; o < cout; o++) wt[k * cout + o] = W[o * K + k];
+  dpgd_transpose(wt, cout, W, K, cout, K);
   dpgd_gemm(DPGD_TILE_6X2, y, cout, cols, K, 1, wt, cout, bias, rows, cout, K);
 }
 

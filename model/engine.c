@@ -109,10 +109,8 @@ static __attribute__((target("avx512f"))) void add_rows4_512(double *acc, const 
     a = _mm512_fmadd_pd(f3, _mm512_cvtps_pd(_mm256_loadu_ps(g[3] + p)), a);
     _mm512_storeu_pd(acc + p, a);
   }
-  for (; p < P; p++)
-    acc[p] = (((acc[p] + f[0] * (double)g[0][p]) + f[1] * (double)g[1][p]) +
-              f[2] * (double)g[2][p]) +
-             f[3] * (double)g[3][p];
+  const float *tail[4] = {g[0] + p, g[1] + p, g[2] + p, g[3] + p};
+  add_rows(acc + p, tail, f, 4, P - p);
 }
 #endif
 

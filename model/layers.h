@@ -71,6 +71,10 @@ int dpgd_weight_hwc_k4c16(float *wp, const float *W, size_t cout, size_t cin, si
  * AVX-512F; otherwise returns 0 and writes nothing. */
 int dpgd_transpose16(float *dst, size_t ds, const float *src, size_t ss, size_t rows,
                      size_t cols);
+/* The same transpose for any sides (patch.c): dpgd_transpose16 where it applies, else
+ * 4 x 4 blocks and single floats. Only copies. */
+void dpgd_transpose(float *dst, size_t ds, const float *src, size_t ss, size_t rows,
+                    size_t cols);
 
 /* y (rows, cout) = x (rows, K) W^T + b, W (cout, K): a linear layer (rows = B), by
  * dpgd_gemm_nt: each row of y depends on that row of x and the parameters only. */

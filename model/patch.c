@@ -37,6 +37,12 @@ static inline void transpose(float *dst, size_t sd, const float *src, size_t ss,
     for (size_t ch = 0; ch < c; ch++) dst[ch * sd + i] = src[i * ss + ch];
 }
 
+void dpgd_transpose(float *dst, size_t ds, const float *src, size_t ss, size_t rows,
+                    size_t cols)
+{
+  if (!dpgd_transpose16(dst, ds, src, ss, rows, cols)) transpose(dst, ds, src, ss, rows, cols);
+}
+
 /* stage (cin, h + 2 pad, w + 2 pad) = image x (h, w, cin) channels-last, zero border:
  * row by row, each row's (w, cin) block transposed into the channels' planes. */
 static inline void stage_image(float *stage, const float *x, const conv_shape *s)

@@ -108,22 +108,21 @@ static T512 void blocks16(float *dst, size_t ds, const float *src, size_t ss, si
 int dpgd_transpose16(float *dst, size_t ds, const float *src, size_t ss, size_t rows,
                      size_t cols)
 {
-  if (rows % 16 || cols % 16 || !__builtin_cpu_supports("avx512f")) return 0;
+  if (rows % 16 || cols % 16 || !dpgd_gemm_avx512_cpu()) return 0;
   blocks16(dst, ds, src, ss, rows, cols);
   return 1;
 }
 
 int dpgd_weight_hwc_k4c16(float *wp, const float *W, size_t cout, size_t cin, size_t k)
 {
-  if (k != 4 || cin == 0 || cin % 16 != 0 || !__builtin_cpu_supports("avx512f")) return 0;
+  if (k != 4 || cin == 0 || cin % 16 != 0 || !dpgd_gemm_avx512_cpu()) return 0;
   weight_k4c16(wp, W, cout, cin);
   return 1;
 }
 
 int dpgd_im2col_k4c16(float *cols, const float *x, const conv_shape *s, size_t B)
 {
-  if (s->k != 4 || s->cin == 0 || s->cin % 16 != 0 || !__builtin_cpu_supports("avx512f"))
-    return 0;
+  if (s->k != 4 || s->cin == 0 || s->cin % 16 != 0 || !dpgd_gemm_avx512_cpu()) return 0;
   im2col_k4c16(cols, x, s, B);
   return 1;
 }

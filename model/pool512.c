@@ -171,12 +171,7 @@ static T512 void backward_tanh(float *dx, const float *dy, const int32_t *arg, c
   backward(dx, dy, arg, B, h, w, c, z, ACT_TANH);
 }
 
-static int use512(size_t c)
-{
-  if (force_off || c % 16 != 0) return 0;
-  __builtin_cpu_init(); /* idempotent; needed only before constructors have run */
-  return __builtin_cpu_supports("avx512f");
-}
+static int use512(size_t c) { return !force_off && c % 16 == 0 && dpgd_gemm_avx512_cpu(); }
 #endif
 
 int dpgd_maxpool512_forward(float *y, int32_t *arg, const float *x, size_t B, size_t h,

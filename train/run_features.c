@@ -58,8 +58,7 @@ int dpgd_run_features(dpgd_dataset **train, dpgd_dataset **test, const dpgd_conf
   /* A named cache folder is made as `mkdir -p` would; if that fails, the features are
    * computed all the same and swap_features says why they were not cached. */
   char failed[DPGD_CONFIG_PATH_MAX];
-  if (c->data_feature_cache[0] && !dpgd_path_is_dir(dir))
-    (void)dpgd_path_mkdirs(dir, 0755, failed, sizeof failed);
+  if (c->data_feature_cache[0]) (void)dpgd_path_mkdirs(dir, 0755, failed, sizeof failed);
   int rc = to_features(train, dir, c->data_validation ? "train-head" : "train", c);
   if (!rc && test && *test)
     rc = to_features(test, dir, c->data_validation ? "validation" : "test", c);
