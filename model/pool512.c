@@ -77,17 +77,7 @@ INL void forward(float *y, int32_t *arg, const float *x, size_t B, size_t h, siz
       forward16(y + b * no + ch, arg + b * no + ch, x + b * ni + ch, h, w, c, relu);
 }
 
-static T512 void forward_plain(float *y, int32_t *arg, const float *x, size_t B, size_t h,
-                               size_t w, size_t c)
-{
-  forward(y, arg, x, B, h, w, c, 0);
-}
 
-static T512 void forward_relu(float *y, int32_t *arg, const float *x, size_t B, size_t h,
-                              size_t w, size_t c)
-{
-  forward(y, arg, x, B, h, w, c, 1);
-}
 
 /* One input pixel's channels (layers.c's pool_gather), sixteen at a time: dx at d is the
  * sum of dy over the output pixels up-left, up, left and at the pixel (scan order; o
@@ -153,23 +143,47 @@ INL void backward(float *dx, const float *dy, const int32_t *arg, size_t B, size
     }
 }
 
+/* backward with 16 and 32 channels (the CNN's two poolings) as constants, so that the
+ * channel loops unroll and every offset folds: the same operations, fewer of the rest. */
+#define BY_CHANNELS(F, c, ...)                                                                 \
+  do {                                                                                         \
+    if ((c) == 16) F(__VA_ARGS__, 16);                                                         \
+    else if ((c) == 32) F(__VA_ARGS__, 32);                                                    \
+    else F(__VA_ARGS__, c);                                                                    \
+  } while (0)
+#define BACKWARD(dx, dy, arg, B, h, w, z, act, c) backward(dx, dy, arg, B, h, w, c, z, act)
+
 static T512 void backward_plain(float *dx, const float *dy, const int32_t *arg, size_t B,
                                 size_t h, size_t w, size_t c)
 {
-  backward(dx, dy, arg, B, h, w, c, NULL, ACT_NONE);
+  BY_CHANNELS(BACKWARD, c, dx, dy, arg, B, h, w, NULL, ACT_NONE);
 }
 
 static T512 void backward_relu(float *dx, const float *dy, const int32_t *arg, const float *z,
                                size_t B, size_t h, size_t w, size_t c)
 {
-  backward(dx, dy, arg, B, h, w, c, z, ACT_RELU);
+  BY_CHANNELS(BACKWARD, c, dx, dy, arg, B, h, w, z, ACT_RELU);
 }
 
 static T512 void backward_tanh(float *dx, const float *dy, const int32_t *arg, const float *z,
                                size_t B, size_t h, size_t w, size_t c)
 {
-  backward(dx, dy, arg, B, h, w, c, z, ACT_TANH);
+  BY_CHANNELS(BACKWARD, c, dx, dy, arg, B, h, w, z, ACT_TANH);
 }
+#define FORWARD(y, arg, x, B, h, w, relu, c) forward(y, arg, x, B, h, w, c, relu)
+
+static T512 void forward_plain(float *y, int32_t *arg, const float *x, size_t B, size_t h,
+                               size_t w, size_t c)
+{
+  BY_CHANNELS(FORWARD, c, y, arg, x, B, h, w, 0);
+}
+
+static T512 void forward_relu(float *y, int32_t *arg, const float *x, size_t B, size_t h,
+                              size_t w, size_t c)
+{
+  BY_CHANNELS(FORWARD, c, y, arg, x, B, h, w, 1);
+}
+
 
 static int use512(size_t c) { return !force_off && c % 16 == 0 && dpgd_gemm_avx512_cpu(); }
 #endif
