@@ -83,13 +83,16 @@ void dpgd_grad_ws_replay_id(const dpgd_grad_ws *ws, char *buf, size_t len);
 /* The leaf span: how many consecutive dataset indices one leaf of the reduction tree
  * covers (n_leaves = ceil(n / span)). A leaf computes its rows to sum (those with a
  * positive cap, all under constant time) in index order, at most the chunk size at a
- * time, into one accumulator. Default: span = chunk. DPGD_EINVAL unless span is a
+ * time, into one accumulator. Default: a full batch's, dpgd_model_leaf_span(chunk, 1),
+ * four chunks. DPGD_EINVAL unless span is a
  * positive multiple of the chunk size, at most 2^40. Set it before reserving. */
 int dpgd_grad_ws_set_span(dpgd_grad_ws *ws, size_t span);
 size_t dpgd_grad_ws_span(const dpgd_grad_ws *ws);
 /* The span the trainer uses at sampling rate `rate` (poisson: q; subset: m / n; full
- * batch: 1): chunk * max(1, floor(1 / rate)), capped at 2^40, so that a leaf holds about
- * chunk sampled rows on average. A rate of 1 or more, or not a number, gives chunk.
+ * batch: 1): chunk * max(4, floor(1 / rate)), capped at 2^40, so that a leaf holds about
+ * chunk sampled rows on average, and at least four chunks (the tree's own work per leaf,
+ * a memset and an addition of P doubles, stays small). A rate above 1/4, of 1 or more,
+ * or not a number gives 4 chunk.
  * Public quantities only: the span decides no privacy parameter, only how the sum is
  * rounded (within dpgd_model_sum_error_bound whatever the span). */
 size_t dpgd_model_leaf_span(size_t chunk, double rate);

@@ -378,7 +378,7 @@ dpgd_grad_ws *dpgd_grad_ws_alloc(const dpgd_model *m, size_t chunk, int threads)
   ws->n_params = m->n_params;
   ws->d = m->d;
   ws->chunk = chunk;
-  ws->span = chunk;
+  ws->span = dpgd_model_leaf_span(chunk, 1.0); /* a full batch's leaves */
   ws->threads = threads;
   ws->per_thread = pt;
   ws->slab = slab;

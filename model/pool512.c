@@ -77,8 +77,6 @@ INL void forward(float *y, int32_t *arg, const float *x, size_t B, size_t h, siz
       forward16(y + b * no + ch, arg + b * no + ch, x + b * ni + ch, h, w, c, relu);
 }
 
-
-
 /* One input pixel's channels (layers.c's pool_gather), sixteen at a time: dx at d is the
  * sum of dy over the output pixels up-left, up, left and at the pixel (scan order; o
  * their offset at the pixel, r the outputs' row stride) that exist (ul, ur, ll, lr) and
@@ -183,7 +181,6 @@ static T512 void forward_relu(float *y, int32_t *arg, const float *x, size_t B, 
 {
   BY_CHANNELS(FORWARD, c, y, arg, x, B, h, w, 1);
 }
-
 
 static int use512(size_t c) { return !force_off && c % 16 == 0 && dpgd_gemm_avx512_cpu(); }
 #endif

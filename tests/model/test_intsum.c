@@ -146,6 +146,7 @@ static void test_order_free(void **state)
   assert_int_equal(dpgd_grad_ws_set_grid(a->ws, 30), DPGD_OK);
   assert_int_equal(dpgd_grad_ws_set_grid(b->ws, 30), DPGD_OK);
   assert_int_equal(dpgd_grad_ws_grid(b->ws), 30);
+  assert_int_equal(dpgd_grad_ws_set_span(a->ws, 4), DPGD_OK);
   assert_int_equal(dpgd_grad_ws_set_span(b->ws, 12), DPGD_OK);
   dpgd_grad_ws_set_constant_time(b->ws, 1);
   double caps[37];

@@ -304,27 +304,28 @@ static void test_span(void **state)
   check_model(dpgd_model_cnn, 28, 10, 150, 4, 16, 0.6);
 }
 
-/* The span rule: chunk * max(1, floor(1 / rate)); spans that are not positive multiples
+/* The span rule: chunk * max(4, floor(1 / rate)); spans that are not positive multiples
  * of the chunk size are refused and leave the span as it was. */
 static void test_span_rule(void **state)
 {
   (void)state;
   assert_int_equal(dpgd_model_leaf_span(256, 256.0 / 60000.0), 256 * 234);
+  assert_int_equal(dpgd_model_leaf_span(256, 0.2), 1280);
   assert_int_equal(dpgd_model_leaf_span(256, 0.25), 1024);
-  assert_int_equal(dpgd_model_leaf_span(256, 0.3), 768);
-  assert_int_equal(dpgd_model_leaf_span(256, 1.0), 256);
-  assert_int_equal(dpgd_model_leaf_span(256, 2.0), 256);
-  assert_int_equal(dpgd_model_leaf_span(256, NAN), 256);
-  assert_int_equal(dpgd_model_leaf_span(256, 0.0), 256);
+  assert_int_equal(dpgd_model_leaf_span(256, 0.3), 1024);
+  assert_int_equal(dpgd_model_leaf_span(256, 1.0), 1024);
+  assert_int_equal(dpgd_model_leaf_span(256, 2.0), 1024);
+  assert_int_equal(dpgd_model_leaf_span(256, NAN), 1024);
+  assert_int_equal(dpgd_model_leaf_span(256, 0.0), 1024);
   assert_int_equal(dpgd_model_leaf_span(3, 1e-300) % 3, 0);
   assert_true(dpgd_model_leaf_span(3, 1e-300) <= ((size_t)1 << 40));
   fx f = make(dpgd_model_softmax, 4, 3, 20, 3);
   dpgd_grad_ws *ws = dpgd_grad_ws_alloc(f.m, 3, 1);
-  assert_int_equal(dpgd_grad_ws_span(ws), 3);
+  assert_int_equal(dpgd_grad_ws_span(ws), 12);
   assert_int_equal(dpgd_grad_ws_set_span(ws, 0), DPGD_EINVAL);
   assert_int_equal(dpgd_grad_ws_set_span(ws, 7), DPGD_EINVAL);
   assert_int_equal(dpgd_grad_ws_set_span(ws, ((size_t)1 << 40) + 3), DPGD_EINVAL);
-  assert_int_equal(dpgd_grad_ws_span(ws), 3);
+  assert_int_equal(dpgd_grad_ws_span(ws), 12);
   assert_int_equal(dpgd_grad_ws_set_span(ws, 9), 0);
   assert_int_equal(dpgd_grad_ws_span(ws), 9);
   dpgd_grad_ws_free(ws);
@@ -387,6 +388,7 @@ static void test_refused(void **state)
 
   fx f = make(dpgd_model_softmax, 4, 3, 20, 3); /* 7 chunks */
   dpgd_grad_ws *ws = dpgd_grad_ws_alloc(f.m, 3, 1);
+  assert_int_equal(dpgd_grad_ws_set_span(ws, 3), 0); /* leaves of one chunk */
   double *out = malloc(4 * f.P * sizeof(double));
   assert_int_equal(dpgd_model_clipped_grad_nodes(f.m, ws, f.ds, f.caps, 2, 8, out, NULL, NULL),
                    DPGD_EINVAL);
