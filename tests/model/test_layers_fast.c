@@ -210,12 +210,12 @@ static void test_pool_bits(void **state)
   dpgd_pool512_force_off(0);
 }
 
-/* accumulate_rows against adding one row after the other, bit for bit: B from 1 to 11
- * (every remainder of the groups of four), rows of scale 0 (some NaN) in between. */
+/* accumulate_rows against adding one row after the other, bit for bit: B from 1 to 19
+ * (groups of eight, of four and every remainder), rows of scale 0 (some NaN) in between. */
 static void test_accumulate_rows_bits(void **state)
 {
   (void)state;
-  enum { P = 37, BMAX = 11 };
+  enum { P = 37, BMAX = 19 };
   float G[BMAX * P], scale[BMAX];
   for (size_t t = 0; t < 2 * BMAX; t++) { /* AVX-512's rows, then AVX2's (forced) */
     const size_t B = t % BMAX + 1;
