@@ -96,6 +96,10 @@ size_t dpgd_grad_ws_span(const dpgd_grad_ws *ws);
  * Public quantities only: the span decides no privacy parameter, only how the sum is
  * rounded (within dpgd_model_sum_error_bound whatever the span). */
 size_t dpgd_model_leaf_span(size_t chunk, double rate);
+/* The length of the run of +0 (bitwise: not -0, not NaN) at the start of x[0..n), counted
+ * eight at a time (a multiple of 8, at most n): how the engine and the ledger skip a
+ * sampled step's mostly-zero caps. */
+size_t dpgd_zero_prefix8(const double *x, size_t n);
 
 /* The fused private step over all ds->n examples:
  *   g_i = grad of loss at example i; if g_i is not finite its norm is +inf;

@@ -130,11 +130,17 @@ static int check_call(dpgd_model *m, dpgd_grad_ws *ws, const dpgd_dataset *ds,
     return DPGD_FAIL(DPGD_EINVAL, "leaf range [%zu, %zu) is not within the %zu leaves", c0, c1,
                      nc);
   size_t lo = c0 * ws->span, hi = c1 < nc ? c1 * ws->span : ds->n;
-  for (size_t i = lo; i < hi; i++)
-    if (!(caps[i] >= 0.0)) /* also catches NaN */
+  /* Branch-free scans first (they vectorise: every step checks all n), the culprit only
+   * then. */
+  int ok = 1;
+  for (size_t i = lo; i < hi; i++) ok &= caps[i] >= 0.0; /* false for NaN */
+  for (size_t i = lo; !ok && i < hi; i++)
+    if (!(caps[i] >= 0.0))
       return DPGD_FAIL(DPGD_EINVAL, "cap of example %zu is %g; caps must be >= 0", i, caps[i]);
-  for (size_t i = lo; i < hi; i++)
-    if (ds->labels[i] >= m->n_classes)
+  const unsigned K = (unsigned)m->n_classes;
+  for (size_t i = lo; i < hi; i++) ok &= ds->labels[i] < K;
+  for (size_t i = lo; !ok && i < hi; i++)
+    if (ds->labels[i] >= K)
       return DPGD_FAIL(DPGD_EINVAL, "label %u of example %zu is outside 0..%d", ds->labels[i],
                        i, m->n_classes - 1);
   return dpgd_grad_ws_reserve(ws, ds->n);

@@ -52,7 +52,10 @@ static fx make_span(const dpgd_model_type *t, size_t side, int K, size_t n, size
   uint64_t s = 77;
   for (size_t i = 0; i < n; i++) {
     double u = tu_urand(&s);
-    f.caps[i] = u < zeros ? 0.0 : u < zeros + 0.1 ? INFINITY : 0.013 + 2.385 * u;
+    /* a few caps of -0: >= 0, so accepted, and skipped like +0 */
+    f.caps[i] = u < zeros         ? (i % 13 == 5 ? -0.0 : 0.0)
+                : u < zeros + 0.1 ? INFINITY
+                                  : 0.013 + 2.385 * u;
   }
   return f;
 }
@@ -263,6 +266,16 @@ static void check_model(const dpgd_model_type *t, size_t side, int K, size_t n, 
   check_leaves(&f);
   check_reference(&f);
   double *ref = malloc(f.P * sizeof(double)), *post = malloc(f.n * sizeof(double));
+  double *pre = malloc(f.n * sizeof(double));
+  /* Rows with cap 0 (runs of them skipped eight at a time) are not computed: pre NaN,
+   * post 0; every other row is. */
+  dpgd_grad_ws *ws = ws_of(&f, 1);
+  assert_int_equal(dpgd_model_clipped_grad_sum(f.m, ws, f.ds, f.caps, ref, pre, post), 0);
+  dpgd_grad_ws_free(ws);
+  for (size_t i = 0; i < f.n; i++)
+    if (f.caps[i] > 0.0) assert_false(isnan(pre[i]));
+    else assert_true(isnan(pre[i]) && post[i] == 0.0);
+  free(pre);
   full_sum(&f, 1, ref, post);
   uint64_t rs = 2385;
   for (size_t k = 1; k <= 6; k++)
@@ -302,6 +315,22 @@ static void test_span(void **state)
   check_model(dpgd_model_softmax, 6, 3, 1000, 7, 14, 0.3);
   check_model(dpgd_model_softmax, 5, 4, 300, 5, 400, 0.5);
   check_model(dpgd_model_cnn, 28, 10, 150, 4, 16, 0.6);
+}
+
+/* dpgd_zero_prefix8: the +0 run at the start, in whole groups of eight; -0 and NaN end
+ * it like any other value. */
+static void test_zero_prefix8(void **state)
+{
+  (void)state;
+  double x[40];
+  static const double stop[] = {1.0, -0.0, NAN, 4.9e-324};
+  for (size_t n = 0; n <= 40; n++)
+    for (size_t at = 0; at <= n; at++)
+      for (size_t s = 0; s < 4; s++) {
+        for (size_t i = 0; i < n; i++) x[i] = i == at ? stop[s] : 0.0;
+        const size_t zeros = at < n ? at : n; /* the +0 run */
+        assert_int_equal(dpgd_zero_prefix8(x, n), zeros / 8 * 8);
+      }
 }
 
 /* The span rule: chunk * max(4, floor(1 / rate)); spans that are not positive multiples
@@ -408,7 +437,7 @@ int main(void)
       cmocka_unit_test(test_cover),       cmocka_unit_test(test_refused),
       cmocka_unit_test(test_softmax),     cmocka_unit_test(test_cnn),
       cmocka_unit_test(test_scatter_cnn), cmocka_unit_test(test_span),
-      cmocka_unit_test(test_span_rule),
+      cmocka_unit_test(test_span_rule),   cmocka_unit_test(test_zero_prefix8),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
