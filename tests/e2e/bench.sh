@@ -1,14 +1,14 @@
 # bench.sh -- 'dpgd bench grads' on a small subset: the machine-readable lines are
 # there, one per model, in the documented format, and their figures agree with each
 # other (examples/s = n / s_per_pass, gflops = examples/s x FLOP per example,
-# ratio = gflops / sgemm_gflops); the batch lines (a DP-SGD step's pass over m points
-# drawn without replacement) likewise (examples/s = m / s_per_pass, per_example_vs_full
-# = (s_per_pass / m) / (full pass / n)), one per size that fits in n; no timing
-# thresholds. Bad options fail cleanly.
+# ratio = gflops / sgemm_gflops, CPU seconds per pass > 0); the batch lines (a DP-SGD
+# step's pass over m points drawn without replacement) likewise (examples/s = m /
+# s_per_pass, per_example_vs_full = (s_per_pass / m) / (full pass / n)), one per size
+# that fits in n; no timing thresholds. Bad options fail cleanly.
 . "$(dirname "$0")/lib.sh"
 
 NUM='[0-9.]+(e[-+][0-9]+)?'
-LINE="^bench grads model=(softmax|cnn) threads=2 s_per_pass=$NUM ex_per_s=$NUM gflops=$NUM sgemm_gflops=$NUM ratio=$NUM rss_mb=[0-9.]+ n=300 active=100 constant_time=0\$"
+LINE="^bench grads model=(softmax|cnn) threads=2 s_per_pass=$NUM ex_per_s=$NUM gflops=$NUM sgemm_gflops=$NUM ratio=$NUM rss_mb=[0-9.]+ n=300 active=100 constant_time=0 cpu_s_per_pass=$NUM\$"
 
 BLINE="^bench batch model=(softmax|cnn) threads=2 m=(256|100) s_per_pass=$NUM ex_per_s=$NUM per_example_vs_full=$NUM noise_s=$NUM n=300 span=[0-9]+\$"
 
@@ -39,6 +39,7 @@ consistent() {
     function off(a, b) { return (a - b) > 2e-3 * b || (b - a) > 2e-3 * b }
     END {
       bad = !(v["s_per_pass"] > 0 && v["sgemm_gflops"] > 0 && v["rss_mb"] > 1 && flop > 0)
+      if (!(v["cpu_s_per_pass"] > 0)) bad = 1
       if (off(v["ex_per_s"], v["n"] / v["s_per_pass"])) bad = 1
       if (off(v["gflops"], v["ex_per_s"] * flop / 1e9)) bad = 1
       if (off(v["ratio"], v["gflops"] / v["sgemm_gflops"])) bad = 1

@@ -38,9 +38,12 @@ static void usage(FILE *f)
           "the step, see dpgd_model.h), the sgemm's GFLOP/s, their ratio and the peak\n"
           "resident memory; the last line per model is machine readable:\n"
           "  bench grads model=M threads=T s_per_pass=S ex_per_s=E gflops=G sgemm_gflops=Q\n"
-          "  ratio=R rss_mb=MB n=N\n"
+          "  ratio=R rss_mb=MB n=N active=PCT constant_time=0|1 cpu_s_per_pass=C\n"
           "(a pass is over the N images used; rss_mb is the process's peak so far, the\n"
-          "dataset and the sgemm's matrices included). Then, per batch size m <= N, the\n"
+          "dataset and the sgemm's matrices included; cpu_s_per_pass: the process's CPU\n"
+          "seconds per pass, all threads, median: on a shared machine, where another\n"
+          "program takes turns on the cores, a steadier figure for comparing builds on one\n"
+          "thread than the wall time). Then, per batch size m <= N, the\n"
           "pass as a DP-SGD step runs it: a fresh set of m of the N images drawn without\n"
           "replacement before each pass has cap 1, the others cap 0 (skipped unless\n"
           "--constant-time), summed in leaves of the span a sampled run of rate m/N uses;\n"
@@ -50,7 +53,7 @@ static void usage(FILE *f)
           "  noise_s=Z n=N span=L\n"
           "(noise_s: one N(0, 1) draw for each of the model's parameters, research rng:\n"
           "the rest of a step's work besides the pass, update and accounting aside; span:\n"
-          "examples per leaf of the reduction tree, chunk * floor(N / m)).\n\n"
+          "examples per leaf of the reduction tree, chunk * max(4, floor(N / m))).\n\n"
           "  --model M    cnn, softmax or all (default all)\n"
           "  --threads N  threads (default: the OpenMP default)\n"
           "  --reps R     timed passes, median reported (default 3, 1..%d)\n"
@@ -69,6 +72,14 @@ static double now(void)
 {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The process's CPU seconds so far, every thread's. */
+static double cpu_now(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
@@ -223,26 +234,28 @@ static int bench_model(const dpgd_model_type *type, const dpgd_dataset *ds, cons
   dpgd_model_init(m, 1);
   dpgd_grad_ws_set_constant_time(ws, o->constant_time);
   for (size_t i = 0; i < ds->n; i++) caps[i] = i % 100 < o->active ? 1.0 : 0.0;
-  double t[MAX_REPS];
+  double t[MAX_REPS], c[MAX_REPS];
   for (size_t r = 0; r <= o->reps; r++) {
-    double t0 = now();
+    double t0 = now(), c0 = cpu_now();
     int st = dpgd_model_clipped_grad_sum(m, ws, ds, caps, sum, pre, post);
     if (st) {
       rc = dpgd_cli_status_error(st, "computing the clipped gradient sum");
       goto done;
     }
-    if (r > 0) t[r - 1] = now() - t0;
+    if (r > 0) t[r - 1] = now() - t0, c[r - 1] = cpu_now() - c0;
   }
-  double s = median(t, o->reps), ex = (double)ds->n / s;
+  double s = median(t, o->reps), ex = (double)ds->n / s, cpu = median(c, o->reps);
   double gf = ex * dpgd_model_flops_per_example(m) / 1e9;
   printf("%s: %zu parameters, %.0f FLOP per example, %zu examples\n",
          dpgd_model_type_name(type), P, dpgd_model_flops_per_example(m), ds->n);
-  printf("  %.4f s per pass (median of %zu), %.0f examples/s, %.2f GFLOP/s = %.3f of sgemm\n",
-         s, o->reps, ex, gf, gf / sgemm);
+  printf("  %.4f s per pass (median of %zu; CPU %.4f s), %.0f examples/s, %.2f GFLOP/s = %.3f "
+         "of sgemm\n",
+         s, o->reps, cpu, ex, gf, gf / sgemm);
   printf("bench grads model=%s threads=%d s_per_pass=%.9g ex_per_s=%.9g gflops=%.6g "
-         "sgemm_gflops=%.6g ratio=%.6g rss_mb=%.1f n=%zu active=%zu constant_time=%d\n",
+         "sgemm_gflops=%.6g ratio=%.6g rss_mb=%.1f n=%zu active=%zu constant_time=%d "
+         "cpu_s_per_pass=%.9g\n",
          dpgd_model_type_name(type), o->threads, s, ex, gf, sgemm, gf / sgemm, peak_rss_mb(),
-         ds->n, o->active, o->constant_time);
+         ds->n, o->active, o->constant_time, cpu);
   rc = bench_batches(type, m, ws, ds, o, s, caps, sum);
 done:
   free(caps);
