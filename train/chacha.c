@@ -23,7 +23,7 @@
 #include "chacha.h"
 
 /* Paths 8 and 16 blocks wide compute whole groups; the rest of a request is one more
- * group computed aside and copied (at most 16 blocks of a 1 KiB buffer). */
+ * group computed into a local array (16 blocks at most, 1 KiB) and copied. */
 #define MAX_WIDTH 16
 
 static uint32_t load32(const uint8_t *p)
@@ -248,5 +248,5 @@ void dpgd_chacha20_blocks(uint32_t *out, size_t nblocks,
     memcpy(out + 16 * whole, rest, (nblocks - whole) * 16 * sizeof *rest);
     explicit_bzero(rest, sizeof rest);
   }
-  explicit_bzero(s, sizeof s);
+  explicit_bzero(s, sizeof s); /* the key's copy */
 }
