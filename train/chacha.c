@@ -1,13 +1,14 @@
 /* chacha.c -- ChaCha20's keystream (djb's variant: 64-bit block counter in state words 12
  * and 13, 64-bit nonce in words 14 and 15) for the research streams (stream.c).
  *
- * Why our own: speed. libsodium's crypto_stream_chacha20_xor_ic made about 2.3 GB/s on
+ * Why our own: speed. libsodium's crypto_stream_chacha20_xor_ic made 2.3-2.5 GB/s on
  * the AMD (Zen 4) machine dpgd is timed on, about 5 % of a DP-SGD step at batch 256 on
  * MNIST (the Poisson sampler's 480 KB of keystream per step, the noise's 100 KB). Three
  * paths of the same function, chosen at run time: AVX-512F (16 blocks at once, one per
- * lane of each state vector; rotations by _mm512_rol_epi32) made 6.9-7.2 GB/s there,
- * AVX2 (8 blocks at once) 2.5 GB/s, the portable scalar one (a block at a time) 1.0 GB/s
- * (tests/tools/bench_chacha.c, one core, 1 and 4 KiB requests).
+ * lane of each state vector; rotations by _mm512_rol_epi32) made 6.9-7.4 GB/s there,
+ * AVX2 (8 blocks at once) 2.5-2.6 GB/s, the portable scalar one (a block at a time) 1.0-1.1
+ * (tests/tools/bench_chacha.c, one core, 1 and 4 KiB requests); a 1-thread CNN DP-SGD
+ * step at batch 256 went from 3.90 to 3.68 ms (medians of 8 pairs of runs).
  *
  * What it must equal: libsodium's crypto_stream_chacha20 keystream, bit for bit, on every
  * path: a research stream's words are a run's randomness, and a change of them changes

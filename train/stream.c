@@ -4,7 +4,7 @@
  *
  * BLAKE2b is libsodium's: constant-time, audited, tested against the RFC vectors, and
  * packaged by Debian (libsodium-dev). The keystream was libsodium's too and is now ours
- * (chacha.c) for speed: libsodium's made about 2.3 GB/s here, some 5 % of a DP-SGD step
+ * (chacha.c) for speed: libsodium's made about 2.4 GB/s here, some 5 % of a DP-SGD step
  * at batch 256 on MNIST. It must be libsodium's crypto_stream_chacha20 keystream bit for
  * bit, and every build's tests check that it is (tests/train/test_chacha.c, with
  * libsodium as the reference). ChaCha20 is djb's variant (64-bit block counter, 64-bit
