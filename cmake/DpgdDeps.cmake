@@ -78,7 +78,8 @@ if(NOT FFTW3_FOUND)
   dpgd_missing("FFTW3" "libfftw3-dev")
 endif()
 
-# libsodium: the research streams' ChaCha20 and BLAKE2b (train/stream.c).
+# libsodium: the research streams' BLAKE2b keys (train/stream.c) and the reference their
+# ChaCha20 keystream (train/chacha.c) is tested against.
 pkg_check_modules(SODIUM IMPORTED_TARGET libsodium)
 if(NOT SODIUM_FOUND)
   dpgd_missing("libsodium" "libsodium-dev")

@@ -143,7 +143,7 @@ int dpgd_ledger_check(const dpgd_ledger *l);
 double dpgd_ledger_point_mu2(const dpgd_ledger *l, size_t i, double sigma);
 
 /* ===== Noise: random streams ========================================================
- * Research mode: one ChaCha20 keystream per stream (libsodium), under a 256-bit key
+ * Research mode: one ChaCha20 keystream per stream (chacha.c), under a 256-bit key
  * derived from every bit of the master seed and the stream's label by BLAKE2b (stream.c),
  * so that the streams are independent of each other and of the order in which they are
  * used, and recovering one needs the seed (not a search over 32 or 64 bits); a stream's

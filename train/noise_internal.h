@@ -1,6 +1,7 @@
 /* noise_internal.h -- the keyed research streams (stream.c) and the secure sampler's
- * conversions, private to noise.c and its test (tests/train/test_noise.c checks the
- * stream against an independent ChaCha20 and calls the conversions at extreme inputs). */
+ * conversions, private to noise.c and its tests (tests/train/test_stream.c checks the
+ * streams against an independent ChaCha20, test_chacha.c against libsodium's keystream;
+ * test_noise.c calls the conversions at extreme inputs). */
 #ifndef DPGD_NOISE_INTERNAL_H
 #define DPGD_NOISE_INTERNAL_H
 
