@@ -68,20 +68,16 @@ static void usage(FILE *f)
           SGEMM_N, BATCH_REPS_X, MAX_REPS, MAX_BATCHES);
 }
 
-static double now(void)
+/* Seconds on `clock`: CLOCK_MONOTONIC (wall time), CLOCK_PROCESS_CPUTIME_ID (the process's
+ * CPU time so far, every thread's). */
+static double seconds(clockid_t clock)
 {
   struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
+  clock_gettime(clock, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* The process's CPU seconds so far, every thread's. */
-static double cpu_now(void)
-{
-  struct timespec ts;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+static double now(void) { return seconds(CLOCK_MONOTONIC); }
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -236,13 +232,13 @@ static int bench_model(const dpgd_model_type *type, const dpgd_dataset *ds, cons
   for (size_t i = 0; i < ds->n; i++) caps[i] = i % 100 < o->active ? 1.0 : 0.0;
   double t[MAX_REPS], c[MAX_REPS];
   for (size_t r = 0; r <= o->reps; r++) {
-    double t0 = now(), c0 = cpu_now();
+    double t0 = now(), c0 = seconds(CLOCK_PROCESS_CPUTIME_ID);
     int st = dpgd_model_clipped_grad_sum(m, ws, ds, caps, sum, pre, post);
     if (st) {
       rc = dpgd_cli_status_error(st, "computing the clipped gradient sum");
       goto done;
     }
-    if (r > 0) t[r - 1] = now() - t0, c[r - 1] = cpu_now() - c0;
+    if (r > 0) t[r - 1] = now() - t0, c[r - 1] = seconds(CLOCK_PROCESS_CPUTIME_ID) - c0;
   }
   double s = median(t, o->reps), ex = (double)ds->n / s, cpu = median(c, o->reps);
   double gf = ex * dpgd_model_flops_per_example(m) / 1e9;
