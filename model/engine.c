@@ -463,21 +463,6 @@ int dpgd_model_chunk_step_x(dpgd_model *m, dpgd_grad_ws *ws, double *acc, double
 
 /* Gathers the rows of [*i, hi) to compute, in index order, until chunk of them are
  * found; returns how many and leaves *i after the last index looked at. */
-size_t dpgd_zero_prefix8(const double *x, size_t n)
-{
-  size_t k = 0;
-  for (; n - k >= 8; k += 8) {
-    uint64_t any = 0; /* bitwise, so that the test vectorises; -0 and NaN are not +0 */
-    for (int j = 0; j < 8; j++) {
-      uint64_t b;
-      memcpy(&b, x + k + j, sizeof b);
-      any |= b;
-    }
-    if (any) break;
-  }
-  return k;
-}
-
 size_t dpgd_engine_gather(chunk_ws *w, const dpgd_dataset *ds, const double *caps, size_t *i,
                           size_t hi, size_t chunk, double *pre, double *post, int constant_time)
 {
