@@ -468,14 +468,17 @@ size_t dpgd_engine_gather(chunk_ws *w, const dpgd_dataset *ds, const double *cap
 {
   size_t B = 0;
   for (; *i < hi && B < chunk; (*i)++) {
-    /* A sampled step's caps are mostly 0: runs of skipped rows eight at a time. */
-    const size_t z = constant_time ? 0 : dpgd_zero_prefix8(caps + *i, hi - *i);
-    for (size_t j = *i; j < *i + z; j++) {
-      if (pre) pre[j] = NAN;
-      if (post) post[j] = 0.0;
+    /* A sampled step's caps are mostly 0: at a skipped row, the run of skipped rows from
+     * it eight at a time (a row to compute costs no scan). */
+    if (!constant_time && caps[*i] == 0.0) {
+      const size_t z = dpgd_zero_prefix8(caps + *i, hi - *i);
+      for (size_t j = *i; j < *i + z; j++) {
+        if (pre) pre[j] = NAN;
+        if (post) post[j] = 0.0;
+      }
+      *i += z;
+      if (*i == hi) break;
     }
-    *i += z;
-    if (*i == hi) break;
     /* Constant time: every row is computed, a cap of 0 makes its contribution 0. */
     if (caps[*i] > 0.0 || constant_time) {
       w->idx[B] = *i;

@@ -141,8 +141,9 @@ INL void backward(float *dx, const float *dy, const int32_t *arg, size_t B, size
     }
 }
 
-/* backward with 16 and 32 channels (the CNN's two poolings) as constants, so that the
- * channel loops unroll and every offset folds: the same operations, fewer of the rest. */
+/* forward and backward with 16 and 32 channels (the CNN's two poolings) as constants, so
+ * that the channel loops unroll and every offset folds: the same operations, fewer of the
+ * rest. */
 #define BY_CHANNELS(F, c, ...)                                                                 \
   do {                                                                                         \
     if ((c) == 16) F(__VA_ARGS__, 16);                                                         \
@@ -181,6 +182,10 @@ static T512 void forward_relu(float *y, int32_t *arg, const float *x, size_t B, 
 {
   BY_CHANNELS(FORWARD, c, y, arg, x, B, h, w, 1);
 }
+
+#undef BY_CHANNELS
+#undef BACKWARD
+#undef FORWARD
 
 static int use512(size_t c) { return !force_off && c % 16 == 0 && dpgd_gemm_avx512_cpu(); }
 #endif
