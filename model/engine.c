@@ -178,8 +178,8 @@ DPGD_CLONES void dpgd_accumulate_rows(double *acc, const float *G, const float *
 
 /* Rows with scale 0 become zero rows of rs and xd (their r or x may be NaN); the
  * others get rs = f r (exact in double) and xd = x. */
-static void linear_rows(double *rs, double *xd, const float *r, const float *x,
-                        const float *scale, size_t B, size_t K, size_t d)
+DPGD_CLONES static void linear_rows(double *rs, double *xd, const float *r, const float *x,
+                                    const float *scale, size_t B, size_t K, size_t d)
 {
   for (size_t i = 0; i < B; i++) {
     if (scale[i] == 0.0f) {
