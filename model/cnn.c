@@ -154,7 +154,8 @@ static void forward(const dpgd_model *m, cnn_bufs *b, const float *x, size_t B)
   const size_t h1 = b->s1.oh, h2 = b->s2.oh;
   if (dpgd_conv_stage_ok(&b->s1)) { /* im2col folded into the products (conv_stage.c) */
     dpgd_conv_stage_images(b->stage1, x, &b->s1, B);
-    dpgd_conv_stage_forward(b->a1, b->stage1, th + OW1, th + OB1, b->wt, &b->s1, B);
+    if (!dpgd_conv_image_forward(b->a1, x, th + OW1, th + OB1, b->wt, &b->s1, B))
+      dpgd_conv_stage_forward(b->a1, b->stage1, th + OW1, th + OB1, b->wt, &b->s1, B);
   } else {
     dpgd_im2col(b->cols1, x, &b->s1, B);
     dpgd_conv_forward(b->a1, b->cols1, th + OW1, th + OB1, b->wt, B * b->n1, K1 * K1, C1);
@@ -218,8 +219,10 @@ static dpgd_dense2 backward(const dpgd_model *m, const cnn_bufs *bp, float *x, c
   /* dcols2's rows in (ky, kx, c) order, each element the same chain over C2 as with
    * PyTorch's order: a row's runs are dp1's pixels, added without transposes. */
   dpgd_weight_hwc(b.w2p, th + OW2, C2, C1, K2);
-  dpgd_linear_backward_input(b.dcols2, b.da2, b.w2p, B * b.n2, kc2, C2);
-  dpgd_col2im_hwc(b.dp1, b.dcols2, &b.s2, B);
+  if (!dpgd_dgrad_col2im_k4c16(b.dp1, b.da2, b.w2p, &b.s2, B)) {
+    dpgd_linear_backward_input(b.dcols2, b.da2, b.w2p, B * b.n2, kc2, C2);
+    dpgd_col2im_hwc(b.dp1, b.dcols2, &b.s2, B);
+  }
   /* conv1's output gradient */
   dpgd_maxpool2s1_backward_act(b.da1, b.dp1, b.arg1, b.a1, B, h1, h1, C1, m->act);
 

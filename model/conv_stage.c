@@ -5,8 +5,11 @@
  * acc = bias[j], then acc = fma(x(pos, t), W(j, t), acc) for t = ky k + kx in order;
  * weight gradient: acc = 0, then acc = fma(dy(pos, o), x(pos, t), acc) over the
  * positions in order), and im2col only copies, so the bits are the same
- * (tests/model/test_layers_fast.c). Used where dpgd_gemm runs the AVX-512 tiles
- * (dpgd_gemm_wide); elsewhere cnn.c takes im2col and dpgd_gemm. */
+ * (tests/model/test_gemm_fast.c). Used where dpgd_gemm runs the AVX-512 tiles
+ * (dpgd_gemm_wide); elsewhere cnn.c takes im2col and dpgd_gemm. Where the padding is
+ * MNIST's (stride 2, pad 3, w = 2 ow) and the weights allow it, the forward reads the
+ * unpadded images and leaves the padding's taps out (img_tile_s2: the same chains). */
+#include <math.h>
 #include <string.h>
 
 #include "layers.h"
@@ -93,6 +96,57 @@ fwd_tile_s2(const int R, float *y, const float *a, size_t wp, const float *wt,
 #define FWD_CASE_S2(r)                                                                         \
   case r + 1: fwd_tile_s2(r + 1, y, a, wp, wt, bias, cout, mask); break;
 
+/* fwd_tile_s2 on an unpadded image of width 2 R (pad 3, so the padded row spans exactly
+ * the 2 R + 6 columns that the output row reads): the kernel rows and columns that fall
+ * on the padding are left out. Each left-out step is acc = fma(+0, W(j, t), acc), which
+ * is acc itself when W(j, t) is finite and acc is not -0; acc starts at bias[j] and
+ * becomes -0 only from -0 (an exactly zero sum of a -0 and a product is -0 only when
+ * both are), so with every weight finite and no bias of -0 (image_ok) every element is
+ * still the chain over all 64 taps, bit for bit, with 13.8 % fewer multiply-adds for
+ * MNIST's 28 x 28. */
+static inline __attribute__((always_inline)) T512 void
+img_tile_s2(const int R, float *y, const float *x, size_t h, size_t oy, const float *wt,
+            const float *bias, size_t cout, __mmask16 mask)
+{
+  __m512 c[16], w[8];
+  const __m512 i0 = bias ? _mm512_maskz_loadu_ps(mask, bias) : _mm512_setzero_ps();
+#pragma GCC unroll 16
+  for (int r = 0; r < R; r++) c[r] = i0;
+  const size_t ky0 = 2 * oy < 3 ? 3 - 2 * oy : 0, ky1 = h + 3 - 2 * oy < 8 ? h + 3 - 2 * oy : 8;
+  for (size_t ky = ky0; ky < ky1; ky++) {
+    const float *a =
+        x + (2 * oy + ky - 3) * (size_t)(2 * R); /* padded column col: a[col - 3] */
+#pragma GCC unroll 8
+    for (int kx = 0; kx < 8; kx++)
+      w[kx] = _mm512_maskz_loadu_ps(mask, wt + (ky * 8 + kx) * cout);
+#pragma GCC unroll 40
+    for (int col = 3; col < 2 * R + 3; col++) {
+      const __m512 v = _mm512_set1_ps(a[col - 3]);
+#pragma GCC unroll 16
+      for (int r = 0; r < R; r++)
+        if (col - 2 * r >= 0 && col - 2 * r < 8)
+          c[r] = _mm512_fmadd_ps(v, w[col - 2 * r], c[r]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < R; r++) _mm512_mask_storeu_ps(y + r * cout, mask, c[r]);
+}
+#define IMG_CASE(r)                                                                            \
+  case r + 1: img_tile_s2(r + 1, y, x, s->h, oy, wt, bias, cout, mask); break;
+
+static T512 void forward_image(float *y, const float *x, const float *wt, const float *bias,
+                               const conv_shape *s, size_t B)
+{
+  const size_t cout = s->cout;
+  const __mmask16 mask = (__mmask16)((1u << cout) - 1u);
+  for (size_t b = 0; b < B; b++, x += s->h * s->w)
+    for (size_t oy = 0; oy < s->oh; oy++, y += s->ow * cout) switch (s->ow) {
+        FWD_ROWS(IMG_CASE)
+      default: break;
+      }
+}
+#undef IMG_CASE
+
 static T512 void forward512(float *y, const float *stage, const float *wt, const float *bias,
                             const conv_shape *s, size_t B)
 {
@@ -122,61 +176,64 @@ static T512 void forward512(float *y, const float *stage, const float *wt, const
 #undef FWD_CASE
 #undef FWD_CASE_S2
 
-/* Weight gradient of one example, four rows of dW (output channels o0 .. o0 + 3) by its
- * 64 columns: column vector v is kernel rows 2v and 2v + 1 of the patch, two runs of
- * eight pixels wp apart in the stage. */
-#define WG_ROW(r)                                                                              \
-  {                                                                                            \
-    const __m512 s = _mm512_set1_ps(g[r]);                                                     \
-    c##r##0 = _mm512_fmadd_ps(s, x0, c##r##0);                                                 \
-    c##r##1 = _mm512_fmadd_ps(s, x1, c##r##1);                                                 \
-    c##r##2 = _mm512_fmadd_ps(s, x2, c##r##2);                                                 \
-    c##r##3 = _mm512_fmadd_ps(s, x3, c##r##3);                                                 \
-  }
-#define WG_STORE(r)                                                                            \
-  _mm512_storeu_ps(dW + (r)*64, c##r##0);                                                      \
-  _mm512_storeu_ps(dW + (r)*64 + 16, c##r##1);                                                 \
-  _mm512_storeu_ps(dW + (r)*64 + 32, c##r##2);                                                 \
-  _mm512_storeu_ps(dW + (r)*64 + 48, c##r##3);
+/* Weight gradient of one example: column vector v of the patch is kernel rows 2v and
+ * 2v + 1, two runs of eight pixels wp apart in the stage. */
 static inline __attribute__((always_inline)) T512 __m512 two_runs(const float *p, size_t wp)
 {
   const __m512d lo = _mm512_castpd256_pd512(_mm256_castps_pd(_mm256_loadu_ps(p)));
   return _mm512_castpd_ps(_mm512_insertf64x4(lo, _mm256_castps_pd(_mm256_loadu_ps(p + wp)), 1));
 }
-/* With `bias`, also db (cout) = the column sums of dy, position after position from +0:
+/* R rows of dW (output channels o0 .. o0 + R - 1, R = 4 or 6) by its 64 columns. With
+ * `bias`, also db (cout) = the column sums of dy, position after position from +0:
  * convnet.c's bias_grad, lane by lane, the same additions in the same order. */
-static inline __attribute__((always_inline)) T512 void wgrad4(const int bias, float *dW,
-                                                              float *db, const float *dy,
-                                                              const float *stage,
-                                                              const conv_shape *s, size_t o0)
+static inline __attribute__((always_inline)) T512 void
+wgrad_rows(const int R, const int bias, float *dW, float *db, const float *dy,
+           const float *stage, const conv_shape *s, size_t o0)
 {
   const size_t wp = s->w + 2 * s->pad, st = s->stride, cout = s->cout;
   const __mmask16 mask = (__mmask16)((1u << cout) - 1u);
   const __m512 z = _mm512_setzero_ps();
-  __m512 c00 = z, c01 = z, c02 = z, c03 = z, c10 = z, c11 = z, c12 = z, c13 = z, c20 = z,
-         c21 = z, c22 = z, c23 = z, c30 = z, c31 = z, c32 = z, c33 = z, sb = z;
+  __m512 c[6][4], sb = z;
+#pragma GCC unroll 6
+  for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+    for (int v = 0; v < 4; v++) c[r][v] = z;
   const float *g = dy + o0;
   for (size_t oy = 0; oy < s->oh; oy++)
     for (size_t ox = 0; ox < s->ow; ox++, g += cout) {
       const float *p = stage + oy * st * wp + ox * st;
-      const __m512 x0 = two_runs(p, wp), x1 = two_runs(p + 2 * wp, wp),
-                   x2 = two_runs(p + 4 * wp, wp), x3 = two_runs(p + 6 * wp, wp);
+      const __m512 x[4] = {two_runs(p, wp), two_runs(p + 2 * wp, wp), two_runs(p + 4 * wp, wp),
+                           two_runs(p + 6 * wp, wp)};
       if (bias) sb = _mm512_add_ps(sb, _mm512_maskz_loadu_ps(mask, g - o0));
-      WG_ROW(0) WG_ROW(1) WG_ROW(2) WG_ROW(3)
+#pragma GCC unroll 6
+      for (int r = 0; r < R; r++) {
+        const __m512 b = _mm512_set1_ps(g[r]);
+#pragma GCC unroll 4
+        for (int v = 0; v < 4; v++) c[r][v] = _mm512_fmadd_ps(b, x[v], c[r][v]);
+      }
     }
   dW += o0 * 64;
   if (bias) _mm512_mask_storeu_ps(db, mask, sb);
-  WG_STORE(0) WG_STORE(1) WG_STORE(2) WG_STORE(3)
+#pragma GCC unroll 6
+  for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+    for (int v = 0; v < 4; v++) _mm512_storeu_ps(dW + r * 64 + v * 16, c[r][v]);
 }
+/* Six rows at a time, then fours (cout is a multiple of 4: 16 as 6, 6, 4). */
 static T512 void wgrad_all(float *dW, float *db, const float *dy, const float *stage,
                            const conv_shape *s)
 {
-  if (db) wgrad4(1, dW, db, dy, stage, s, 0);
-  else wgrad4(0, dW, db, dy, stage, s, 0);
-  for (size_t o0 = 4; o0 < s->cout; o0 += 4) wgrad4(0, dW, db, dy, stage, s, o0);
+  size_t o0 = 0;
+  const int six = s->cout >= 6 && s->cout != 8;
+  if (db) {
+    if (six) wgrad_rows(6, 1, dW, db, dy, stage, s, 0);
+    else wgrad_rows(4, 1, dW, db, dy, stage, s, 0);
+    o0 = six ? 6 : 4;
+  }
+  for (; o0 + 6 <= s->cout && s->cout - o0 != 8; o0 += 6)
+    wgrad_rows(6, 0, dW, db, dy, stage, s, o0);
+  for (; o0 < s->cout; o0 += 4) wgrad_rows(4, 0, dW, db, dy, stage, s, o0);
 }
-#undef WG_ROW
-#undef WG_STORE
 #endif
 
 int dpgd_conv_stage_forward(float *y, const float *stage, const float *W, const float *bias,
@@ -190,6 +247,33 @@ int dpgd_conv_stage_forward(float *y, const float *stage, const float *W, const 
   return 1;
 #else
   (void)y, (void)stage, (void)W, (void)bias, (void)wt, (void)B;
+  return 0;
+#endif
+}
+
+/* Where forward_image is the stage's forward bit for bit (see img_tile_s2): stride 2,
+ * pad 3, width twice the output width, every weight finite and no bias of -0. */
+static int image_ok(const float *W, const float *bias, const conv_shape *s)
+{
+  if (!dpgd_conv_stage_ok(s) || s->stride != 2 || s->pad != 3 || s->w != 2 * s->ow) return 0;
+  int ok = 1;
+  for (size_t i = 0; i < s->cout * 64; i++) ok &= isfinite(W[i]) != 0;
+  if (bias)
+    for (size_t j = 0; j < s->cout; j++) ok &= !(bias[j] == 0.0f && signbit(bias[j]));
+  return ok;
+}
+
+int dpgd_conv_image_forward(float *y, const float *x, const float *W, const float *bias,
+                            float *wt, const conv_shape *s, size_t B)
+{
+  if (!image_ok(W, bias, s)) return 0;
+#if defined(__x86_64__) && defined(__GNUC__)
+  const size_t K = 64;
+  dpgd_transpose(wt, s->cout, W, K, s->cout, K);
+  forward_image(y, x, wt, bias, s, B);
+  return 1;
+#else
+  (void)y, (void)x, (void)wt, (void)B;
   return 0;
 #endif
 }

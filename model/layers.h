@@ -66,6 +66,14 @@ int dpgd_im2col_k4c16(float *cols, const float *x, const conv_shape *s, size_t B
 /* dpgd_weight_hwc for k = 4 and cin a multiple of 16 by the same transposes (0: not
  * done, as above). */
 int dpgd_weight_hwc_k4c16(float *wp, const float *W, size_t cout, size_t cin, size_t k);
+/* A convolution's input gradient straight into the image, for k = 4, cin = 16 and no
+ * padding (the CNN's conv2) where dpgd_gemm runs the AVX-512 tiles: dx (B, h, w, 16) =
+ * dpgd_col2im_hwc of dpgd_linear_backward_input(dy (B oh ow, cout), wp (cout, 256) from
+ * dpgd_weight_hwc), bit for bit (each element the same chain over cout, each pixel the
+ * same additions in the same order), without writing the (B oh ow, 256) rows. Returns 0
+ * and writes nothing elsewhere. */
+int dpgd_dgrad_col2im_k4c16(float *dx, const float *dy, const float *wp, const conv_shape *s,
+                            size_t B);
 /* dst (cols, rows; row stride ds) = the transpose of src (rows, cols; row stride ss) by
  * the same 16 x 16 transposes, where both sides are multiples of 16 and the CPU has
  * AVX-512F; otherwise returns 0 and writes nothing. */
@@ -147,6 +155,12 @@ size_t dpgd_conv_stage_floats(const conv_shape *s);
 void dpgd_conv_stage_images(float *stage, const float *x /* (B, h, w) */, const conv_shape *s,
                             size_t B);
 int dpgd_conv_stage_forward(float *y, const float *stage, const float *W, const float *bias,
+                            float *wt, const conv_shape *s, size_t B);
+/* The forward from the unpadded images x (B, h, w) themselves, the padding's taps left
+ * out, bit for bit dpgd_conv_stage_forward on their stage, where it can be (stride 2,
+ * pad 3, w = 2 ow, every weight finite, no bias of -0: conv_stage.c); returns 0 and
+ * writes nothing elsewhere, and the caller stages the images. */
+int dpgd_conv_image_forward(float *y, const float *x, const float *W, const float *bias,
                             float *wt, const conv_shape *s, size_t B);
 int dpgd_conv_stage_wgrad(float *dW, float *db /* NULL: no bias gradient */,
                           const float *dy /* (oh * ow, cout) */,

@@ -8,6 +8,8 @@
  * bit for bit (tests/model/test_layers_fast.c). The same transposes permute a weight
  * (cout, cin, 4, 4) into (cout, 4, 4, cin) for dpgd_weight_hwc, and transpose matrices
  * whose sides are multiples of 16 (dpgd_transpose16: flatten, weights for the products). */
+#include <string.h>
+
 #include "layers.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -92,6 +94,73 @@ static T512 void weight_k4c16(float *wp, const float *W, size_t cout, size_t cin
     }
 }
 
+/* conv2's input gradient and col2im in one pass (dpgd_dgrad_col2im_k4c16): R positions
+ * (ox0 .. ox0 + R - 1 of one output row) by kernel row ky, 4 R accumulators, the chain
+ * over the output channels of dpgd_gemm's tiles (acc = +0, then acc = fma(dy(pos, t),
+ * wp(t, col), acc) for t = 0..cout-1), then the R runs of four pixels added into dx in ox
+ * order. */
+INLINE512 void dgrad_tile(const int R, float *dxrow, const float *dy, const float *wp,
+                          size_t cout, size_t K, size_t stride)
+{
+  const __m512 z = _mm512_setzero_ps();
+  __m512 c[6][4];
+#pragma GCC unroll 6
+  for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+    for (int v = 0; v < 4; v++) c[r][v] = z;
+  for (size_t t = 0; t < cout; t++, wp += K) {
+    const __m512 x[4] = {_mm512_loadu_ps(wp), _mm512_loadu_ps(wp + 16),
+                         _mm512_loadu_ps(wp + 32), _mm512_loadu_ps(wp + 48)};
+#pragma GCC unroll 6
+    for (int r = 0; r < R; r++) {
+      const __m512 b = _mm512_set1_ps(dy[r * cout + t]);
+#pragma GCC unroll 4
+      for (int v = 0; v < 4; v++) c[r][v] = _mm512_fmadd_ps(b, x[v], c[r][v]);
+    }
+  }
+#pragma GCC unroll 6
+  for (int r = 0; r < R; r++) {
+    float *d = dxrow + r * stride * 16;
+#pragma GCC unroll 4
+    for (int v = 0; v < 4; v++)
+      _mm512_storeu_ps(d + 16 * v, _mm512_add_ps(_mm512_loadu_ps(d + 16 * v), c[r][v]));
+  }
+}
+#define DGRAD_CASE(r)                                                                          \
+  case r:                                                                                      \
+    dgrad_tile(r, dxrow + ox0 * s->stride * 16, dyrow + ox0 * cout, wk, cout, K, s->stride);   \
+    break;
+
+/* Image by image, output row by output row (oy), kernel row by kernel row (ky): each
+ * pixel of dx, zeroed first, receives its contributions in (oy, ox) order, as from
+ * dpgd_col2im_hwc (one (ky, kx) per position and pixel; within a tile the positions
+ * share ky, so the runs that overlap are added in ox order). */
+static T512 void dgrad_col2im(float *dx, const float *dy, const float *wp, const conv_shape *s,
+                              size_t B)
+{
+  const size_t cout = s->cout, K = 16 * 16, nx = s->h * s->w * 16;
+  for (size_t b = 0; b < B; b++, dx += nx) {
+    memset(dx, 0, nx * sizeof *dx);
+    for (size_t oy = 0; oy < s->oh; oy++) {
+      const float *dyrow = dy + (b * s->oh + oy) * s->ow * cout;
+      for (size_t ky = 0; ky < 4; ky++) {
+        float *dxrow = dx + (oy * s->stride + ky) * s->w * 16;
+        const float *wk = wp + ky * 64;
+        for (size_t ox0 = 0; ox0 < s->ow; ox0 += 6) switch (s->ow - ox0 < 6 ? s->ow - ox0 : 6) {
+            DGRAD_CASE(1)
+            DGRAD_CASE(2)
+            DGRAD_CASE(3)
+            DGRAD_CASE(4)
+            DGRAD_CASE(5)
+            DGRAD_CASE(6)
+          default: break;
+          }
+      }
+    }
+  }
+}
+#undef DGRAD_CASE
+
 /* dst (cols, rows) = src (rows, cols) transposed, both multiples of 16: block by block. */
 static T512 void blocks16(float *dst, size_t ds, const float *src, size_t ss, size_t rows,
                           size_t cols)
@@ -120,6 +189,14 @@ int dpgd_weight_hwc_k4c16(float *wp, const float *W, size_t cout, size_t cin, si
   return 1;
 }
 
+int dpgd_dgrad_col2im_k4c16(float *dx, const float *dy, const float *wp, const conv_shape *s,
+                            size_t B)
+{
+  if (s->k != 4 || s->cin != 16 || s->pad != 0 || !dpgd_gemm_wide()) return 0;
+  dgrad_col2im(dx, dy, wp, s, B);
+  return 1;
+}
+
 int dpgd_im2col_k4c16(float *cols, const float *x, const conv_shape *s, size_t B)
 {
   if (s->k != 4 || s->cin == 0 || s->cin % 16 != 0 || !dpgd_gemm_avx512_cpu()) return 0;
@@ -143,6 +220,13 @@ int dpgd_weight_hwc_k4c16(float *wp, const float *W, size_t cout, size_t cin, si
   (void)cout;
   (void)cin;
   (void)k;
+  return 0;
+}
+
+int dpgd_dgrad_col2im_k4c16(float *dx, const float *dy, const float *wp, const conv_shape *s,
+                            size_t B)
+{
+  (void)dx, (void)dy, (void)wp, (void)s, (void)B;
   return 0;
 }
 

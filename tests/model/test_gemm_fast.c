@@ -1,7 +1,8 @@
 /* test_gemm_fast.c -- gemm_fma.c's products (the FMA tiles in AVX2 and AVX-512, and the
  * mul-add kernel) against their scalar chains, bit for bit, and against the exact product
  * within the rounding bound; conv_stage.c's convolutions straight from padded images
- * against im2col and the same chains. Label quick. */
+ * against im2col and the same chains, and patch512.c's conv2 input gradient straight
+ * into the image against the chains and col2im. Label quick. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -143,8 +144,9 @@ static void test_gemm(void **state)
  * padded images, forward and per-example weight gradient, against im2col_ref and the
  * fmaf chains (dpgd_gemm_fma_ref) bit for bit: the CNN's conv1, other strides and
  * paddings, output rows of 1 to 16 columns (the stride-2 kernel's every row length
- * from 1 to 16 is its own unrolled case: 1, 10, 14 and 16 here), 4 to 16 output
- * channels (masked lanes), pixels with -0 and NaN. Where the CPU lacks AVX-512 the
+ * from 1 to 16 is its own unrolled case: 1, 6, 10, 13, 14 and 16 here), 4 to 16 output
+ * channels (masked lanes; 4, 8, 12 and 16 take the weight gradient's every split into
+ * tiles of six and four rows), pixels with -0 and NaN. Where the CPU lacks AVX-512 the
  * kernels must refuse (return 0 and leave their outputs alone); forcing dpgd_gemm off its
  * AVX-512 tiles refuses too. */
 static void test_conv_stage_bits(void **state)
@@ -153,8 +155,9 @@ static void test_conv_stage_bits(void **state)
   static const struct {
     size_t h, w, cout, stride, pad, B;
   } shapes[] = {
-      {28, 28, 16, 2, 3, 3}, {8, 8, 4, 1, 0, 2}, {20, 12, 8, 1, 2, 2}, {39, 37, 12, 2, 1, 1},
-      {9, 23, 16, 1, 0, 2},  {8, 9, 8, 2, 0, 2}, {14, 20, 4, 2, 3, 2},
+      {28, 28, 16, 2, 3, 3}, {8, 8, 4, 1, 0, 2},    {20, 12, 8, 1, 2, 2}, {39, 37, 12, 2, 1, 1},
+      {9, 23, 16, 1, 0, 2},  {8, 9, 8, 2, 0, 2},    {14, 20, 4, 2, 3, 2}, {9, 12, 8, 2, 3, 2},
+      {5, 32, 12, 2, 3, 1},  {28, 27, 16, 2, 3, 1},
   };
   for (size_t q = 0; q < sizeof shapes / sizeof shapes[0]; q++) {
     const conv_shape s = dpgd_conv_shape_make(shapes[q].h, shapes[q].w, 1, shapes[q].cout, 8,
@@ -182,6 +185,36 @@ static void test_conv_stage_bits(void **state)
     assert_int_equal(dpgd_conv_stage_forward(y, st, W, bias, wt, &s, B), wide);
     if (!wide) assert_true(y[0] == 2.385f);
     else if (!same_bits(y, yr, B * n * cout)) fail_msg("conv_stage forward bits, shape %zu", q);
+    /* From the unpadded images, the padding's taps left out: where it runs (stride 2,
+     * pad 3, w = 2 ow) the same bits; it refuses, writing nothing, where a bias is -0 or
+     * a weight not finite (there a left-out step could change the chain: +0 after -0,
+     * NaN from 0 times infinity), and the stage's forward, which takes every tap, still
+     * matches the reference. */
+    const int img = wide && s.stride == 2 && s.pad == 3 && s.w == 2 * s.ow;
+    y[0] = 2.385f;
+    assert_int_equal(dpgd_conv_image_forward(y, x, W, bias, wt, &s, B), img);
+    if (!img) assert_true(y[0] == 2.385f);
+    else if (!same_bits(y, yr, B * n * cout)) fail_msg("image forward bits, shape %zu", q);
+    for (int bad = 0; bad < 3; bad++) {
+      const size_t at = (q * 7 + 3) % cout, wat = (q * 131 + 17) % (cout * K);
+      const float keep_b = bias[at], keep_w = W[wat];
+      if (bad == 0) bias[at] = -0.0f;
+      else W[wat] = bad == 1 ? INFINITY : NAN;
+      for (size_t o = 0; o < cout; o++)
+        for (size_t k = 0; k < K; k++) wt[k * cout + o] = W[o * K + k];
+      dpgd_gemm_fma_ref(yr, cout, cols, K, 1, wt, cout, bias, B * n, cout, K);
+      y[0] = 2.385f;
+      assert_int_equal(dpgd_conv_image_forward(y, x, W, bias, wt, &s, B), 0);
+      assert_true(y[0] == 2.385f);
+      if (wide) {
+        assert_int_equal(dpgd_conv_stage_forward(y, st, W, bias, wt, &s, B), 1);
+        if (!same_bits(y, yr, B * n * cout))
+          fail_msg("conv_stage forward bits with a bad weight or bias %d, shape %zu", bad, q);
+      }
+      bias[at] = keep_b, W[wat] = keep_w;
+    }
+    for (size_t o = 0; o < cout; o++)
+      for (size_t k = 0; k < K; k++) wt[k * cout + o] = W[o * K + k];
     for (size_t b = 0; b < B; b++) {
       dpgd_gemm_fma_ref(dWr, K, dy + b * n * cout, 1, cout, cols + b * n * K, K, NULL, cout, K,
                         n);
@@ -203,10 +236,57 @@ static void test_conv_stage_bits(void **state)
     dpgd_gemm_force_avx2(1);
     assert_int_equal(dpgd_conv_stage_ok(&s), 0);
     assert_int_equal(dpgd_conv_stage_wgrad(dW, NULL, dy, st, &s), 0);
+    assert_int_equal(dpgd_conv_image_forward(y, x, W, bias, wt, &s, B), 0);
     dpgd_gemm_force_avx2(0);
     free(x), free(W), free(bias), free(cols), free(wt), free(st);
     free(y), free(yr), free(dy), free(dW), free(dWr);
   }
+}
+
+/* patch512.c's conv2 input gradient straight into the image (dpgd_dgrad_col2im_k4c16)
+ * against the products' rows (dpgd_gemm_fma_ref: each element the fma chain over cout)
+ * scattered by dpgd_col2im_hwc, bit for bit: the CNN's conv2 (13 x 13 x 16, stride 2),
+ * stride 1 (every pixel from up to 16 positions, output rows of 7 and 10 positions:
+ * tiles of six and of one and four), strides 3 and 4 (pixels no patch reads, runs that
+ * do not overlap), one output pixel, odd cout, dy with -0, NaN and infinities. It
+ * refuses, writing nothing, for other kernels, channel counts or padding, and where
+ * dpgd_gemm is off its AVX-512 tiles. */
+static void test_dgrad_col2im_bits(void **state)
+{
+  (void)state;
+  static const struct {
+    size_t h, w, cout, stride, B;
+  } shapes[] = {{13, 13, 32, 2, 3}, {9, 10, 8, 1, 2},  {11, 13, 5, 1, 1},
+                {10, 13, 7, 3, 2},  {8, 12, 16, 4, 1}, {4, 4, 3, 2, 2}};
+  const int wide = dpgd_gemm_wide();
+  for (size_t q = 0; q < sizeof shapes / sizeof shapes[0]; q++) {
+    const conv_shape s = dpgd_conv_shape_make(shapes[q].h, shapes[q].w, 16, shapes[q].cout, 4,
+                                              shapes[q].stride, 0);
+    const size_t B = shapes[q].B, rows = B * s.oh * s.ow, K = 256, cout = s.cout;
+    const size_t nx = B * s.h * s.w * 16;
+    float *dy = vec(rows * cout, 1), *wp = vec(cout * K, 0), *dc = vec(rows * K, 0);
+    float *dx = vec(nx, 1), *dxr = vec(nx, 1);
+    dpgd_gemm_fma_ref(dc, K, dy, cout, 1, wp, K, NULL, rows, K, cout);
+    dpgd_col2im_hwc(dxr, dc, &s, B);
+    dx[0] = 2.385f;
+    assert_int_equal(dpgd_dgrad_col2im_k4c16(dx, dy, wp, &s, B), wide);
+    if (!wide) assert_true(dx[0] == 2.385f);
+    else if (!same_bits(dx, dxr, nx)) fail_msg("dgrad_col2im bits, shape %zu", q);
+    dpgd_gemm_force_avx2(1);
+    dx[0] = 2.385f;
+    assert_int_equal(dpgd_dgrad_col2im_k4c16(dx, dy, wp, &s, B), 0);
+    assert_true(dx[0] == 2.385f);
+    dpgd_gemm_force_avx2(0);
+    free(dy), free(wp), free(dc), free(dx), free(dxr);
+  }
+  float out[1] = {2.385f}, in[1] = {0};
+  const conv_shape k3 = dpgd_conv_shape_make(13, 13, 16, 8, 3, 2, 0),
+                   c32 = dpgd_conv_shape_make(13, 13, 32, 8, 4, 2, 0),
+                   pad = dpgd_conv_shape_make(13, 13, 16, 8, 4, 2, 1);
+  assert_int_equal(dpgd_dgrad_col2im_k4c16(out, in, in, &k3, 1), 0);
+  assert_int_equal(dpgd_dgrad_col2im_k4c16(out, in, in, &c32, 1), 0);
+  assert_int_equal(dpgd_dgrad_col2im_k4c16(out, in, in, &pad, 1), 0);
+  assert_true(out[0] == 2.385f);
 }
 
 /* The dot form, C = init + A B^T (dpgd_gemm_nt: the dense layers and the softmax logits
@@ -269,6 +349,7 @@ int main(void)
       cmocka_unit_test(test_gemm),
       cmocka_unit_test(test_gemm_nt),
       cmocka_unit_test(test_conv_stage_bits),
+      cmocka_unit_test(test_dgrad_col2im_bits),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
