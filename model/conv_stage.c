@@ -8,7 +8,7 @@
  * (tests/model/test_gemm_fast.c). Used where dpgd_gemm runs the AVX-512 tiles
  * (dpgd_gemm_wide); elsewhere cnn.c takes im2col and dpgd_gemm. Where the padding is
  * MNIST's (stride 2, pad 3, w = 2 ow) and the weights allow it, the forward reads the
- * unpadded images and leaves the padding's taps out (img_tile_s2: the same chains). */
+ * unpadded images and leaves the padding's taps out (fwd_tile_s2: the same chains). */
 #include <math.h>
 #include <string.h>
 
@@ -68,71 +68,61 @@ fwd_tile(const int R, float *y, const float *a, size_t st, size_t wp, const floa
  * x(pos r, t = 8 ky + kx) for every r with col = 2 r + kx, so one broadcast of it feeds
  * up to four accumulators, with the kernel row's eight weight vectors held in registers.
  * For each accumulator the multiply-adds still come in t order (kx = col - 2 r rises
- * with col), so every element is the chain above, bit for bit. */
+ * with col), so every element is the chain above, bit for bit. One kernel row: the
+ * padded row's columns lo .. hi - 1, column col at a[col - off]. */
 static inline __attribute__((always_inline)) T512 void
-fwd_tile_s2(const int R, float *y, const float *a, size_t wp, const float *wt,
-            const float *bias, size_t cout, __mmask16 mask)
+s2_kernel_row(const int R, const int lo, const int hi, const int off, __m512 c[16],
+              const float *a, const float *wrow, size_t cout, __mmask16 mask)
 {
-  __m512 c[16], w[8];
+  __m512 w[8];
+#pragma GCC unroll 8
+  for (int kx = 0; kx < 8; kx++) w[kx] = _mm512_maskz_loadu_ps(mask, wrow + kx * cout);
+#pragma GCC unroll 40
+  for (int col = lo; col < hi; col++) {
+    const __m512 v = _mm512_set1_ps(a[col - off]);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; r++)
+      if (col - 2 * r >= 0 && col - 2 * r < 8) c[r] = _mm512_fmadd_ps(v, w[col - 2 * r], c[r]);
+  }
+}
+
+/* One output row at stride 2 from the padded stage (image 0), or (image 1) from an
+ * unpadded image x of width 2 R (pad 3, so the padded row spans exactly the 2 R + 6
+ * columns that the output row reads) with the kernel rows and columns that fall on the
+ * padding left out. Each left-out step is acc = fma(+0, W(j, t), acc), which is acc
+ * itself when W(j, t) is finite and acc is not -0; acc starts at bias[j] and becomes -0
+ * only from -0 (an exactly zero sum of a -0 and a product is -0 only when both are), so
+ * with every weight finite and no bias of -0 (image_ok) every element is still the
+ * chain over all 64 taps, bit for bit, with 13.8 % fewer multiply-adds for MNIST's
+ * 28 x 28. */
+static inline __attribute__((always_inline)) T512 void
+fwd_tile_s2(const int R, const int image, float *y, const float *a, size_t wp, size_t h,
+            size_t oy, const float *wt, const float *bias, size_t cout, __mmask16 mask)
+{
+  __m512 c[16];
   const __m512 i0 = bias ? _mm512_maskz_loadu_ps(mask, bias) : _mm512_setzero_ps();
 #pragma GCC unroll 16
   for (int r = 0; r < R; r++) c[r] = i0;
-  for (size_t ky = 0; ky < 8; ky++, a += wp) {
-#pragma GCC unroll 8
-    for (int kx = 0; kx < 8; kx++)
-      w[kx] = _mm512_maskz_loadu_ps(mask, wt + (ky * 8 + kx) * cout);
-#pragma GCC unroll 40
-    for (int col = 0; col < 2 * R + 6; col++) {
-      const __m512 v = _mm512_set1_ps(a[col]);
-#pragma GCC unroll 16
-      for (int r = 0; r < R; r++)
-        if (col - 2 * r >= 0 && col - 2 * r < 8)
-          c[r] = _mm512_fmadd_ps(v, w[col - 2 * r], c[r]);
-    }
+  if (image) {
+    const size_t ky0 = 2 * oy < 3 ? 3 - 2 * oy : 0;
+    const size_t ky1 = h + 3 - 2 * oy < 8 ? h + 3 - 2 * oy : 8;
+    for (size_t ky = ky0; ky < ky1; ky++) /* a: the image; its row 2 oy + ky - 3 */
+      s2_kernel_row(R, 3, 2 * R + 3, 3, c, a + (2 * oy + ky - 3) * (size_t)(2 * R),
+                    wt + ky * 8 * cout, cout, mask);
+  } else {
+    for (size_t ky = 0; ky < 8; ky++, a += wp) /* a: the stage's row 2 oy */
+      s2_kernel_row(R, 0, 2 * R + 6, 0, c, a, wt + ky * 8 * cout, cout, mask);
   }
 #pragma GCC unroll 16
   for (int r = 0; r < R; r++) _mm512_mask_storeu_ps(y + r * cout, mask, c[r]);
 }
 #define FWD_CASE_S2(r)                                                                         \
-  case r + 1: fwd_tile_s2(r + 1, y, a, wp, wt, bias, cout, mask); break;
+  case r + 1:                                                                                  \
+    fwd_tile_s2(r + 1, 0, y, a, wp, 0, 0, wt, bias, cout, mask);                               \
+    break;
 
-/* fwd_tile_s2 on an unpadded image of width 2 R (pad 3, so the padded row spans exactly
- * the 2 R + 6 columns that the output row reads): the kernel rows and columns that fall
- * on the padding are left out. Each left-out step is acc = fma(+0, W(j, t), acc), which
- * is acc itself when W(j, t) is finite and acc is not -0; acc starts at bias[j] and
- * becomes -0 only from -0 (an exactly zero sum of a -0 and a product is -0 only when
- * both are), so with every weight finite and no bias of -0 (image_ok) every element is
- * still the chain over all 64 taps, bit for bit, with 13.8 % fewer multiply-adds for
- * MNIST's 28 x 28. */
-static inline __attribute__((always_inline)) T512 void
-img_tile_s2(const int R, float *y, const float *x, size_t h, size_t oy, const float *wt,
-            const float *bias, size_t cout, __mmask16 mask)
-{
-  __m512 c[16], w[8];
-  const __m512 i0 = bias ? _mm512_maskz_loadu_ps(mask, bias) : _mm512_setzero_ps();
-#pragma GCC unroll 16
-  for (int r = 0; r < R; r++) c[r] = i0;
-  const size_t ky0 = 2 * oy < 3 ? 3 - 2 * oy : 0, ky1 = h + 3 - 2 * oy < 8 ? h + 3 - 2 * oy : 8;
-  for (size_t ky = ky0; ky < ky1; ky++) {
-    const float *a =
-        x + (2 * oy + ky - 3) * (size_t)(2 * R); /* padded column col: a[col - 3] */
-#pragma GCC unroll 8
-    for (int kx = 0; kx < 8; kx++)
-      w[kx] = _mm512_maskz_loadu_ps(mask, wt + (ky * 8 + kx) * cout);
-#pragma GCC unroll 40
-    for (int col = 3; col < 2 * R + 3; col++) {
-      const __m512 v = _mm512_set1_ps(a[col - 3]);
-#pragma GCC unroll 16
-      for (int r = 0; r < R; r++)
-        if (col - 2 * r >= 0 && col - 2 * r < 8)
-          c[r] = _mm512_fmadd_ps(v, w[col - 2 * r], c[r]);
-    }
-  }
-#pragma GCC unroll 16
-  for (int r = 0; r < R; r++) _mm512_mask_storeu_ps(y + r * cout, mask, c[r]);
-}
 #define IMG_CASE(r)                                                                            \
-  case r + 1: img_tile_s2(r + 1, y, x, s->h, oy, wt, bias, cout, mask); break;
+  case r + 1: fwd_tile_s2(r + 1, 1, y, x, 0, s->h, oy, wt, bias, cout, mask); break;
 
 static T512 void forward_image(float *y, const float *x, const float *wt, const float *bias,
                                const conv_shape *s, size_t B)
@@ -283,22 +273,29 @@ static T512 void wgrad_all(float *dW, float *db, const float *dy, const float *s
 }
 #endif
 
-int dpgd_conv_stage_forward(float *y, const float *stage, const float *W, const float *bias,
-                            float *wt, const conv_shape *s, size_t B)
+/* W transposed into wt (64, cout), then the forward from the stage or the image. */
+static int forward_from(int image, float *y, const float *src, const float *W,
+                        const float *bias, float *wt, const conv_shape *s, size_t B)
 {
-  if (!dpgd_conv_stage_ok(s)) return 0;
 #if defined(__x86_64__) && defined(__GNUC__)
   const size_t K = 64;
   dpgd_transpose(wt, s->cout, W, K, s->cout, K);
-  forward512(y, stage, wt, bias, s, B);
+  if (image) forward_image(y, src, wt, bias, s, B);
+  else forward512(y, src, wt, bias, s, B);
   return 1;
 #else
-  (void)y, (void)stage, (void)W, (void)bias, (void)wt, (void)B;
+  (void)image, (void)y, (void)src, (void)W, (void)bias, (void)wt, (void)s, (void)B;
   return 0;
 #endif
 }
 
-/* Where forward_image is the stage's forward bit for bit (see img_tile_s2): stride 2,
+int dpgd_conv_stage_forward(float *y, const float *stage, const float *W, const float *bias,
+                            float *wt, const conv_shape *s, size_t B)
+{
+  return dpgd_conv_stage_ok(s) && forward_from(0, y, stage, W, bias, wt, s, B);
+}
+
+/* Where forward_image is the stage's forward bit for bit (see fwd_tile_s2): stride 2,
  * pad 3, width twice the output width, every weight finite and no bias of -0. */
 static int image_ok(const float *W, const float *bias, const conv_shape *s)
 {
@@ -313,16 +310,7 @@ static int image_ok(const float *W, const float *bias, const conv_shape *s)
 int dpgd_conv_image_forward(float *y, const float *x, const float *W, const float *bias,
                             float *wt, const conv_shape *s, size_t B)
 {
-  if (!image_ok(W, bias, s)) return 0;
-#if defined(__x86_64__) && defined(__GNUC__)
-  const size_t K = 64;
-  dpgd_transpose(wt, s->cout, W, K, s->cout, K);
-  forward_image(y, x, wt, bias, s, B);
-  return 1;
-#else
-  (void)y, (void)x, (void)wt, (void)B;
-  return 0;
-#endif
+  return image_ok(W, bias, s) && forward_from(1, y, x, W, bias, wt, s, B);
 }
 
 int dpgd_conv_stage_wgrad(float *dW, float *db, const float *dy, const float *stage,
