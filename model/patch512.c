@@ -7,7 +7,9 @@
  * vector stores. Loads, shuffles and stores only move bits: the rows are dpgd_im2col_ref's
  * bit for bit (tests/model/test_layers_fast.c). The same transposes permute a weight
  * (cout, cin, 4, 4) into (cout, 4, 4, cin) for dpgd_weight_hwc, and transpose matrices
- * whose sides are multiples of 16 (dpgd_transpose16: flatten, weights for the products). */
+ * whose sides are multiples of 16 (dpgd_transpose16: flatten, weights for the products).
+ * And conv2's input gradient added straight into the channels-last image as its product
+ * tiles finish (dpgd_dgrad_col2im_k4c16: the products' chains, col2im's additions). */
 #include <string.h>
 
 #include "layers.h"
