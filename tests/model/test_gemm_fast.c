@@ -169,13 +169,18 @@ static void test_conv_stage_bits(void **state)
     float *dW = vec(cout * K, 0), *dWr = vec(cout * K, 0);
     assert_true(dpgd_conv_stage_floats(&s) <= 9999);
     for (size_t i = 0; i < B * s.h * s.w; i++) x[i] = isnan(x[i]) || i % 5 ? x[i] : -0.0f;
+    /* The last example's pixels finite where B > 1 (-0 kept), so that its weight
+     * gradient's NaNs come from dy alone (below). */
+    for (size_t i = (B - 1) * s.h * s.w; B > 1 && i < B * s.h * s.w; i++)
+      x[i] = isfinite(x[i]) ? x[i] : 1.5f;
     /* dy finite after the first example: a NaN or infinity in a column of dy makes its
      * whole row of dW (and its bias gradient) NaN, and NaN matches NaN. */
     for (size_t i = n * cout; i < B * n * cout; i++) dy[i] = isfinite(dy[i]) ? dy[i] : 0.5f;
-    /* An infinity in the first example's first output row: where that row's first patch
-     * vector is padding, its product with the padding's zeros is NaN, so the kernel may
-     * not leave those steps out there (it does for the finite later examples). */
-    dy[(q % s.ow) * cout + q % cout] = INFINITY;
+    /* An infinity in the last example's first output row (otherwise finite where B > 1):
+     * where that row's first patch vector is padding, its product with the padding's
+     * zeros is NaN, so the kernel may not leave those steps out there (it does for the
+     * other finite examples). */
+    dy[((B - 1) * n + q % s.ow) * cout + q % cout] = INFINITY;
     dpgd_im2col_ref(cols, x, &s, B);
     for (size_t o = 0; o < cout; o++)
       for (size_t k = 0; k < K; k++) wt[k * cout + o] = W[o * K + k];
