@@ -89,50 +89,41 @@ static inline void add_rows(double *acc, const float *const *g, const double *f,
     for (size_t p = 0; p < P; p++) acc[p] += f[t] * (double)g[t][p];
 }
 
-/* add_rows for four rows in eight-lane AVX-512 vectors (x86-64 CPUs with AVX-512F). Each
- * product f_t g_t[p] is exact in double (two 24-bit significands), so the fused
- * multiply-add rounds once where add_rows' multiplication (exact) and addition (rounded)
- * do: acc[p] gets the same four roundings in the same order, the same bits. */
+/* add_rows for R = 4 or 8 rows in eight-lane AVX-512 vectors (x86-64 CPUs with
+ * AVX-512F). Each product f_t g_t[p] is exact in double (two 24-bit significands), so
+ * the fused multiply-add rounds once where add_rows' multiplication (exact) and addition
+ * (rounded) do: acc[p] gets the same R roundings in the same order, the same bits. Eight
+ * rows load and store acc[p] once where two calls of four would twice (acc, 74 KB for
+ * the CNN's convolutions, does not fit in L1). */
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
-static __attribute__((target("avx512f"))) void add_rows4_512(double *acc, const float *const *g,
-                                                             const double *f, size_t P)
-{
-  const __m512d f0 = _mm512_set1_pd(f[0]), f1 = _mm512_set1_pd(f[1]), f2 = _mm512_set1_pd(f[2]),
-                f3 = _mm512_set1_pd(f[3]);
-  size_t p = 0;
-  for (; p + 8 <= P; p += 8) {
-    __m512d a = _mm512_loadu_pd(acc + p);
-    a = _mm512_fmadd_pd(f0, _mm512_cvtps_pd(_mm256_loadu_ps(g[0] + p)), a);
-    a = _mm512_fmadd_pd(f1, _mm512_cvtps_pd(_mm256_loadu_ps(g[1] + p)), a);
-    a = _mm512_fmadd_pd(f2, _mm512_cvtps_pd(_mm256_loadu_ps(g[2] + p)), a);
-    a = _mm512_fmadd_pd(f3, _mm512_cvtps_pd(_mm256_loadu_ps(g[3] + p)), a);
-    _mm512_storeu_pd(acc + p, a);
-  }
-  const float *tail[4] = {g[0] + p, g[1] + p, g[2] + p, g[3] + p};
-  add_rows(acc + p, tail, f, 4, P - p);
-}
-
-/* Eight rows: add_rows4_512 on rows 0-3 and then 4-7, element by element, with acc[p]
- * loaded and stored once instead of twice (acc, 74 KB for the CNN's convolutions, does
- * not fit in L1). */
-static __attribute__((target("avx512f"))) void add_rows8_512(double *acc, const float *const *g,
-                                                             const double *f, size_t P)
+static inline __attribute__((always_inline, target("avx512f"))) void
+add_rows_512(const int R, double *acc, const float *const *g, const double *f, size_t P)
 {
   __m512d fv[8];
-  for (int t = 0; t < 8; t++) fv[t] = _mm512_set1_pd(f[t]);
+  for (int t = 0; t < R; t++) fv[t] = _mm512_set1_pd(f[t]);
   size_t p = 0;
   for (; p + 8 <= P; p += 8) {
     __m512d a = _mm512_loadu_pd(acc + p);
 #pragma GCC unroll 8
-    for (int t = 0; t < 8; t++)
+    for (int t = 0; t < R; t++)
       a = _mm512_fmadd_pd(fv[t], _mm512_cvtps_pd(_mm256_loadu_ps(g[t] + p)), a);
     _mm512_storeu_pd(acc + p, a);
   }
-  for (int h = 0; h < 8; h += 4) {
+  for (int h = 0; h < R; h += 4) {
     const float *tail[4] = {g[h] + p, g[h + 1] + p, g[h + 2] + p, g[h + 3] + p};
     add_rows(acc + p, tail, f + h, 4, P - p);
   }
+}
+static __attribute__((target("avx512f"))) void add_rows4_512(double *acc, const float *const *g,
+                                                             const double *f, size_t P)
+{
+  add_rows_512(4, acc, g, f, P);
+}
+static __attribute__((target("avx512f"))) void add_rows8_512(double *acc, const float *const *g,
+                                                             const double *f, size_t P)
+{
+  add_rows_512(8, acc, g, f, P);
 }
 #endif
 
@@ -461,6 +452,13 @@ int dpgd_model_chunk_step_x(dpgd_model *m, dpgd_grad_ws *ws, double *acc, double
   return DPGD_OK;
 }
 
+/* A skipped row's norms: pre NaN (not computed), post 0 (nothing spent). */
+static inline void skip_row(double *pre, double *post, size_t j)
+{
+  if (pre) pre[j] = NAN;
+  if (post) post[j] = 0.0;
+}
+
 /* Gathers the rows of [*i, hi) to compute, in index order, until chunk of them are
  * found; returns how many and leaves *i after the last index looked at. */
 size_t dpgd_engine_gather(chunk_ws *w, const dpgd_dataset *ds, const double *caps, size_t *i,
@@ -472,10 +470,7 @@ size_t dpgd_engine_gather(chunk_ws *w, const dpgd_dataset *ds, const double *cap
      * it eight at a time (a row to compute costs no scan). */
     if (!constant_time && caps[*i] == 0.0) {
       const size_t z = dpgd_zero_prefix8(caps + *i, hi - *i);
-      for (size_t j = *i; j < *i + z; j++) {
-        if (pre) pre[j] = NAN;
-        if (post) post[j] = 0.0;
-      }
+      for (size_t j = *i; j < *i + z; j++) skip_row(pre, post, j);
       *i += z;
       if (*i == hi) break;
     }
@@ -486,8 +481,7 @@ size_t dpgd_engine_gather(chunk_ws *w, const dpgd_dataset *ds, const double *cap
       w->caps[B] = caps[*i];
       B++;
     } else {
-      if (pre) pre[*i] = NAN;
-      if (post) post[*i] = 0.0;
+      skip_row(pre, post, *i);
     }
   }
   return B;
