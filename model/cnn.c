@@ -63,10 +63,10 @@ typedef struct cnn_bufs {
   size_t n1, q1, n2, q2; /* positions: conv1 out (196), pool1 out (169), 25, 16 */
   float *stage1, *cols1, *a1, *p1, *cols2, *a2, *p2, *f, *a3, *z;
   float *dz, *da3, *da2, *df, *dp2, *dcols2, *dp1, *da1, *G, *scale;
-  float *wt;        /* a convolution's weight, transposed (conv_forward) */
-  float *w2p;       /* conv2's weight in (C2, K2, K2, C1) order (dpgd_weight_hwc) */
-  double *rsd, *xd; /* accumulate_linear's scratch: (B, max(HID, K)), (B, FLAT) */
-  int32_t *arg1, *arg2;
+  float *wt;            /* a convolution's weight, transposed (conv_forward) */
+  float *w2p;           /* conv2's weight in (C2, K2, K2, C1) order (dpgd_weight_hwc) */
+  double *rsd, *xd;     /* accumulate_linear's scratch: (B, max(HID, K)), (B, FLAT) */
+  uint8_t *arg1, *arg2; /* bytes */
 } cnn_bufs;
 
 static size_t carve(cnn_bufs *b, float *base, size_t B, size_t K)
@@ -89,20 +89,20 @@ static size_t carve(cnn_bufs *b, float *base, size_t B, size_t K)
     if (base) b->field = (double *)(base + off);                                               \
     off += ((count)*2 + 15) / 16 * 16;                                                         \
   } while (0)
-#define TAKE_INTS(field, count)                                                                \
+#define TAKE_BYTES(field, count)                                                               \
   do {                                                                                         \
-    if (base) b->field = (int32_t *)(base + off);                                              \
-    off += ((count) + 15) / 16 * 16;                                                           \
+    if (base) b->field = (uint8_t *)(base + off);                                              \
+    off += ((count) + 63) / 64 * 16;                                                           \
   } while (0)
   TAKE(stage1, B * dpgd_conv_stage_floats(&b->s1));
   TAKE(cols1, B * b->n1 * K1 * K1);
   TAKE(a1, B * b->n1 * C1);
   TAKE(p1, B * b->q1 * C1);
-  TAKE_INTS(arg1, B * b->q1 * C1);
+  TAKE_BYTES(arg1, B * b->q1 * C1);
   TAKE(cols2, B * b->n2 * C1 * K2 * K2);
   TAKE(a2, B * b->n2 * C2);
   TAKE(p2, B * b->q2 * C2);
-  TAKE_INTS(arg2, B * b->q2 * C2);
+  TAKE_BYTES(arg2, B * b->q2 * C2);
   TAKE(f, B * FLAT);
   TAKE(a3, B * HID);
   TAKE(z, B * K);
@@ -122,7 +122,7 @@ static size_t carve(cnn_bufs *b, float *base, size_t B, size_t K)
   TAKE_DOUBLES(xd, B * FLAT);
 #undef TAKE
 #undef TAKE_DOUBLES
-#undef TAKE_INTS
+#undef TAKE_BYTES
   return off;
 }
 
@@ -135,7 +135,7 @@ static size_t cnn_scratch(const dpgd_model *m, size_t chunk)
 /* The activation and max pooling of a convolution's output a (B, h, h, c): relu
  * applied as the pooling reads a (a keeps the convolution's output, from which backward
  * takes relu's derivative), tanh in place first. */
-static void pool(float *p, int32_t *arg, float *a, size_t B, size_t h, size_t c,
+static void pool(float *p, uint8_t *arg, float *a, size_t B, size_t h, size_t c,
                  dpgd_activation act)
 {
   if (act == DPGD_ACT_RELU) {

@@ -190,7 +190,7 @@ static inline void pool_pick8(v8f *m, v8i *a, const float *p, int q, int relu)
 
 /* One output pixel's channels: the four candidates of each channel compared eight
  * channels at a time. */
-static inline void pool_pixel(float *yo, int32_t *ao, const float *x00, const float *x01,
+static inline void pool_pixel(float *yo, uint8_t *ao, const float *x00, const float *x01,
                               const float *x10, const float *x11, size_t c, int relu)
 {
   size_t ch = 0;
@@ -202,8 +202,9 @@ static inline void pool_pixel(float *yo, int32_t *ao, const float *x00, const fl
     pool_pick8(&m, &a, x01 + ch, 1, relu);
     pool_pick8(&m, &a, x10 + ch, 2, relu);
     pool_pick8(&m, &a, x11 + ch, 3, relu);
+    const v8b ab = __builtin_convertvector(a, v8b);
     V8_STORE(yo + ch, m);
-    V8_STORE(ao + ch, a);
+    V8_STORE(ao + ch, ab);
   }
   for (; ch < c; ch++) {
     float m = relu1(x00[ch], relu);
@@ -212,11 +213,11 @@ static inline void pool_pixel(float *yo, int32_t *ao, const float *x00, const fl
     for (int32_t q = 0; q < 3; q++)
       if (pool_wins(v[q], m)) m = v[q], a = q + 1;
     yo[ch] = m;
-    ao[ch] = a;
+    ao[ch] = (uint8_t)a;
   }
 }
 
-static inline __attribute__((always_inline)) void pool_forward(float *y, int32_t *arg,
+static inline __attribute__((always_inline)) void pool_forward(float *y, uint8_t *arg,
                                                                const float *x, size_t B,
                                                                size_t h, size_t w, size_t c,
                                                                int relu)
@@ -233,21 +234,21 @@ static inline __attribute__((always_inline)) void pool_forward(float *y, int32_t
 
 /* Where the CPU has AVX-512F and c % 16 == 0, pool512.c's kernels run instead: the same
  * rules in sixteen lanes, the same bits. */
-DPGD_CLONES void dpgd_maxpool2s1_forward(float *y, int32_t *arg, const float *x, size_t B,
+DPGD_CLONES void dpgd_maxpool2s1_forward(float *y, uint8_t *arg, const float *x, size_t B,
                                          size_t h, size_t w, size_t c)
 {
   if (dpgd_maxpool512_forward(y, arg, x, B, h, w, c, 0)) return;
   pool_forward(y, arg, x, B, h, w, c, 0);
 }
 
-DPGD_CLONES void dpgd_maxpool2s1_relu_forward(float *y, int32_t *arg, const float *x, size_t B,
+DPGD_CLONES void dpgd_maxpool2s1_relu_forward(float *y, uint8_t *arg, const float *x, size_t B,
                                               size_t h, size_t w, size_t c)
 {
   if (dpgd_maxpool512_forward(y, arg, x, B, h, w, c, 1)) return;
   pool_forward(y, arg, x, B, h, w, c, 1);
 }
 
-void dpgd_maxpool2s1_forward_ref(float *y, int32_t *arg, const float *x, size_t B, size_t h,
+void dpgd_maxpool2s1_forward_ref(float *y, uint8_t *arg, const float *x, size_t B, size_t h,
                                  size_t w, size_t c)
 {
   const size_t oh = h - 1, ow = w - 1;
@@ -266,7 +267,7 @@ void dpgd_maxpool2s1_forward_ref(float *y, int32_t *arg, const float *x, size_t 
             }
           }
           y[o] = m;
-          arg[o] = best;
+          arg[o] = (uint8_t)best;
         }
 }
 
@@ -278,18 +279,18 @@ void dpgd_maxpool2s1_forward_ref(float *y, int32_t *arg, const float *x, size_t 
 enum { ACT_NONE, ACT_RELU, ACT_TANH }; /* what pool_gather multiplies its sums by */
 
 static inline __attribute__((always_inline)) void pool_gather(float *d, const float *const *g,
-                                                              const int32_t *const *a,
+                                                              const uint8_t *const *a,
                                                               const int32_t *q, int nq,
                                                               size_t c, const float *z, int act)
 {
   size_t ch = 0;
   for (; ch + 8 <= c; ch += 8) {
     v8f dv = {0.0f}, gv;
-    v8i av;
+    v8b ab;
     for (int t = 0; t < nq; t++) {
       V8_LOAD(gv, g[t] + ch);
-      V8_LOAD(av, a[t] + ch);
-      dv += (v8f)((v8i)gv & (av == q[t]));
+      V8_LOAD(ab, a[t] + ch);
+      dv += (v8f)((v8i)gv & (__builtin_convertvector(ab, v8i) == q[t]));
     }
     if (act) {
       v8f zv;
@@ -311,7 +312,7 @@ static inline __attribute__((always_inline)) void pool_gather(float *d, const fl
  * is a whole channel run and no zeroing pass is needed; the neighbours (y-1, x-1),
  * (y-1, x), (y, x-1), (y, x) are the output pixels' scan order. */
 static inline __attribute__((always_inline)) void pool_backward(float *dx, const float *dy,
-                                                                const int32_t *arg, size_t B,
+                                                                const uint8_t *arg, size_t B,
                                                                 size_t h, size_t w, size_t c,
                                                                 const float *z, int act)
 {
@@ -320,7 +321,7 @@ static inline __attribute__((always_inline)) void pool_backward(float *dx, const
     for (size_t yy = 0; yy < h; yy++)
       for (size_t xx = 0; xx < w; xx++) {
         const float *g[4];
-        const int32_t *a[4];
+        const uint8_t *a[4];
         int32_t q[4];
         int nq = 0;
         if (yy > 0 && xx > 0 && yy < oh && xx < ow) { /* interior: all four, unrolled */
@@ -348,14 +349,14 @@ static inline __attribute__((always_inline)) void pool_backward(float *dx, const
       }
 }
 
-DPGD_CLONES void dpgd_maxpool2s1_backward(float *dx, const float *dy, const int32_t *arg,
+DPGD_CLONES void dpgd_maxpool2s1_backward(float *dx, const float *dy, const uint8_t *arg,
                                           size_t B, size_t h, size_t w, size_t c)
 {
   if (dpgd_maxpool512_backward(dx, dy, arg, NULL, B, h, w, c, DPGD_ACT_RELU)) return;
   pool_backward(dx, dy, arg, B, h, w, c, NULL, ACT_NONE);
 }
 
-DPGD_CLONES void dpgd_maxpool2s1_backward_act(float *dx, const float *dy, const int32_t *arg,
+DPGD_CLONES void dpgd_maxpool2s1_backward_act(float *dx, const float *dy, const uint8_t *arg,
                                               const float *a, size_t B, size_t h, size_t w,
                                               size_t c, dpgd_activation act)
 {
@@ -364,7 +365,7 @@ DPGD_CLONES void dpgd_maxpool2s1_backward_act(float *dx, const float *dy, const 
   else pool_backward(dx, dy, arg, B, h, w, c, a, ACT_RELU);
 }
 
-void dpgd_maxpool2s1_backward_ref(float *dx, const float *dy, const int32_t *arg, size_t B,
+void dpgd_maxpool2s1_backward_ref(float *dx, const float *dy, const uint8_t *arg, size_t B,
                                   size_t h, size_t w, size_t c)
 {
   const size_t oh = h - 1, ow = w - 1;

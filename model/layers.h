@@ -194,25 +194,26 @@ void dpgd_conv_wgrad(float *dW, const float *dy, const float *cols, size_t n, si
 void dpgd_act_forward(float *a, size_t n, dpgd_activation act);
 void dpgd_act_backward(float *dy, const float *a, size_t n, dpgd_activation act);
 
-/* Max pooling, kernel 2, stride 1, channels-last: y (B, h-1, w-1, c); arg (same shape)
- * the offset 0..3 (dy * 2 + dx) of the maximum, first in scan order on ties (PyTorch). */
-void dpgd_maxpool2s1_forward(float *y, int32_t *arg, const float *x, size_t B, size_t h,
+/* Max pooling, kernel 2, stride 1, channels-last: y (B, h-1, w-1, c); arg (same shape,
+ * a byte each) the offset 0..3 (dy * 2 + dx) of the maximum, first in scan order on ties
+ * (PyTorch). */
+void dpgd_maxpool2s1_forward(float *y, uint8_t *arg, const float *x, size_t B, size_t h,
                              size_t w, size_t c);
-void dpgd_maxpool2s1_forward_ref(float *y, int32_t *arg, const float *x, size_t B, size_t h,
+void dpgd_maxpool2s1_forward_ref(float *y, uint8_t *arg, const float *x, size_t B, size_t h,
                                  size_t w, size_t c);
 /* dpgd_maxpool2s1_forward of relu(x) (dpgd_act_forward's relu), bit for bit, with relu
  * applied as the candidates are read: x itself is left alone (relu's derivative is the
  * same function of x as of relu(x), so backward can read x). */
-void dpgd_maxpool2s1_relu_forward(float *y, int32_t *arg, const float *x, size_t B, size_t h,
+void dpgd_maxpool2s1_relu_forward(float *y, uint8_t *arg, const float *x, size_t B, size_t h,
                                   size_t w, size_t c);
 /* dx (B, h, w, c) = scatter of dy to the maxima (overwrites dx). */
-void dpgd_maxpool2s1_backward(float *dx, const float *dy, const int32_t *arg, size_t B,
+void dpgd_maxpool2s1_backward(float *dx, const float *dy, const uint8_t *arg, size_t B,
                               size_t h, size_t w, size_t c);
-void dpgd_maxpool2s1_backward_ref(float *dx, const float *dy, const int32_t *arg, size_t B,
+void dpgd_maxpool2s1_backward_ref(float *dx, const float *dy, const uint8_t *arg, size_t B,
                                   size_t h, size_t w, size_t c);
 /* dpgd_maxpool2s1_backward, then dpgd_act_backward(dx, a, ..., act), bit for bit, in one
  * pass: a (B, h, w, c) the activation's output (for relu its input serves as well). */
-void dpgd_maxpool2s1_backward_act(float *dx, const float *dy, const int32_t *arg,
+void dpgd_maxpool2s1_backward_act(float *dx, const float *dy, const uint8_t *arg,
                                   const float *a, size_t B, size_t h, size_t w, size_t c,
                                   dpgd_activation act);
 /* pool512.c: the four above in 16-lane AVX-512 vectors, the same bits, which they run
@@ -220,9 +221,9 @@ void dpgd_maxpool2s1_backward_act(float *dx, const float *dy, const int32_t *arg
  * nothing. Backward applies act's derivative from a, or none where a is NULL.
  * dpgd_pool512_force_off(1) makes them return 0 everywhere (for tests and benchmarks;
  * not thread-safe). */
-int dpgd_maxpool512_forward(float *y, int32_t *arg, const float *x, size_t B, size_t h,
+int dpgd_maxpool512_forward(float *y, uint8_t *arg, const float *x, size_t B, size_t h,
                             size_t w, size_t c, int relu);
-int dpgd_maxpool512_backward(float *dx, const float *dy, const int32_t *arg, const float *a,
+int dpgd_maxpool512_backward(float *dx, const float *dy, const uint8_t *arg, const float *a,
                              size_t B, size_t h, size_t w, size_t c, dpgd_activation act);
 void dpgd_pool512_force_off(int on);
 

@@ -1,8 +1,11 @@
 /* pool512.c -- layers.c's max pooling (2 x 2 window, stride 1, channels-last) in
- * sixteen-lane AVX-512 vectors, for CPUs with AVX-512F and channel counts that are a
- * multiple of 16 (the CNN's 16 and 32). The vectors compare, select and add with
- * layers.c's rules and in its order, so the bits are those of the eight-lane kernels and
- * of the _ref twins (tests/model/test_layers_fast.c); only the speed changes. */
+ * sixteen-lane AVX-512 vectors, for CPUs with AVX-512F, BW and VL (every AVX-512 CPU but
+ * the Xeon Phi) and channel counts that are a multiple of 16 (the CNN's 16 and 32). The
+ * vectors compare, select and add with layers.c's rules and in its order, so the bits are
+ * those of the eight-lane kernels and of the _ref twins (tests/model/test_layers_fast.c);
+ * only the speed changes. The argmax offsets are bytes, sixteen to a 128-bit vector,
+ * compared straight into a lane mask (BW, VL): backward's loads are mostly the four
+ * gradients it adds, not as many 64-byte vectors of offsets. */
 #include "layers.h"
 
 static int force_off; /* dpgd_pool512_force_off */
@@ -11,7 +14,7 @@ void dpgd_pool512_force_off(int on) { force_off = on != 0; }
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
-#define T512 __attribute__((target("avx512f")))
+#define T512 __attribute__((target("avx512f,avx512bw,avx512vl")))
 #define INL static inline __attribute__((always_inline)) T512
 
 /* relu's a < 0 ? +0 : a. vmaxps returns its second operand when either is NaN or both are
@@ -30,12 +33,12 @@ INL __mmask16 wins(__m512 v, __m512 m)
 }
 
 /* The pick of a row pair (p, p + c): *m the winner, *a its offset 0 or 1. */
-INL void pick_pair(__m512 *m, __m512i *a, const float *p, size_t c, int relu)
+INL void pick_pair(__m512 *m, __m128i *a, const float *p, size_t c, int relu)
 {
   const __m512 v0 = load_act(p, relu), v1 = load_act(p + c, relu);
   const __mmask16 k = wins(v1, v0);
   *m = _mm512_mask_mov_ps(v0, k, v1);
-  *a = _mm512_maskz_mov_epi32(k, _mm512_set1_epi32(1));
+  *a = _mm_maskz_mov_epi8(k, _mm_set1_epi8(1));
 }
 
 /* Sixteen channels of one image, separably. Rank the values with NaN above every number,
@@ -46,15 +49,15 @@ INL void pick_pair(__m512 *m, __m512i *a, const float *p, size_t c, int relu)
  * unchanged, its offset that in its pair plus 2 for the lower row. So each row pair is
  * picked once and serves as the lower half of one window and the upper of the next down
  * its column. */
-INL void forward16(float *y, int32_t *arg, const float *x, size_t h, size_t w, size_t c,
+INL void forward16(float *y, uint8_t *arg, const float *x, size_t h, size_t w, size_t c,
                    int relu)
 {
   const size_t oh = h - 1, ow = w - 1;
-  const __m512i two = _mm512_set1_epi32(2);
+  const __m128i two = _mm_set1_epi8(2);
   for (size_t j = 0; j < ow; j++) {
     const float *p = x + j * c;
     __m512 mu, ml;
-    __m512i au, al;
+    __m128i au, al;
     pick_pair(&mu, &au, p, c, relu);
     for (size_t i = 0; i < oh; i++) {
       p += w * c;
@@ -62,13 +65,13 @@ INL void forward16(float *y, int32_t *arg, const float *x, size_t h, size_t w, s
       const __mmask16 k = wins(ml, mu);
       const size_t o = (i * ow + j) * c;
       _mm512_storeu_ps(y + o, _mm512_mask_mov_ps(mu, k, ml));
-      _mm512_storeu_si512(arg + o, _mm512_mask_add_epi32(au, k, al, two));
+      _mm_storeu_si128((__m128i *)(arg + o), _mm_mask_add_epi8(au, k, al, two));
       mu = ml, au = al;
     }
   }
 }
 
-INL void forward(float *y, int32_t *arg, const float *x, size_t B, size_t h, size_t w, size_t c,
+INL void forward(float *y, uint8_t *arg, const float *x, size_t B, size_t h, size_t w, size_t c,
                  int relu)
 {
   const size_t ni = h * w * c, no = (h - 1) * (w - 1) * c;
@@ -85,13 +88,14 @@ INL void forward(float *y, int32_t *arg, const float *x, size_t B, size_t h, siz
  * is never -0 in round to nearest, and s + (+0) is s for every other s (NaN, infinity). */
 enum { ACT_NONE, ACT_RELU, ACT_TANH };
 
-INL __m512 add_if(__m512 s, const float *g, const int32_t *a, int32_t q)
+INL __m512 add_if(__m512 s, const float *g, const uint8_t *a, char q)
 {
-  const __mmask16 k = _mm512_cmpeq_epi32_mask(_mm512_loadu_si512(a), _mm512_set1_epi32(q));
+  const __mmask16 k =
+      _mm_cmpeq_epi8_mask(_mm_loadu_si128((const __m128i *)a), _mm_set1_epi8(q));
   return _mm512_mask_add_ps(s, k, s, _mm512_loadu_ps(g));
 }
 
-INL void gather(float *d, const float *dy, const int32_t *arg, size_t o, size_t r, size_t c,
+INL void gather(float *d, const float *dy, const uint8_t *arg, size_t o, size_t r, size_t c,
                 int ul, int ur, int ll, int lr, const float *z, int act)
 {
   const __m512 zero = _mm512_setzero_ps(), one = _mm512_set1_ps(1.0f);
@@ -114,7 +118,7 @@ INL void gather(float *d, const float *dy, const int32_t *arg, size_t o, size_t 
 /* One input row: up, lo whether the output rows above and at it exist. Offsets are
  * unsigned and may wrap where a neighbour does not exist; they are read only where it
  * does. */
-INL void backward_row(float *d, const float *dy, const int32_t *arg, size_t o, size_t w,
+INL void backward_row(float *d, const float *dy, const uint8_t *arg, size_t o, size_t w,
                       size_t c, const float *z, int act, int up, int lo)
 {
   const size_t ow = w - 1, r = ow * c;
@@ -126,7 +130,7 @@ INL void backward_row(float *d, const float *dy, const int32_t *arg, size_t o, s
 }
 
 /* layers.c's pool_backward: gathered per input pixel, row by row. */
-INL void backward(float *dx, const float *dy, const int32_t *arg, size_t B, size_t h, size_t w,
+INL void backward(float *dx, const float *dy, const uint8_t *arg, size_t B, size_t h, size_t w,
                   size_t c, const float *z, int act)
 {
   const size_t oh = h - 1, ow = w - 1;
@@ -152,32 +156,32 @@ INL void backward(float *dx, const float *dy, const int32_t *arg, size_t B, size
   } while (0)
 #define BACKWARD(dx, dy, arg, B, h, w, z, act, c) backward(dx, dy, arg, B, h, w, c, z, act)
 
-static T512 void backward_plain(float *dx, const float *dy, const int32_t *arg, size_t B,
+static T512 void backward_plain(float *dx, const float *dy, const uint8_t *arg, size_t B,
                                 size_t h, size_t w, size_t c)
 {
   BY_CHANNELS(BACKWARD, c, dx, dy, arg, B, h, w, NULL, ACT_NONE);
 }
 
-static T512 void backward_relu(float *dx, const float *dy, const int32_t *arg, const float *z,
+static T512 void backward_relu(float *dx, const float *dy, const uint8_t *arg, const float *z,
                                size_t B, size_t h, size_t w, size_t c)
 {
   BY_CHANNELS(BACKWARD, c, dx, dy, arg, B, h, w, z, ACT_RELU);
 }
 
-static T512 void backward_tanh(float *dx, const float *dy, const int32_t *arg, const float *z,
+static T512 void backward_tanh(float *dx, const float *dy, const uint8_t *arg, const float *z,
                                size_t B, size_t h, size_t w, size_t c)
 {
   BY_CHANNELS(BACKWARD, c, dx, dy, arg, B, h, w, z, ACT_TANH);
 }
 #define FORWARD(y, arg, x, B, h, w, relu, c) forward(y, arg, x, B, h, w, c, relu)
 
-static T512 void forward_plain(float *y, int32_t *arg, const float *x, size_t B, size_t h,
+static T512 void forward_plain(float *y, uint8_t *arg, const float *x, size_t B, size_t h,
                                size_t w, size_t c)
 {
   BY_CHANNELS(FORWARD, c, y, arg, x, B, h, w, 0);
 }
 
-static T512 void forward_relu(float *y, int32_t *arg, const float *x, size_t B, size_t h,
+static T512 void forward_relu(float *y, uint8_t *arg, const float *x, size_t B, size_t h,
                               size_t w, size_t c)
 {
   BY_CHANNELS(FORWARD, c, y, arg, x, B, h, w, 1);
@@ -187,10 +191,17 @@ static T512 void forward_relu(float *y, int32_t *arg, const float *x, size_t B, 
 #undef BACKWARD
 #undef FORWARD
 
-static int use512(size_t c) { return !force_off && c % 16 == 0 && dpgd_gemm_avx512_cpu(); }
+static int have_bw(void)
+{
+  __builtin_cpu_init(); /* idempotent; needed only before constructors have run */
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl");
+}
+
+static int use512(size_t c) { return !force_off && c % 16 == 0 && have_bw(); }
 #endif
 
-int dpgd_maxpool512_forward(float *y, int32_t *arg, const float *x, size_t B, size_t h,
+int dpgd_maxpool512_forward(float *y, uint8_t *arg, const float *x, size_t B, size_t h,
                             size_t w, size_t c, int relu)
 {
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -204,7 +215,7 @@ int dpgd_maxpool512_forward(float *y, int32_t *arg, const float *x, size_t B, si
   return 0;
 }
 
-int dpgd_maxpool512_backward(float *dx, const float *dy, const int32_t *arg, const float *a,
+int dpgd_maxpool512_backward(float *dx, const float *dy, const uint8_t *arg, const float *a,
                              size_t B, size_t h, size_t w, size_t c, dpgd_activation act)
 {
 #if defined(__x86_64__) && defined(__GNUC__)

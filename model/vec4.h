@@ -44,6 +44,7 @@ static inline void v4f_store(float *p, v4f v) { memcpy(p, &v, sizeof v); }
  * another ABI with and without AVX, which GCC warns about. */
 typedef float v8f __attribute__((vector_size(32)));
 typedef int32_t v8i __attribute__((vector_size(32)));
+typedef uint8_t v8b __attribute__((vector_size(8))); /* eight bytes: v8i's lanes stored */
 #define V8_LOAD(v, p) memcpy(&(v), (p), sizeof(v))
 #define V8_STORE(p, v) memcpy((p), &(v), sizeof(v))
 

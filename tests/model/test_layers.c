@@ -140,7 +140,7 @@ static void test_maxpool(void **state)
       x[40] = NAN;
     }
     float *y = malloc(no * sizeof *y), *yr = malloc(no * sizeof *yr);
-    int32_t *a = malloc(no * sizeof *a), *ar = malloc(no * sizeof *ar);
+    uint8_t *a = malloc(no * sizeof *a), *ar = malloc(no * sizeof *ar);
     dpgd_maxpool2s1_forward(y, a, x, B, h, w, c);
     dpgd_maxpool2s1_forward_ref(yr, ar, x, B, h, w, c);
     assert_memory_equal(a, ar, no * sizeof *a);

@@ -118,7 +118,7 @@ static void check_pool(size_t B, size_t h, size_t w, size_t c, int special)
 {
   const size_t n = B * h * w * c, no = B * (h - 1) * (w - 1) * c;
   float *x = vec(n, special), *y = vec(no, 0), *yr = vec(no, 0);
-  int32_t *a = malloc((no ? no : 1) * sizeof *a), *ar = malloc((no ? no : 1) * sizeof *ar);
+  uint8_t *a = malloc((no ? no : 1) * sizeof *a), *ar = malloc((no ? no : 1) * sizeof *ar);
   assert_non_null(a);
   assert_non_null(ar);
   dpgd_maxpool2s1_forward(y, a, x, B, h, w, c);
@@ -179,12 +179,18 @@ static void test_pool_bits(void **state)
       {1, 2, 2, 48}, /* pool512.c: three vectors, one output pixel */
       {2, 3, 6, 64}, /* pool512.c: four vectors, two output rows, odd width */
   };
-  /* pool512.c's kernels (c % 16 == 0 on a CPU with AVX-512F), then layers.c's. */
+  /* pool512.c's kernels (c % 16 == 0 on a CPU with AVX-512F, BW and VL), then layers.c's. */
   {
     float x[4 * 16] = {0}, y[16];
-    int32_t a[16];
-    assert_int_equal(dpgd_maxpool512_forward(y, a, x, 1, 2, 2, 16, 0),
-                     dpgd_gemm_avx512_cpu() != 0);
+    uint8_t a[16];
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    const int bw = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                   __builtin_cpu_supports("avx512vl");
+#else
+    const int bw = 0;
+#endif
+    assert_int_equal(dpgd_maxpool512_forward(y, a, x, 1, 2, 2, 16, 0), bw);
     assert_int_equal(dpgd_maxpool512_forward(y, a, x, 1, 2, 2, 8, 0), 0);
   }
   for (int off = 0; off < 2; off++) {
@@ -196,7 +202,7 @@ static void test_pool_bits(void **state)
     for (size_t c = 6; c <= 16; c += 10) {
       const size_t B = 2, h = 4, w = 5, n = B * h * w * c, no = B * (h - 1) * (w - 1) * c;
       float *x = malloc(n * sizeof *x), *y = malloc(no * sizeof *y);
-      int32_t *a = malloc(no * sizeof *a);
+      uint8_t *a = malloc(no * sizeof *a);
       for (size_t i = 0; i < n; i++) x[i] = (i / c) % 2 ? -0.0f : 0.0f;
       dpgd_maxpool2s1_forward(y, a, x, B, h, w, c);
       for (size_t i = 0; i < no; i++) assert_int_equal(a[i], 0);
