@@ -4,9 +4,11 @@
  *   -> Linear(32->10); cross-entropy. act is ReLU (the paper's) or tanh.
  * Parameters in PyTorch state_dict order: conv1.w (16,1,8,8), conv1.b, conv2.w
  * (32,16,4,4), conv2.b, fc1.w (32,512), fc1.b, fc2.w (K,32), fc2.b.
- * Per chunk: batched forward (im2col + one matrix product per layer, channels-last
- * activations), batched backward to activations, then per-example weight gradients of
- * the two convs into a (B, 9264) buffer. Every matrix product of a row's values
+ * Per chunk: batched forward (one matrix product per layer, channels-last activations,
+ * im2col folded into the products where the AVX-512 kernels run), batched backward to
+ * activations, then per-example weight gradients of the two convs into a (B, 9264)
+ * buffer, conv2's in (C2, K2, K2, C1) order straight from its channels-last input (the
+ * clipped sums in that order too, put back into slab order by cnn_acc_order). Every matrix product of a row's values
  * (convolutions, dense layers, forward and backward) goes through gemm_fma.c's kernels,
  * whose every element is one fixed chain over one row (SENSITIVITY.md 5): a row's bits
  * do not depend on the other rows of its chunk. The two linear layers' per-example
@@ -161,8 +163,10 @@ static void forward(const dpgd_model *m, cnn_bufs *b, const float *x, size_t B)
     dpgd_conv_forward(b->a1, b->cols1, th + OW1, th + OB1, b->wt, B * b->n1, K1 * K1, C1);
   }
   pool(b->p1, b->arg1, b->a1, B, h1, C1, m->act);
-  dpgd_im2col(b->cols2, b->p1, &b->s2, B);
-  dpgd_conv_forward(b->a2, b->cols2, th + OW2, th + OB2, b->wt, B * b->n2, C1 * K2 * K2, C2);
+  if (!dpgd_conv_forward_k4c16(b->a2, b->p1, th + OW2, th + OB2, b->wt, &b->s2, B)) {
+    dpgd_im2col(b->cols2, b->p1, &b->s2, B);
+    dpgd_conv_forward(b->a2, b->cols2, th + OW2, th + OB2, b->wt, B * b->n2, C1 * K2 * K2, C2);
+  }
   pool(b->p2, b->arg2, b->a2, B, h2, C2, m->act);
   dpgd_flatten_chw(b->f, b->p2, B, b->q2, C2);
   dpgd_linear_forward(b->a3, b->f, th + OW3, th + OB3, B, FLAT, HID);
@@ -233,9 +237,9 @@ static dpgd_dense2 backward(const dpgd_model *m, const cnn_bufs *bp, float *x, c
       PCONV,
       FLAT,
       HID,
-      {staged ? (dpgd_conv_grads){b.da1, NULL, b.stage1, &bp->s1, b.n1, kc1, C1, OW1, OB1}
-              : (dpgd_conv_grads){b.da1, b.cols1, NULL, NULL, b.n1, kc1, C1, OW1, OB1},
-       {b.da2, b.cols2, NULL, NULL, b.n2, kc2, C2, OW2, OB2}},
+      {staged ? (dpgd_conv_grads){b.da1, NULL, b.stage1, &bp->s1, b.n1, kc1, C1, OW1, OB1, NULL}
+              : (dpgd_conv_grads){b.da1, b.cols1, NULL, NULL, b.n1, kc1, C1, OW1, OB1, NULL},
+       {b.da2, b.cols2, NULL, &bp->s2, b.n2, kc2, C2, OW2, OB2, b.p1}},
       b.f,
       b.da3,
       b.a3,
@@ -264,6 +268,24 @@ static void cnn_chunk_rows(const dpgd_model *m, float *scratch, float *rows, flo
   dpgd_convnet_rows(m, &d, rows, B);
 }
 
+/* conv2's weight gradient is formed and summed in (C2, K2, K2, C1) order (convnet.c,
+ * dpgd_conv_wgrad_hwc); with C1 = K2 K2 each output channel's block is a 16 x 16
+ * transpose of the slab's (C1, K2, K2), its own inverse. */
+static void cnn_acc_order(const dpgd_model *m, double *acc, int to_slab)
+{
+  (void)m, (void)to_slab;
+  _Static_assert(C1 == K2 * K2, "conv2's block permutation is a square transpose");
+  for (size_t o = 0; o < C2; o++) {
+    double *w = acc + OW2 + o * C1 * K2 * K2;
+    for (size_t c = 0; c < C1; c++)
+      for (size_t q = c + 1; q < C1; q++) {
+        const double t = w[c * C1 + q];
+        w[c * C1 + q] = w[q * C1 + c];
+        w[q * C1 + c] = t;
+      }
+  }
+}
+
 static const dpgd_model_type cnn_type = {
     .name = "cnn",
     .file_id = 2,
@@ -274,5 +296,6 @@ static const dpgd_model_type cnn_type = {
     .logits = cnn_logits,
     .chunk_step = cnn_chunk_step,
     .chunk_rows = cnn_chunk_rows,
+    .acc_order = cnn_acc_order,
 };
 const dpgd_model_type *dpgd_model_cnn = &cnn_type;

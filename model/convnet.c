@@ -3,6 +3,8 @@
  * convolution weight and bias gradients, the PyTorch flatten order, and the end of the
  * chunk step (norms over every parameter, clip factors, clipped sums in double). */
 
+#include <string.h>
+
 #include "layers.h"
 #include "model_internal.h"
 #include "vec4.h"
@@ -67,7 +69,12 @@ static void conv_grads_row(const dpgd_dense2 *d, float *g, size_t i)
   for (int c = 0; c < 2; c++) {
     const dpgd_conv_grads *v = &d->conv[c];
     const float *dy = v->dy + i * v->n * v->cout;
-    if (v->cols) {
+    if (v->image) {
+      const conv_shape *sh = v->shape;
+      dpgd_conv_wgrad_hwc(g + v->w, dy, v->image + i * sh->h * sh->w * sh->cin, sh,
+                          (float *)v->cols);
+      bias_grad(g + v->b, dy, v->n, v->cout);
+    } else if (v->cols) {
       dpgd_conv_grad_example(g + v->w, g + v->b, dy, v->cols + i * v->n * v->K, v->n, v->K,
                              v->cout);
     } else {
@@ -110,7 +117,16 @@ void dpgd_convnet_clip_sum(const dpgd_model *m, const dpgd_dense2 *d, double *ac
 void dpgd_convnet_rows(const dpgd_model *m, const dpgd_dense2 *d, float *rows, size_t B)
 {
   const size_t K = (size_t)m->n_classes, P = m->n_params, pc = d->pconv, fl = d->flat;
-  for (size_t i = 0; i < B; i++) conv_grads_row(d, rows + i * P, i);
+  for (size_t i = 0; i < B; i++) {
+    float *g = rows + i * P;
+    conv_grads_row(d, g, i);
+    for (int c = 0; c < 2; c++) { /* rows in slab order: (cout, k, k, cin) put back */
+      const dpgd_conv_grads *v = &d->conv[c];
+      if (!v->image) continue;
+      memcpy(d->G, g + v->w, v->cout * v->K * sizeof(float));
+      dpgd_hwc_to_chw(g + v->w, d->G, v->cout, v->shape->cin, v->shape->k);
+    }
+  }
   float *fc1 = rows + pc, *fc2 = fc1 + d->hid * fl + d->hid;
   dpgd_outer_rows(fc1, P, d->dh, d->f, B, d->hid, fl);
   dpgd_outer_rows(fc2, P, d->dz, d->h, B, K, d->hid);

@@ -447,7 +447,9 @@ int dpgd_model_chunk_step_x(dpgd_model *m, dpgd_grad_ws *ws, double *acc, double
     return DPGD_FAIL(DPGD_EINVAL, "%zu rows exceed the chunk size %zu", B, ws->chunk);
   int saved = openblas_get_num_threads();
   openblas_set_num_threads(1);
+  if (m->type->acc_order) m->type->acc_order(m, acc, 0);
   m->type->chunk_step(m, ws->per_thread[0].scratch, acc, pre, post, x, y, caps, B);
+  if (m->type->acc_order) m->type->acc_order(m, acc, 1);
   openblas_set_num_threads(saved);
   return DPGD_OK;
 }
@@ -524,16 +526,24 @@ void dpgd_engine_run_leaf(const dpgd_model *m, chunk_ws *w, double *acc, const d
     fixed_rows(m, acc, ds, caps, split, hi, pre, post, constant_time);
     return;
   }
+  /* acc in the type's own order (acc_order) from before the first chunk to after the
+   * last: a leaf whose rows are all skipped leaves it alone. */
+  int ordered = 0;
   for (size_t i = lo; i < hi;) {
     size_t start = i,
            B = dpgd_engine_gather(w, ds, caps, &i, hi, chunk, pre, post, constant_time);
     if (B == 0) continue; /* then i == hi */
     if (B == i - start) dpgd_data_unpack(w->x, ds, start, B);
     else dpgd_data_unpack_idx(w->x, ds, w->idx, B);
+    if (!ordered && m->type->acc_order) {
+      m->type->acc_order(m, acc, 0);
+      ordered = 1;
+    }
     m->type->chunk_step(m, w->scratch, acc, w->pre, w->post, w->x, w->y, w->caps, B);
     for (size_t b = 0; b < B; b++) {
       if (pre) pre[w->idx[b]] = w->pre[b];
       if (post) post[w->idx[b]] = w->post[b];
     }
   }
+  if (ordered) m->type->acc_order(m, acc, 1);
 }

@@ -56,6 +56,17 @@ void dpgd_col2im_staged(float *dx, const float *dcols, const conv_shape *s, size
  * contributions in (oy, ox) order); each run is added as a whole, clipped at padding. */
 void dpgd_weight_hwc(float *wp, const float *W, size_t cout, size_t cin, size_t k);
 void dpgd_col2im_hwc(float *dx, const float *dcols_hwc, const conv_shape *s, size_t B);
+/* dpgd_im2col in (ky, kx, c) row order (zeros at padding), and dpgd_weight_hwc's inverse:
+ * W (cout, cin, k, k) from wp (cout, k, k, cin) (W and wp apart). Only copies. */
+void dpgd_im2col_hwc(float *cols, const float *x, const conv_shape *s, size_t B);
+void dpgd_hwc_to_chw(float *W, const float *wp, size_t cout, size_t cin, size_t k);
+/* One example's weight gradient in (cout, k, k, cin) order from its channels-last image
+ * x (h, w, cin) and output gradient dy (oh ow, cout): dpgd_conv_wgrad on
+ * dpgd_im2col_hwc's rows (cols: scratch of oh ow k k cin floats), or
+ * dpgd_conv_wgrad_k4c16 where it applies; each element the chain of the same element of
+ * dpgd_conv_wgrad on PyTorch-order rows, so dW holds dpgd_weight_hwc of that gradient. */
+void dpgd_conv_wgrad_hwc(float *dW, const float *dy, const float *x, const conv_shape *s,
+                         float *cols);
 
 /* patch512.c: im2col (PyTorch-order rows) straight from channels-last images for cin a
  * multiple of 16 and k = 4, where the CPU has AVX-512F: per position and 16-channel
@@ -74,6 +85,14 @@ int dpgd_weight_hwc_k4c16(float *wp, const float *W, size_t cout, size_t cin, si
  * and writes nothing elsewhere. */
 int dpgd_dgrad_col2im_k4c16(float *dx, const float *dy, const float *wp, const conv_shape *s,
                             size_t B);
+/* For k = 4, cin = 16, no padding where dpgd_gemm runs the AVX-512 tiles (else 0, having
+ * written nothing), straight from the channels-last images, without im2col's rows:
+ * dpgd_conv_forward_k4c16 is dpgd_conv_forward on dpgd_im2col's rows bit for bit (cout a
+ * multiple of 16; wt scratch of 256 cout floats), dpgd_conv_wgrad_k4c16 is
+ * dpgd_conv_wgrad_hwc (cout a multiple of 4). */
+int dpgd_conv_forward_k4c16(float *y, const float *x, const float *W, const float *bias,
+                            float *wt, const conv_shape *s, size_t B);
+int dpgd_conv_wgrad_k4c16(float *dW, const float *dy, const float *x, const conv_shape *s);
 /* dst (cols, rows; row stride ds) = the transpose of src (rows, cols; row stride ss) by
  * the same 16 x 16 transposes, where both sides are multiples of 16 and the CPU has
  * AVX-512F; otherwise returns 0 and writes nothing. */
@@ -266,9 +285,13 @@ typedef struct dpgd_conv_grads {
   const float *dy;         /* (B, n, cout) the convolution's output gradient */
   const float *cols;       /* (B, n, K) its im2col input, or NULL: */
   const float *stage;      /* (B, dpgd_conv_stage_floats) dpgd_conv_stage_wgrad's input */
-  const conv_shape *shape; /* with stage: the convolution */
+  const conv_shape *shape; /* with stage or image: the convolution */
   size_t n, K, cout;
   size_t w, b; /* offsets of its weight (cout, K) and bias (cout) in a row of G */
+  /* Or, set: (B, h, w, cin) its channels-last input, the weight gradient formed in
+   * (cout, k, k, cin) order (dpgd_conv_wgrad_hwc; cols then its scratch of n K floats)
+   * and so added to acc (the model type's acc_order puts acc right). */
+  const float *image;
 } dpgd_conv_grads;
 typedef struct dpgd_dense2 {
   float *G; /* (DPGD_CONVNET_GROUP, pconv) scratch: a group's convolution gradients */

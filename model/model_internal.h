@@ -65,6 +65,12 @@ struct dpgd_model_type {
   void (*chunk_rows)(const dpgd_model *m, float *scratch, float *rows /* (B, P) */,
                      float *x /* (B, d), may be overwritten */, const uint8_t *y /* (B) */,
                      size_t B);
+  /* NULL, or: chunk_step adds some clipped sums to acc in an order of the type's own
+   * (cnn.c: conv2's weight in (cout, k, k, cin) order, read straight from its
+   * channels-last input). acc_order permutes acc (P) from slab order into that order,
+   * or back with to_slab; exact moves. The engine puts acc in the type's order before
+   * a leaf's first chunk_step and back after its last (dpgd_engine_run_leaf). */
+  void (*acc_order)(const dpgd_model *m, double *acc, int to_slab);
 };
 
 struct dpgd_model {

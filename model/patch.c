@@ -164,6 +164,41 @@ void dpgd_weight_hwc(float *wp, const float *W, size_t cout, size_t cin, size_t 
       for (size_t q = 0; q < kk; q++) wp[o * K + q * cin + c] = W[o * K + c * kk + q];
 }
 
+/* Rows in (ky, kx, c) order: each pixel's channels copied as they lie, zeros at padding. */
+void dpgd_im2col_hwc(float *cols, const float *x, const conv_shape *s, size_t B)
+{
+  const size_t k = s->k, c = s->cin;
+  for (size_t b = 0; b < B; b++) {
+    const float *xb = x + b * s->h * s->w * c;
+    for (size_t oy = 0; oy < s->oh; oy++)
+      for (size_t ox = 0; ox < s->ow; ox++)
+        for (size_t ky = 0; ky < k; ky++)
+          for (size_t kx = 0; kx < k; kx++, cols += c) {
+            const long iy = (long)(oy * s->stride + ky) - (long)s->pad,
+                       ix = (long)(ox * s->stride + kx) - (long)s->pad;
+            if (iy < 0 || ix < 0 || iy >= (long)s->h || ix >= (long)s->w)
+              memset(cols, 0, c * sizeof *cols);
+            else memcpy(cols, xb + ((size_t)iy * s->w + (size_t)ix) * c, c * sizeof *cols);
+          }
+  }
+}
+
+void dpgd_conv_wgrad_hwc(float *dW, const float *dy, const float *x, const conv_shape *s,
+                         float *cols)
+{
+  if (dpgd_conv_wgrad_k4c16(dW, dy, x, s)) return;
+  dpgd_im2col_hwc(cols, x, s, 1);
+  dpgd_conv_wgrad(dW, dy, cols, s->oh * s->ow, s->k * s->k * s->cin, s->cout);
+}
+
+void dpgd_hwc_to_chw(float *W, const float *wp, size_t cout, size_t cin, size_t k)
+{
+  const size_t kk = k * k, K = cin * kk;
+  for (size_t o = 0; o < cout; o++)
+    for (size_t c = 0; c < cin; c++)
+      for (size_t q = 0; q < kk; q++) W[o * K + c * kk + q] = wp[o * K + q * cin + c];
+}
+
 /* d[0..n) += r[0..n), element by element; n a constant where inlined with one. */
 static inline void add_run(float *restrict d, const float *restrict r, size_t n)
 {

@@ -9,7 +9,9 @@
  * (cout, cin, 4, 4) into (cout, 4, 4, cin) for dpgd_weight_hwc, and transpose matrices
  * whose sides are multiples of 16 (dpgd_transpose16: flatten, weights for the products).
  * And conv2's input gradient added straight into the channels-last image as its product
- * tiles finish (dpgd_dgrad_col2im_k4c16: the products' chains, col2im's additions). */
+ * tiles finish (dpgd_dgrad_col2im_k4c16: the products' chains, col2im's additions), its
+ * forward and weight gradient read straight from that image (dpgd_conv_forward_k4c16,
+ * dpgd_conv_wgrad_k4c16: the products' chains on the taps im2col would have copied). */
 #include <string.h>
 
 #include "layers.h"
@@ -163,6 +165,124 @@ static T512 void dgrad_col2im(float *dx, const float *dy, const float *wp, const
 }
 #undef DGRAD_CASE
 
+/* conv2's forward from the channels-last image (dpgd_conv_forward_k4c16): R positions (1
+ * to 8) by W vectors (1 or 2) of output channels, each element dpgd_gemm's chain (acc =
+ * bias, then acc = fma(A(pos, t), wt(t, col), acc) for t = 0..255 in PyTorch's (c, ky, kx)
+ * order), A(pos, t) read from the image where im2col would have copied it: position r's
+ * pixel run starts at x[r], tap (ky, kx) of channel c lies at x[r] + ky rs + kx 16 + c.
+ * rs (the image's row of 16-channel pixels) is a constant where the CNN calls it, so
+ * every tap is a broadcast at a fixed displacement. */
+INLINE512 void fwd_tile(const int R, const int W, float *y, size_t ldy, const float *const *x,
+                        const float *wt, size_t ldw, const float *bias, const size_t rs)
+{
+  __m512 c[8][2];
+  const __m512 b0 = _mm512_loadu_ps(bias), b1 = W > 1 ? _mm512_loadu_ps(bias + 16) : b0;
+#pragma GCC unroll 8
+  for (int r = 0; r < R; r++) c[r][0] = b0, c[r][1] = b1;
+  for (size_t ch = 0; ch < 16; ch++) {
+#pragma GCC unroll 16
+    for (size_t q = 0; q < 16; q++) {
+      const float *w = wt + (ch * 16 + q) * ldw;
+      const __m512 w0 = _mm512_loadu_ps(w), w1 = W > 1 ? _mm512_loadu_ps(w + 16) : w0;
+      const size_t d = (q / 4) * rs + (q % 4) * 16 + ch;
+#pragma GCC unroll 8
+      for (int r = 0; r < R; r++) {
+        const __m512 a = _mm512_set1_ps(x[r][d]);
+        c[r][0] = _mm512_fmadd_ps(a, w0, c[r][0]);
+        if (W > 1) c[r][1] = _mm512_fmadd_ps(a, w1, c[r][1]);
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; r++) {
+    _mm512_storeu_ps(y + r * ldy, c[r][0]);
+    if (W > 1) _mm512_storeu_ps(y + r * ldy + 16, c[r][1]);
+  }
+}
+#define FWD_CASE(r)                                                                            \
+  case r:                                                                                      \
+    for (size_t j = 0; j + 32 <= cout; j += 32)                                                \
+      fwd_tile(r, 2, y + j, cout, px, wt + j, cout, bias + j, rs);                             \
+    if (cout % 32)                                                                             \
+      fwd_tile(r, 1, y + cout - 16, cout, px, wt + cout - 16, cout, bias + cout - 16, rs);     \
+    break;
+
+/* Positions eight at a time across the images' rows and the images; rs a constant at
+ * the CNN's call (13 pixels of 16 channels). */
+INLINE512 void fwd_all(float *y, const float *x, const float *wt, const float *bias,
+                       const conv_shape *s, size_t B, const size_t rs)
+{
+  const size_t cout = s->cout, n = s->oh * s->ow, nx = s->h * s->w * 16, total = B * n;
+  for (size_t i = 0; i < total; i += 8, y += 8 * cout) {
+    const size_t R = total - i < 8 ? total - i : 8;
+    const float *px[8];
+    for (size_t r = 0; r < R; r++) {
+      const size_t b = (i + r) / n, q = (i + r) % n, oy = q / s->ow, ox = q % s->ow;
+      px[r] = x + b * nx + (oy * s->stride * s->w + ox * s->stride) * 16;
+    }
+    switch (R) {
+      FWD_CASE(8)
+      FWD_CASE(7)
+      FWD_CASE(6)
+      FWD_CASE(5)
+      FWD_CASE(4)
+      FWD_CASE(3)
+      FWD_CASE(2)
+      FWD_CASE(1)
+    default: break;
+    }
+  }
+}
+#undef FWD_CASE
+
+static T512 void fwd_k4c16(float *y, const float *x, const float *wt, const float *bias,
+                           const conv_shape *s, size_t B)
+{
+  if (s->w == 13) fwd_all(y, x, wt, bias, s, B, 13 * 16);
+  else fwd_all(y, x, wt, bias, s, B, s->w * 16);
+}
+
+/* One example's weight gradient in (cout, 4, 4, 16) order (dpgd_conv_wgrad_hwc): output
+ * channels o0..o0+3 by kernel row ky, whose 64 columns are one run of four pixels'
+ * channels in the image; each element dpgd_gemm's chain over the positions in (oy, ox)
+ * order, acc = +0, then acc = fma(dy(pos, o), x(pos, col), acc): the chain of the same
+ * element of dpgd_conv_wgrad on dpgd_im2col_hwc's rows. */
+INLINE512 void wgrad_tile(float *dw, const float *dy, size_t cout, const float *x,
+                          const conv_shape *s)
+{
+  const __m512 z = _mm512_setzero_ps();
+  __m512 c[4][4];
+#pragma GCC unroll 4
+  for (int r = 0; r < 4; r++)
+#pragma GCC unroll 4
+    for (int v = 0; v < 4; v++) c[r][v] = z;
+  for (size_t oy = 0; oy < s->oh; oy++) {
+    const float *xr = x + oy * s->stride * s->w * 16;
+    for (size_t ox = 0; ox < s->ow; ox++, dy += cout) {
+      const float *p = xr + ox * s->stride * 16;
+      const __m512 v[4] = {_mm512_loadu_ps(p), _mm512_loadu_ps(p + 16), _mm512_loadu_ps(p + 32),
+                           _mm512_loadu_ps(p + 48)};
+#pragma GCC unroll 4
+      for (int r = 0; r < 4; r++) {
+        const __m512 a = _mm512_set1_ps(dy[r]);
+#pragma GCC unroll 4
+        for (int q = 0; q < 4; q++) c[r][q] = _mm512_fmadd_ps(a, v[q], c[r][q]);
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < 4; r++)
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; q++) _mm512_storeu_ps(dw + r * 256 + q * 16, c[r][q]);
+}
+
+static T512 void wgrad_k4c16(float *dW, const float *dy, const float *x, const conv_shape *s)
+{
+  for (size_t o = 0; o < s->cout; o += 4)
+    for (size_t ky = 0; ky < 4; ky++)
+      wgrad_tile(dW + o * 256 + ky * 64, dy + o, s->cout, x + ky * s->w * 16, s);
+}
+
 /* dst (cols, rows) = src (rows, cols) transposed, both multiples of 16: block by block. */
 static T512 void blocks16(float *dst, size_t ds, const float *src, size_t ss, size_t rows,
                           size_t cols)
@@ -199,6 +319,30 @@ int dpgd_dgrad_col2im_k4c16(float *dx, const float *dy, const float *wp, const c
   return 1;
 }
 
+/* The shapes both kernels take: k 4, 16 channels, no padding, cout a multiple of 16
+ * (forward) and of 4 (weight gradient), on the AVX-512 tiles. */
+static int k4c16_ok(const conv_shape *s, size_t cmod)
+{
+  return s->k == 4 && s->cin == 16 && s->pad == 0 && s->cout > 0 && s->cout % cmod == 0 &&
+         dpgd_gemm_wide();
+}
+
+int dpgd_conv_forward_k4c16(float *y, const float *x, const float *W, const float *bias,
+                            float *wt, const conv_shape *s, size_t B)
+{
+  if (!k4c16_ok(s, 16)) return 0;
+  dpgd_transpose(wt, s->cout, W, 256, s->cout, 256);
+  fwd_k4c16(y, x, wt, bias, s, B);
+  return 1;
+}
+
+int dpgd_conv_wgrad_k4c16(float *dW, const float *dy, const float *x, const conv_shape *s)
+{
+  if (!k4c16_ok(s, 4)) return 0;
+  wgrad_k4c16(dW, dy, x, s);
+  return 1;
+}
+
 int dpgd_im2col_k4c16(float *cols, const float *x, const conv_shape *s, size_t B)
 {
   if (s->k != 4 || s->cin == 0 || s->cin % 16 != 0 || !dpgd_gemm_avx512_cpu()) return 0;
@@ -207,6 +351,19 @@ int dpgd_im2col_k4c16(float *cols, const float *x, const conv_shape *s, size_t B
 }
 
 #else
+
+int dpgd_conv_forward_k4c16(float *y, const float *x, const float *W, const float *bias,
+                            float *wt, const conv_shape *s, size_t B)
+{
+  (void)y, (void)x, (void)W, (void)bias, (void)wt, (void)s, (void)B;
+  return 0;
+}
+
+int dpgd_conv_wgrad_k4c16(float *dW, const float *dy, const float *x, const conv_shape *s)
+{
+  (void)dW, (void)dy, (void)x, (void)s;
+  return 0;
+}
 
 int dpgd_transpose16(float *dst, size_t ds, const float *src, size_t ss, size_t rows,
                      size_t cols)

@@ -2,7 +2,8 @@
  * mul-add kernel) against their scalar chains, bit for bit, and against the exact product
  * within the rounding bound; conv_stage.c's convolutions straight from padded images
  * against im2col and the same chains, and patch512.c's conv2 input gradient straight
- * into the image against the chains and col2im. Label quick. */
+ * into the image against the chains and col2im, its forward and weight gradient straight
+ * from the image against im2col's rows and the chains. Label quick. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -298,6 +299,82 @@ static void test_dgrad_col2im_bits(void **state)
   assert_true(out[0] == 2.385f);
 }
 
+/* patch512.c's conv2 forward and weight gradient straight from the channels-last image:
+ * the forward bit for bit the chains of im2col's PyTorch-order rows with the transposed
+ * weight and the bias; the weight gradient bit for bit the chains of dpgd_im2col_hwc's
+ * rows, which are those of the PyTorch-order gradient at permuted places
+ * (dpgd_hwc_to_chw); the fallback (forced AVX2) the same bits; refusals write nothing. */
+static void test_conv_k4c16_bits(void **state)
+{
+  (void)state;
+  static const struct {
+    size_t h, w, cout, stride, B;
+  } shapes[] = {{13, 13, 32, 2, 3}, {13, 13, 16, 2, 1}, {10, 10, 48, 1, 2},
+                {9, 12, 8, 3, 2},   {4, 4, 4, 2, 1},    {11, 9, 20, 2, 2}};
+  const int wide = dpgd_gemm_wide();
+  for (size_t q = 0; q < sizeof shapes / sizeof shapes[0]; q++) {
+    const conv_shape s = dpgd_conv_shape_make(shapes[q].h, shapes[q].w, 16, shapes[q].cout, 4,
+                                              shapes[q].stride, 0);
+    const size_t B = shapes[q].B, n = s.oh * s.ow, rows = B * n, K = 256, cout = s.cout;
+    const size_t nx = s.h * s.w * 16;
+    float *x = vec(B * nx, 0), *W = vec(cout * K, 0), *bias = vec(cout, 0);
+    for (size_t b = 0; b < B; b++) { /* a few specials: most outputs stay numbers */
+      x[b * nx + 17] = INFINITY, x[b * nx + nx / 2] = NAN, x[b * nx + 5] = -0.0f;
+      x[b * nx + nx - 1] = 0.0f;
+    }
+    float *cols = vec(rows * K, 0), *wt = vec(K * cout, 0), *y = vec(rows * cout, 0),
+          *yr = vec(rows * cout, 0);
+    dpgd_im2col_ref(cols, x, &s, B);
+    for (size_t o = 0; o < cout; o++)
+      for (size_t t = 0; t < K; t++) wt[t * cout + o] = W[o * K + t];
+    dpgd_gemm_fma_ref(yr, cout, cols, K, 1, wt, cout, bias, rows, cout, K);
+    y[0] = 2.385f;
+    const int fwd = wide && cout % 16 == 0;
+    assert_int_equal(dpgd_conv_forward_k4c16(y, x, W, bias, wt, &s, B), fwd);
+    if (!fwd) assert_true(y[0] == 2.385f);
+    else if (!same_bits(y, yr, rows * cout)) fail_msg("conv forward k4c16 bits, shape %zu", q);
+    /* The weight gradient of each example. */
+    float *dy = vec(rows * cout, 1), *dW = vec(cout * K, 0), *dWr = vec(cout * K, 0),
+          *dWc = vec(cout * K, 0), *ch = vec(n * K, 0);
+    for (size_t b = 0; b < B; b++) {
+      const float *xb = x + b * nx, *dyb = dy + b * n * cout;
+      dpgd_im2col_hwc(ch, xb, &s, 1);
+      dpgd_gemm_fma_ref(dWr, K, dyb, 1, cout, ch, K, NULL, cout, K, n);
+      dW[0] = 2.385f;
+      assert_int_equal(dpgd_conv_wgrad_k4c16(dW, dyb, xb, &s), wide);
+      if (!wide) assert_true(dW[0] == 2.385f);
+      else if (!same_bits(dW, dWr, cout * K)) fail_msg("wgrad k4c16 bits, shape %zu", q);
+      dpgd_gemm_force_avx2(1); /* the fallback: im2col_hwc and the AVX2 tiles */
+      assert_int_equal(dpgd_conv_wgrad_k4c16(dW, dyb, xb, &s), 0);
+      dpgd_conv_wgrad_hwc(dW, dyb, xb, &s, ch);
+      dpgd_gemm_force_avx2(0);
+      if (!same_bits(dW, dWr, cout * K)) fail_msg("wgrad_hwc fallback bits, shape %zu", q);
+      /* Permuted back, the PyTorch-order gradient's chains. */
+      dpgd_gemm_fma_ref(dWc, K, dyb, 1, cout, cols + b * n * K, K, NULL, cout, K, n);
+      dpgd_hwc_to_chw(dW, dWr, cout, 16, 4);
+      if (!same_bits(dW, dWc, cout * K)) fail_msg("wgrad_hwc permuted, shape %zu", q);
+    }
+    dpgd_gemm_force_avx2(1);
+    y[0] = 2.385f;
+    assert_int_equal(dpgd_conv_forward_k4c16(y, x, W, bias, wt, &s, B), 0);
+    assert_true(y[0] == 2.385f);
+    dpgd_gemm_force_avx2(0);
+    free(x), free(W), free(bias), free(cols), free(wt), free(y), free(yr);
+    free(dy), free(dW), free(dWr), free(dWc), free(ch);
+  }
+  float out[1] = {2.385f}, in[256 * 32] = {0}, wt[256 * 32];
+  const conv_shape k3 = dpgd_conv_shape_make(13, 13, 16, 16, 3, 2, 0),
+                   c32 = dpgd_conv_shape_make(13, 13, 32, 16, 4, 2, 0),
+                   pad = dpgd_conv_shape_make(13, 13, 16, 16, 4, 2, 1),
+                   odd = dpgd_conv_shape_make(13, 13, 16, 6, 4, 2, 0);
+  const conv_shape *no[] = {&k3, &c32, &pad, &odd};
+  for (size_t i = 0; i < 4; i++) {
+    assert_int_equal(dpgd_conv_forward_k4c16(out, in, in, in, wt, no[i], 1), 0);
+    assert_int_equal(dpgd_conv_wgrad_k4c16(out, in, in, no[i]), 0);
+  }
+  assert_true(out[0] == 2.385f);
+}
+
 /* The dot form, C = init + A B^T (dpgd_gemm_nt: the dense layers and the softmax logits
  * forward): the FMA kernel (where the CPU has it) and the mul-add one bit for bit their
  * eight-lane chains, on the models' shapes and on remainders of every kind (rows of A
@@ -359,6 +436,7 @@ int main(void)
       cmocka_unit_test(test_gemm_nt),
       cmocka_unit_test(test_conv_stage_bits),
       cmocka_unit_test(test_dgrad_col2im_bits),
+      cmocka_unit_test(test_conv_k4c16_bits),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
