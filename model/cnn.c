@@ -13,7 +13,7 @@
  * whose every element is one fixed chain over one row (SENSITIVITY.md 5): a row's bits
  * do not depend on the other rows of its chunk. The two linear layers' per-example
  * gradients are rank one: their norms come from ||dy||^2 (||x||^2 + 1) and
- * their clipped sum is one dgemm of scaled output gradients (accumulate_linear), so
+ * their clipped sum is one product of scaled output gradients (accumulate_linear), so
  * 16,746 of the 26,010 gradient entries per example are never written. Clipped sums
  * are accumulated in double (SENSITIVITY.md). */
 #include <math.h>

@@ -167,49 +167,6 @@ DPGD_CLONES void dpgd_accumulate_rows(double *acc, const float *G, const float *
   add_rows_fast(acc, g, f, n, P);
 }
 
-/* Rows with scale 0 become zero rows of rs and xd (their r or x may be NaN); the
- * others get rs = f r (exact in double) and xd = x. */
-DPGD_CLONES static void linear_rows(double *rs, double *xd, const float *r, const float *x,
-                                    const float *scale, size_t B, size_t K, size_t d)
-{
-  for (size_t i = 0; i < B; i++) {
-    if (scale[i] == 0.0f) {
-      memset(rs + i * K, 0, K * sizeof(double));
-      memset(xd + i * d, 0, d * sizeof(double));
-      continue;
-    }
-    const double f = scale[i];
-    for (size_t k = 0; k < K; k++) rs[i * K + k] = f * (double)r[i * K + k];
-    for (size_t j = 0; j < d; j++) xd[i * d + j] = x[i * d + j];
-  }
-}
-
-void dpgd_accumulate_linear(double *accW, double *accb, double *rs, double *xd, const float *r,
-                            const float *x, const float *scale, size_t B, size_t K, size_t d)
-{
-  size_t used = 0;
-  for (size_t i = 0; i < B; i++) used += scale[i] != 0.0f;
-  if (used == 0) return;
-  linear_rows(rs, xd, r, x, scale, B, K, d);
-  cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)K, (int)d, (int)B, 1.0, rs, (int)K,
-              xd, (int)d, 1.0, accW, (int)d);
-  for (size_t i = 0; i < B; i++)
-    for (size_t k = 0; k < K; k++) accb[k] += rs[i * K + k];
-}
-
-void dpgd_accumulate_linear_ref(double *accW, double *accb, const float *r, const float *x,
-                                const float *scale, size_t B, size_t K, size_t d)
-{
-  for (size_t i = 0; i < B; i++) {
-    if (scale[i] == 0.0f) continue;
-    for (size_t k = 0; k < K; k++) {
-      double rk = (double)scale[i] * (double)r[i * K + k];
-      for (size_t j = 0; j < d; j++) accW[k * d + j] += rk * (double)x[i * d + j];
-      accb[k] += rk;
-    }
-  }
-}
-
 double dpgd_model_sum_error_bound(size_t n)
 {
   /* m: a bound on the roundings any term of an output element goes through: at most

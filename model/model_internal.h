@@ -141,17 +141,18 @@ void dpgd_accumulate_rows(double *acc /* (P) */, const float *G /* (B, P) */,
                           const float *scale /* (B) */, size_t B, size_t P);
 
 /* The clipped sum of a linear layer's per-example gradients r_i x_i^T (weights) and r_i
- * (bias), without forming one outer product: accW (K, d) += (S R)^T X in ONE dgemm,
- * accb (K) += column sums of S R, where S = diag(scale), all in double. rs and xd are
- * scratch for S R and X in double (S R is exact there); rows with scale 0 are zero in
- * both (their r or x may be NaN). */
+ * (bias), without forming one outer product: accW (K, d) += (S R)^T X, accb (K) +=
+ * column sums of S R, where S = diag(scale), all in double (linsum.c: with AVX-512F and
+ * d % 8 == 0 each element one fused chain in example order, else ONE dgemm). rs and xd
+ * are scratch for S R and X in double (S R is exact there); rows with scale 0 are left
+ * out (their r or x may be NaN). */
 void dpgd_accumulate_linear(double *accW /* (K, d) */, double *accb /* (K) */,
                             double *rs /* (B, K) scratch */, double *xd /* (B, d) scratch */,
                             const float *r /* (B, K) */, const float *x /* (B, d) */,
                             const float *scale /* (B) */, size_t B, size_t K, size_t d);
 
 /* accumulate_linear by plain loops in double, example after example (the reference the
- * tests compare the dgemm against). */
+ * tests compare it against). */
 void dpgd_accumulate_linear_ref(double *accW /* (K, d) */, double *accb /* (K) */,
                                 const float *r /* (B, K) */, const float *x /* (B, d) */,
                                 const float *scale /* (B) */, size_t B, size_t K, size_t d);

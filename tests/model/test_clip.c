@@ -242,14 +242,16 @@ static void test_sum_rows(void **state)
   free(acc);
 }
 
-/* Rank-one rows r_i x_i^T (+ bias r_i): the dgemm path and the reference loops, each
- * within gamma of the exact sum; rows with adversarial r or x among them. */
-static void test_sum_linear(void **state)
+/* Rank-one rows r_i x_i^T (+ bias r_i): accumulate_linear (the dgemm where D % 8 != 0
+ * or the CPU lacks AVX-512F, else linsum.c's fused chains) and the reference loops, each
+ * within gamma of the exact sum; rows with adversarial r or x among them. The fused
+ * chains bit for bit fma() in example order over the kept rows, the bias their sum in
+ * that order. */
+static void check_sum_linear(const size_t B, const size_t K, const size_t D)
 {
-  (void)state;
-  enum { B = 64, K = 10, D = 133 };
   const size_t P = K * D + K;
-  float *r = malloc(B * K * sizeof *r), *x = malloc(B * D * sizeof *x), scale[B];
+  float *r = malloc(B * K * sizeof *r), *x = malloc(B * D * sizeof *x),
+        *scale = malloc(B * sizeof *scale);
   double *rs = malloc(B * K * sizeof *rs), *xd = malloc(B * D * sizeof *xd);
   double *W = calloc(K * D, sizeof *W), *b = calloc(K, sizeof *b);
   double *Wr = calloc(K * D, sizeof *Wr), *br = calloc(K, sizeof *br);
@@ -278,6 +280,21 @@ static void test_sum_linear(void **state)
   dpgd_accumulate_linear(W, b, rs, xd, r, x, scale, B, K, D);
   dpgd_accumulate_linear_ref(Wr, br, r, x, scale, B, K, D);
   for (size_t j = 0; j < K * D; j++) assert_true(isfinite(W[j]) && isfinite(Wr[j]));
+  if (D % 8 == 0 && dpgd_gemm_wide())
+    for (size_t k = 0; k < K; k++) {
+      double bk = 0.0;
+      for (size_t j = 0; j < D; j++) {
+        double a = 0.0;
+        for (size_t i = 0; i < B; i++)
+          if (scale[i] != 0.0f)
+            a = fma((double)scale[i] * r[i * K + k], (double)x[i * D + j], a);
+        if (memcmp(&a, &W[k * D + j], sizeof a))
+          fail_msg("fused linear sum bits, B %zu K %zu D %zu at (%zu, %zu)", B, K, D, k, j);
+      }
+      for (size_t i = 0; i < B; i++)
+        if (scale[i] != 0.0f) bk += (double)scale[i] * r[i * K + k];
+      if (memcmp(&bk, &b[k], sizeof bk)) fail_msg("linear bias bits at %zu", k);
+    }
   /* (a) and (b) per row, exactly; then (c) for both sums. */
   q128 sumv = 0;
   for (size_t i = 0; i < B; i++) {
@@ -321,6 +338,16 @@ static void test_sum_linear(void **state)
   free(br);
   free(post);
   free(caps);
+  free(scale);
+}
+
+static void test_sum_linear(void **state)
+{
+  (void)state;
+  check_sum_linear(64, 10, 133); /* the dgemm */
+  check_sum_linear(64, 10, 136); /* column blocks of 16 and one of 8 */
+  check_sum_linear(300, 13, 32); /* over 128 kept rows: chains across groups; 8 + 5 rows */
+  check_sum_linear(16, 32, 512); /* the CNN's fc1 */
 }
 
 /* ---- through one softmax chunk --------------------------------------------------- */
