@@ -148,6 +148,15 @@ static void pool(float *p, uint8_t *arg, float *a, size_t B, size_t h, size_t c,
   dpgd_maxpool2s1_forward(p, arg, a, B, h, h, c);
 }
 
+/* Back through pool's pooling and activation: relu's derivative is in the args
+ * (dpgd_maxpool2s1_relu_forward's POOL_NONE), tanh's comes from its output a. */
+static void pool_backward(const dpgd_model *m, float *da, const float *dp, const uint8_t *arg,
+                          const float *a, size_t B, size_t h, size_t c)
+{
+  if (m->act == DPGD_ACT_RELU) dpgd_maxpool2s1_backward(da, dp, arg, B, h, h, c);
+  else dpgd_maxpool2s1_backward_act(da, dp, arg, a, B, h, h, c, m->act);
+}
+
 /* Batched forward of B examples up to the logits (b->z), keeping what backward needs. */
 static void forward(const dpgd_model *m, cnn_bufs *b, const float *x, size_t B)
 {
@@ -219,7 +228,7 @@ static dpgd_dense2 backward(const dpgd_model *m, const cnn_bufs *bp, float *x, c
   dpgd_linear_backward_input(b.df, b.da3, th + OW3, B, FLAT, HID);
   dpgd_unflatten_chw(b.dp2, b.df, B, b.q2, C2);
   /* conv2's output gradient */
-  dpgd_maxpool2s1_backward_act(b.da2, b.dp2, b.arg2, b.a2, B, h2, h2, C2, m->act);
+  pool_backward(m, b.da2, b.dp2, b.arg2, b.a2, B, h2, C2);
   /* dcols2's rows in (ky, kx, c) order, each element the same chain over C2 as with
    * PyTorch's order: a row's runs are dp1's pixels, added without transposes. */
   dpgd_weight_hwc(b.w2p, th + OW2, C2, C1, K2);
@@ -228,7 +237,7 @@ static dpgd_dense2 backward(const dpgd_model *m, const cnn_bufs *bp, float *x, c
     dpgd_col2im_hwc(b.dp1, b.dcols2, &b.s2, B);
   }
   /* conv1's output gradient */
-  dpgd_maxpool2s1_backward_act(b.da1, b.dp1, b.arg1, b.a1, B, h1, h1, C1, m->act);
+  pool_backward(m, b.da1, b.dp1, b.arg1, b.a1, B, h1, C1);
 
   /* The convolutions' per-example gradients are formed later, a group at a time. */
   const int staged = dpgd_conv_stage_ok(&b.s1); /* as forward decided */

@@ -202,6 +202,7 @@ static inline void pool_pixel(float *yo, uint8_t *ao, const float *x00, const fl
     pool_pick8(&m, &a, x01 + ch, 1, relu);
     pool_pick8(&m, &a, x10 + ch, 2, relu);
     pool_pick8(&m, &a, x11 + ch, 3, relu);
+    if (relu) a = (a & (m > 0.0f)) | (POOL_NONE & ~(m > 0.0f));
     const v8b ab = __builtin_convertvector(a, v8b);
     V8_STORE(yo + ch, m);
     V8_STORE(ao + ch, ab);
@@ -213,7 +214,7 @@ static inline void pool_pixel(float *yo, uint8_t *ao, const float *x00, const fl
     for (int32_t q = 0; q < 3; q++)
       if (pool_wins(v[q], m)) m = v[q], a = q + 1;
     yo[ch] = m;
-    ao[ch] = (uint8_t)a;
+    ao[ch] = (uint8_t)(relu && !(m > 0.0f) ? POOL_NONE : a);
   }
 }
 
@@ -375,6 +376,7 @@ void dpgd_maxpool2s1_backward_ref(float *dx, const float *dy, const uint8_t *arg
       for (size_t i = 0; i < oh; i++)
         for (size_t j = 0; j < ow; j++) {
           size_t o = ((b * oh + i) * ow + j) * c + ch;
+          if (arg[o] > 3) continue; /* POOL_NONE */
           size_t yi = i + arg[o] / 2, xj = j + arg[o] % 2;
           dx[((b * h + yi) * w + xj) * c + ch] += dy[o];
         }

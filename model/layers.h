@@ -221,8 +221,13 @@ void dpgd_maxpool2s1_forward(float *y, uint8_t *arg, const float *x, size_t B, s
 void dpgd_maxpool2s1_forward_ref(float *y, uint8_t *arg, const float *x, size_t B, size_t h,
                                  size_t w, size_t c);
 /* dpgd_maxpool2s1_forward of relu(x) (dpgd_act_forward's relu), bit for bit, with relu
- * applied as the candidates are read: x itself is left alone (relu's derivative is the
- * same function of x as of relu(x), so backward can read x). */
+ * applied as the candidates are read: x itself is left alone. Its arg is POOL_NONE
+ * where the output is not > 0 (+0 or NaN): there relu's derivative at the maximum is 0,
+ * so dpgd_maxpool2s1_backward on these args, which passes nothing through a POOL_NONE,
+ * is the backward through relu and the pooling, bit for bit the reference scatter on
+ * dpgd_maxpool2s1_forward_ref's args times relu's derivative (x > 0), without reading
+ * x. */
+#define POOL_NONE 4
 void dpgd_maxpool2s1_relu_forward(float *y, uint8_t *arg, const float *x, size_t B, size_t h,
                                   size_t w, size_t c);
 /* dx (B, h, w, c) = scatter of dy to the maxima (overwrites dx). */

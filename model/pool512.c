@@ -53,7 +53,7 @@ INL void forward16(float *y, uint8_t *arg, const float *x, size_t h, size_t w, s
                    int relu)
 {
   const size_t oh = h - 1, ow = w - 1;
-  const __m128i two = _mm_set1_epi8(2);
+  const __m128i two = _mm_set1_epi8(2), none = _mm_set1_epi8(POOL_NONE);
   for (size_t j = 0; j < ow; j++) {
     const float *p = x + j * c;
     __m512 mu, ml;
@@ -64,8 +64,12 @@ INL void forward16(float *y, uint8_t *arg, const float *x, size_t h, size_t w, s
       pick_pair(&ml, &al, p, c, relu);
       const __mmask16 k = wins(ml, mu);
       const size_t o = (i * ow + j) * c;
-      _mm512_storeu_ps(y + o, _mm512_mask_mov_ps(mu, k, ml));
-      _mm_storeu_si128((__m128i *)(arg + o), _mm_mask_add_epi8(au, k, al, two));
+      const __m512 m = _mm512_mask_mov_ps(mu, k, ml);
+      __m128i a = _mm_mask_add_epi8(au, k, al, two);
+      if (relu) /* POOL_NONE where m is not > 0 */
+        a = _mm_mask_mov_epi8(a, _mm512_cmp_ps_mask(m, _mm512_setzero_ps(), _CMP_NGT_UQ), none);
+      _mm512_storeu_ps(y + o, m);
+      _mm_storeu_si128((__m128i *)(arg + o), a);
       mu = ml, au = al;
     }
   }
