@@ -37,71 +37,67 @@ DPGD_CLONES static void linear_rows(double *rs, double *xd, const float *r, cons
 #define T512 __attribute__((target("avx512f")))
 #define LINSUM_MAX 128 /* kept rows per group */
 
-/* Rows k0 .. k0 + R - 1 (R 1 to 8) of accW by W vectors (1 or 2) of eight columns from j:
+/* Rows k0 .. k0 + R - 1 (R 1 to 6) of accW by W vectors (1 to 4) of eight columns from j:
  * acc = accW(k, j), then acc = fma(rs(u, k), x_u(j), acc) for the n kept examples u in
  * order, x_u's floats converted as they are loaded. R W accumulators, W conversions and
  * R broadcasts per example. */
 static inline __attribute__((always_inline)) T512 void
 sum_tile(const int R, const int W, double *acc, size_t ld, const double *rs, size_t K,
-         const float *const *xr, size_t n)
+         const float *const *xr, size_t j, size_t n)
 {
-  __m512d c[8][2];
-#pragma GCC unroll 8
-  for (int r = 0; r < R; r++) {
-    c[r][0] = _mm512_loadu_pd(acc + r * ld);
-    if (W > 1) c[r][1] = _mm512_loadu_pd(acc + r * ld + 8);
-  }
+  __m512d c[6][4];
+#pragma GCC unroll 6
+  for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+    for (int v = 0; v < W; v++) c[r][v] = _mm512_loadu_pd(acc + r * ld + 8 * v);
   for (size_t u = 0; u < n; u++, rs += K) {
-    const __m512d x0 = _mm512_cvtps_pd(_mm256_loadu_ps(xr[u])),
-                  x1 = W > 1 ? _mm512_cvtps_pd(_mm256_loadu_ps(xr[u] + 8)) : x0;
-#pragma GCC unroll 8
+    __m512d x[4];
+#pragma GCC unroll 4
+    for (int v = 0; v < W; v++) x[v] = _mm512_cvtps_pd(_mm256_loadu_ps(xr[u] + j + 8 * v));
+#pragma GCC unroll 6
     for (int r = 0; r < R; r++) {
       const __m512d a = _mm512_set1_pd(rs[r]);
-      c[r][0] = _mm512_fmadd_pd(a, x0, c[r][0]);
-      if (W > 1) c[r][1] = _mm512_fmadd_pd(a, x1, c[r][1]);
+#pragma GCC unroll 4
+      for (int v = 0; v < W; v++) c[r][v] = _mm512_fmadd_pd(a, x[v], c[r][v]);
     }
   }
-#pragma GCC unroll 8
-  for (int r = 0; r < R; r++) {
-    _mm512_storeu_pd(acc + r * ld, c[r][0]);
-    if (W > 1) _mm512_storeu_pd(acc + r * ld + 8, c[r][1]);
-  }
+#pragma GCC unroll 6
+  for (int r = 0; r < R; r++)
+#pragma GCC unroll 4
+    for (int v = 0; v < W; v++) _mm512_storeu_pd(acc + r * ld + 8 * v, c[r][v]);
 }
 
-#define SUM_CASE(r)                                                                            \
+#define SUM_COLS(r)                                                                            \
   case r:                                                                                      \
-    for (j = 0; j + 16 <= d; j += 16) {                                                        \
-      for (size_t u = 0; u < n; u++) xj[u] = x[u] + j;                                         \
-      sum_tile(r, 2, accW + k0 * d + j, d, rs + k0, K, xj, n);                                 \
-    }                                                                                          \
-    if (j < d) {                                                                               \
-      for (size_t u = 0; u < n; u++) xj[u] = x[u] + j;                                         \
-      sum_tile(r, 1, accW + k0 * d + j, d, rs + k0, K, xj, n);                                 \
+    for (j = 0; j + 32 <= d; j += 32)                                                          \
+      sum_tile(r, 4, accW + k0 * d + j, d, rs + k0, K, x, j, n);                               \
+    switch ((d - j) / 8) {                                                                     \
+    case 3: sum_tile(r, 3, accW + k0 * d + j, d, rs + k0, K, x, j, n); break;                  \
+    case 2: sum_tile(r, 2, accW + k0 * d + j, d, rs + k0, K, x, j, n); break;                  \
+    case 1: sum_tile(r, 1, accW + k0 * d + j, d, rs + k0, K, x, j, n); break;                  \
+    default: break;                                                                            \
     }                                                                                          \
     break;
 
 /* accW (K, d), d a multiple of 8, += the n kept examples' rs (n, K) times their inputs
- * x[u] (d floats each): row blocks of eight, column blocks of sixteen. */
+ * x[u] (d floats each): row blocks of six, column blocks of 32. */
 static T512 void sum_512(double *accW, const double *rs, const float *const *x, size_t n,
                          size_t K, size_t d)
 {
-  const float *xj[LINSUM_MAX];
-  for (size_t k0 = 0; k0 < K; k0 += 8) {
+  for (size_t k0 = 0; k0 < K; k0 += 6) {
     size_t j;
-    switch (K - k0 < 8 ? K - k0 : 8) {
-      SUM_CASE(8)
-      SUM_CASE(7)
-      SUM_CASE(6)
-      SUM_CASE(5)
-      SUM_CASE(4)
-      SUM_CASE(3)
-      SUM_CASE(2)
-      SUM_CASE(1)
+    switch (K - k0 < 6 ? K - k0 : 6) {
+      SUM_COLS(6)
+      SUM_COLS(5)
+      SUM_COLS(4)
+      SUM_COLS(3)
+      SUM_COLS(2)
+      SUM_COLS(1)
     default: break;
     }
   }
 }
-#undef SUM_CASE
+#undef SUM_COLS
 
 /* The kept rows' rs packed in example order and their inputs listed, LINSUM_MAX at a
  * time (each element's chain goes on from one group to the next); then the tiles. */

@@ -345,8 +345,10 @@ static void test_sum_linear(void **state)
 {
   (void)state;
   check_sum_linear(64, 10, 133); /* the dgemm */
-  check_sum_linear(64, 10, 136); /* column blocks of 16 and one of 8 */
-  check_sum_linear(300, 13, 32); /* over 128 kept rows: chains across groups; 8 + 5 rows */
+  check_sum_linear(64, 10, 136); /* column blocks of 32 and one of 8; rows 6 + 4 */
+  check_sum_linear(300, 13, 32); /* over 128 kept rows: chains across groups; 6 + 6 + 1 */
+  check_sum_linear(40, 7, 56);   /* a last column block of 24 */
+  check_sum_linear(20, 3, 16);   /* one column block of 16, three rows */
   check_sum_linear(16, 32, 512); /* the CNN's fc1 */
 }
 
