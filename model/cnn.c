@@ -283,16 +283,8 @@ static void cnn_chunk_rows(const dpgd_model *m, float *scratch, float *rows, flo
 static void cnn_acc_order(const dpgd_model *m, double *acc, int to_slab)
 {
   (void)m, (void)to_slab;
-  _Static_assert(C1 == K2 * K2, "conv2's block permutation is a square transpose");
-  for (size_t o = 0; o < C2; o++) {
-    double *w = acc + OW2 + o * C1 * K2 * K2;
-    for (size_t c = 0; c < C1; c++)
-      for (size_t q = c + 1; q < C1; q++) {
-        const double t = w[c * C1 + q];
-        w[c * C1 + q] = w[q * C1 + c];
-        w[q * C1 + c] = t;
-      }
-  }
+  _Static_assert(C1 == 16 && K2 * K2 == 16, "conv2's block permutation: 16 x 16 transposes");
+  dpgd_square16d(acc + OW2, C2);
 }
 
 static const dpgd_model_type cnn_type = {

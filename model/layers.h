@@ -98,6 +98,9 @@ int dpgd_conv_wgrad_k4c16(float *dW, const float *dy, const float *x, const conv
  * AVX-512F; otherwise returns 0 and writes nothing. */
 int dpgd_transpose16(float *dst, size_t ds, const float *src, size_t ss, size_t rows,
                      size_t cols);
+/* count consecutive 16 x 16 blocks of doubles, each transposed in place (AVX-512F 8 x 8
+ * transposes where the CPU has it, else swaps; only moves). */
+void dpgd_square16d(double *w, size_t count);
 /* The same transpose for any sides (patch.c): dpgd_transpose16 where it applies, else
  * 4 x 4 blocks and single floats. Only copies. */
 void dpgd_transpose(float *dst, size_t ds, const float *src, size_t ss, size_t rows,

@@ -16,6 +16,18 @@
 
 #include "layers.h"
 
+/* dpgd_square16d by swaps. */
+static void square16d_scalar(double *w, size_t count)
+{
+  for (size_t q = 0; q < count; q++, w += 256)
+    for (size_t i = 0; i < 16; i++)
+      for (size_t j = i + 1; j < 16; j++) {
+        const double t = w[i * 16 + j];
+        w[i * 16 + j] = w[j * 16 + i];
+        w[j * 16 + i] = t;
+      }
+}
+
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #define T512 __attribute__((target("avx512f")))
@@ -283,6 +295,55 @@ static T512 void wgrad_k4c16(float *dW, const float *dy, const float *x, const c
       wgrad_tile(dW + o * 256 + ky * 64, dy + o, s->cout, x + ky * s->w * 16, s);
 }
 
+/* r[i] (row i of an 8 x 8 block of doubles) becomes column i: unpacks pair rows, a
+ * two-source permute gathers four rows' element e and e + 4 of each pair of 128-bit
+ * lanes, and 256-bit halves of rows 0-3 and 4-7 make the columns. */
+INLINE512 void transpose8d(__m512d r[8])
+{
+  const __m512i lo = _mm512_set_epi64(13, 12, 5, 4, 9, 8, 1, 0),
+                hi = _mm512_set_epi64(15, 14, 7, 6, 11, 10, 3, 2);
+  __m512d t[8], u[8];
+  for (int i = 0; i < 4; i++) {
+    t[2 * i] = _mm512_unpacklo_pd(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_pd(r[2 * i], r[2 * i + 1]);
+  }
+  for (int h = 0; h < 8; h += 4)
+    for (int e = 0; e < 2; e++) {
+      u[h + e] = _mm512_permutex2var_pd(t[h + e], lo, t[h + e + 2]);
+      u[h + e + 2] = _mm512_permutex2var_pd(t[h + e], hi, t[h + e + 2]);
+    }
+  for (int e = 0; e < 4; e++) {
+    r[e] = _mm512_shuffle_f64x2(u[e], u[4 + e], 0x44);
+    r[4 + e] = _mm512_shuffle_f64x2(u[e], u[4 + e], 0xEE);
+  }
+}
+
+/* The 8 x 8 block at a (row stride 16) transposed into b, read before written. */
+INLINE512 void block8d(double *b, const double *a)
+{
+  __m512d r[8];
+  for (int i = 0; i < 8; i++) r[i] = _mm512_loadu_pd(a + 16 * i);
+  transpose8d(r);
+  for (int i = 0; i < 8; i++) _mm512_storeu_pd(b + 16 * i, r[i]);
+}
+
+/* count 16 x 16 blocks of doubles, each transposed in place: its two diagonal 8 x 8
+ * blocks in place, its off-diagonal pair swapped as they are transposed. */
+static T512 void square16d(double *w, size_t count)
+{
+  for (size_t q = 0; q < count; q++, w += 256) {
+    block8d(w, w);
+    block8d(w + 136, w + 136);
+    __m512d a[8], b[8];
+    for (int i = 0; i < 8; i++) a[i] = _mm512_loadu_pd(w + 8 + 16 * i);
+    for (int i = 0; i < 8; i++) b[i] = _mm512_loadu_pd(w + 128 + 16 * i);
+    transpose8d(a);
+    transpose8d(b);
+    for (int i = 0; i < 8; i++) _mm512_storeu_pd(w + 128 + 16 * i, a[i]);
+    for (int i = 0; i < 8; i++) _mm512_storeu_pd(w + 8 + 16 * i, b[i]);
+  }
+}
+
 /* dst (cols, rows) = src (rows, cols) transposed, both multiples of 16: block by block. */
 static T512 void blocks16(float *dst, size_t ds, const float *src, size_t ss, size_t rows,
                           size_t cols)
@@ -294,6 +355,15 @@ static T512 void blocks16(float *dst, size_t ds, const float *src, size_t ss, si
       transpose16(r);
       for (size_t q = 0; q < 16; q++) _mm512_storeu_ps(dst + (j + q) * ds + i, r[q]);
     }
+}
+
+void dpgd_square16d(double *w, size_t count)
+{
+  if (dpgd_gemm_avx512_cpu()) {
+    square16d(w, count);
+    return;
+  }
+  square16d_scalar(w, count);
 }
 
 int dpgd_transpose16(float *dst, size_t ds, const float *src, size_t ss, size_t rows,
@@ -351,6 +421,8 @@ int dpgd_im2col_k4c16(float *cols, const float *x, const conv_shape *s, size_t B
 }
 
 #else
+
+void dpgd_square16d(double *w, size_t count) { square16d_scalar(w, count); }
 
 int dpgd_conv_forward_k4c16(float *y, const float *x, const float *W, const float *bias,
                             float *wt, const conv_shape *s, size_t B)

@@ -285,6 +285,15 @@ static void test_transpose_bits(void **state)
   if (done && !same_bits(dst, ref, C * DS)) fail_msg("transpose16 bits");
   assert_int_equal(dpgd_transpose16(dst, DS, src, SS, R, C - 1), 0);
   free(src), free(dst), free(ref);
+  /* dpgd_square16d: three 16 x 16 blocks of doubles, each transposed in place. */
+  double w[3 * 256], wr[3 * 256];
+  for (size_t i = 0; i < 3 * 256; i++) w[i] = (double)draw(1) + (double)i * 0x1p-30;
+  for (size_t q = 0; q < 3; q++)
+    for (size_t i = 0; i < 16; i++)
+      for (size_t j = 0; j < 16; j++) wr[q * 256 + j * 16 + i] = w[q * 256 + i * 16 + j];
+  dpgd_square16d(w, 3);
+  for (size_t i = 0; i < 3 * 256; i++)
+    if (memcmp(&w[i], &wr[i], sizeof w[i])) fail_msg("square16d at %zu", i);
 }
 
 /* dpgd_sqnorm_d and dpgd_sqnorm_d_rows (eight or four rows at a time) against the
