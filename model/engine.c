@@ -369,9 +369,9 @@ void dpgd_grad_ws_replay_id(const dpgd_grad_ws *ws, char *buf, size_t len)
   char *core = openblas_get_corename(), *config = openblas_get_config();
   char span[48] = "";
   if (ws->span != ws->chunk) snprintf(span, sizeof span, "; span %zu", ws->span);
-  snprintf(buf, len, "blas %s (%s); row gemm %s; chunk %zu%s; constant_time %d",
-           core ? core : "?", config ? config : "?", dpgd_gemm_kernel(), ws->chunk, span,
-           ws->constant_time);
+  snprintf(buf, len, "blas %s (%s); row gemm %s; linear sum %s; chunk %zu%s; constant_time %d",
+           core ? core : "?", config ? config : "?", dpgd_gemm_kernel(), dpgd_linsum_kernel(),
+           ws->chunk, span, ws->constant_time);
 }
 
 void dpgd_grad_ws_set_constant_time(dpgd_grad_ws *ws, int on) { ws->constant_time = on != 0; }

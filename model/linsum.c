@@ -130,6 +130,8 @@ static int accumulate_512(double *accW, double *accb, double *rs, const float *r
 }
 #endif
 
+const char *dpgd_linsum_kernel(void) { return dpgd_gemm_wide() ? "fma512" : "dgemm"; }
+
 void dpgd_accumulate_linear(double *accW, double *accb, double *rs, double *xd, const float *r,
                             const float *x, const float *scale, size_t B, size_t K, size_t d)
 {

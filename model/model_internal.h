@@ -151,6 +151,10 @@ void dpgd_accumulate_linear(double *accW /* (K, d) */, double *accb /* (K) */,
                             const float *r /* (B, K) */, const float *x /* (B, d) */,
                             const float *scale /* (B) */, size_t B, size_t K, size_t d);
 
+/* What accumulate_linear runs where d % 8 == 0: "fma512" (the fused chains) or "dgemm"
+ * (named in the replay identity: the two round differently). */
+const char *dpgd_linsum_kernel(void);
+
 /* accumulate_linear by plain loops in double, example after example (the reference the
  * tests compare it against). */
 void dpgd_accumulate_linear_ref(double *accW /* (K, d) */, double *accb /* (K) */,

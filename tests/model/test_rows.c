@@ -203,12 +203,19 @@ static void test_replay_id(void **state)
   rx f = make(dpgd_model_cnn, DPGD_ACT_RELU, 16, 16, 16, 1, 0.0, 45);
   char id[320], forced[320], want[64];
   dpgd_grad_ws_replay_id(f.ws, id, sizeof id);
-  snprintf(want, sizeof want, "; row gemm %s;", dpgd_gemm_kernel());
+  snprintf(want, sizeof want, "; row gemm %s; linear sum %s;", dpgd_gemm_kernel(),
+           dpgd_gemm_wide() ? "fma512" : "dgemm");
   if (!strstr(id, want)) fail_msg("replay identity '%s' lacks '%s'", id, want);
   dpgd_gemm_force_muladd(1);
   dpgd_grad_ws_replay_id(f.ws, forced, sizeof forced);
   dpgd_gemm_force_muladd(0);
-  if (!strstr(forced, "; row gemm mul-add;")) fail_msg("replay identity '%s'", forced);
+  if (!strstr(forced, "; row gemm mul-add; linear sum dgemm;"))
+    fail_msg("replay identity '%s'", forced);
+  dpgd_gemm_force_avx2(1); /* FMA without the AVX-512 chains: another identity */
+  dpgd_grad_ws_replay_id(f.ws, forced, sizeof forced);
+  dpgd_gemm_force_avx2(0);
+  if (strcmp(dpgd_gemm_kernel(), "fma") == 0 && !strstr(forced, "; linear sum dgemm;"))
+    fail_msg("replay identity '%s'", forced);
   drop(&f);
 }
 
