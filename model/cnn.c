@@ -8,14 +8,14 @@
  * im2col folded into the products where the AVX-512 kernels run), batched backward to
  * activations, then per-example weight gradients of the two convs into a (B, 9264)
  * buffer, conv2's in (C2, K2, K2, C1) order straight from its channels-last input (the
- * clipped sums in that order too, put back into slab order by cnn_acc_order). Every matrix product of a row's values
- * (convolutions, dense layers, forward and backward) goes through gemm_fma.c's kernels,
- * whose every element is one fixed chain over one row (SENSITIVITY.md 5): a row's bits
- * do not depend on the other rows of its chunk. The two linear layers' per-example
- * gradients are rank one: their norms come from ||dy||^2 (||x||^2 + 1) and
- * their clipped sum is one product of scaled output gradients (accumulate_linear), so
- * 16,746 of the 26,010 gradient entries per example are never written. Clipped sums
- * are accumulated in double (SENSITIVITY.md). */
+ * clipped sums in that order too, put back into slab order by cnn_acc_order). Every
+ * matrix product of a row's values (convolutions, dense layers, forward and backward)
+ * goes through gemm_fma.c's kernels, whose every element is one fixed chain over one
+ * row (SENSITIVITY.md 5): a row's bits do not depend on the other rows of its chunk.
+ * The two linear layers' per-example gradients are rank one: their norms come from
+ * ||dy||^2 (||x||^2 + 1) and their clipped sum is one product of scaled output gradients
+ * (accumulate_linear), so 16,746 of the 26,010 gradient entries per example are never
+ * written. Clipped sums are accumulated in double (SENSITIVITY.md). */
 #include <math.h>
 #include <string.h>
 
@@ -135,8 +135,8 @@ static size_t cnn_scratch(const dpgd_model *m, size_t chunk)
 }
 
 /* The activation and max pooling of a convolution's output a (B, h, h, c): relu
- * applied as the pooling reads a (a keeps the convolution's output, from which backward
- * takes relu's derivative), tanh in place first. */
+ * applied as the pooling reads a (its derivative goes into arg: pool_backward), tanh in
+ * place first (backward takes its derivative from a). */
 static void pool(float *p, uint8_t *arg, float *a, size_t B, size_t h, size_t c,
                  dpgd_activation act)
 {

@@ -191,12 +191,11 @@ void dpgd_conv_wgrad_hwc(float *dW, const float *dy, const float *x, const conv_
   dpgd_conv_wgrad(dW, dy, cols, s->oh * s->ow, s->k * s->k * s->cin, s->cout);
 }
 
+/* Each output channel's (k k, cin) block transposed into (cin, k k). */
 void dpgd_hwc_to_chw(float *W, const float *wp, size_t cout, size_t cin, size_t k)
 {
   const size_t kk = k * k, K = cin * kk;
-  for (size_t o = 0; o < cout; o++)
-    for (size_t c = 0; c < cin; c++)
-      for (size_t q = 0; q < kk; q++) W[o * K + c * kk + q] = wp[o * K + q * cin + c];
+  for (size_t o = 0; o < cout; o++) dpgd_transpose(W + o * K, kk, wp + o * K, cin, kk, cin);
 }
 
 /* d[0..n) += r[0..n), element by element; n a constant where inlined with one. */

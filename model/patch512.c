@@ -381,20 +381,21 @@ int dpgd_weight_hwc_k4c16(float *wp, const float *W, size_t cout, size_t cin, si
   return 1;
 }
 
-int dpgd_dgrad_col2im_k4c16(float *dx, const float *dy, const float *wp, const conv_shape *s,
-                            size_t B)
-{
-  if (s->k != 4 || s->cin != 16 || s->pad != 0 || !dpgd_gemm_wide()) return 0;
-  dgrad_col2im(dx, dy, wp, s, B);
-  return 1;
-}
-
-/* The shapes both kernels take: k 4, 16 channels, no padding, cout a multiple of 16
- * (forward) and of 4 (weight gradient), on the AVX-512 tiles. */
+/* The shapes the conv2 kernels take: k 4, 16 channels, no padding, cout a positive
+ * multiple of cmod (forward 16, weight gradient 4, input gradient 1), on the AVX-512
+ * tiles. */
 static int k4c16_ok(const conv_shape *s, size_t cmod)
 {
   return s->k == 4 && s->cin == 16 && s->pad == 0 && s->cout > 0 && s->cout % cmod == 0 &&
          dpgd_gemm_wide();
+}
+
+int dpgd_dgrad_col2im_k4c16(float *dx, const float *dy, const float *wp, const conv_shape *s,
+                            size_t B)
+{
+  if (!k4c16_ok(s, 1)) return 0;
+  dgrad_col2im(dx, dy, wp, s, B);
+  return 1;
 }
 
 int dpgd_conv_forward_k4c16(float *y, const float *x, const float *W, const float *bias,
